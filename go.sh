@@ -1,0 +1,47 @@
+#!/bin/sh
+# The obl benchmark suite, start to finish:
+#   sh go.sh [--large] [--max-n N] [--timeout S] [--reps R] [--no-noise] ...
+# 1. installs python3-numpy and python3-matplotlib with apt-get if missing,
+# 2. builds the release configuration (build/, obl-bench in build/bench/),
+# 3. runs the plan with scripts/run.py (arguments are passed on to it):
+#    logs/full_runs/<timestamp>.jsonl and results/,
+# 4. prints the Markdown tables (also in results/tables.md),
+# 5. draws the PNG figures under figures/.
+# BENCHMARK_MODE=plan prints the case list instead of running it (steps 1-2
+# still run); BENCHMARK_SELECTOR=cases.txt runs only the cases marked run.
+# Exit status: non-zero if the build or any case failed. See docs/suite.md.
+set -eu
+cd "$(dirname "$0")"
+PY=/usr/bin/python3
+
+log() { printf 'go.sh: %s\n' "$*" >&2; }
+
+if ! "$PY" -c 'import numpy, matplotlib' 2>/dev/null; then
+    log "installing python3-numpy python3-matplotlib"
+    export DEBIAN_FRONTEND=noninteractive
+    apt-get update >&2
+    apt-get install -y --no-install-recommends python3-numpy python3-matplotlib >&2
+fi
+
+log "building the release configuration in build/"
+cmake -S . -B build -DCMAKE_BUILD_TYPE=Release >&2
+cmake --build build -j2 >&2
+
+if [ "${BENCHMARK_MODE:-run}" = plan ]; then
+    exec "$PY" scripts/run.py "$@"
+fi
+
+mkdir -p results
+status=0
+"$PY" scripts/run.py "$@" > results/cases.csv || status=$?
+if [ "$status" -ge 2 ]; then
+    log "scripts/run.py failed (status $status)"
+    exit "$status"
+fi
+"$PY" scripts/generate_readme_bodies.py > results/tables.md
+cat results/tables.md
+"$PY" scripts/draw_figures.py >&2
+if [ "$status" -ne 0 ]; then
+    log "some cases failed or timed out: see results/results.csv and the log in logs/full_runs/"
+fi
+exit "$status"

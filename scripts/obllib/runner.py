@@ -1,0 +1,343 @@
+"""Run cases of obl-bench, one process each, and write the full-run log.
+
+Full-run log (logs/full_runs/<timestamp>.jsonl), one JSON event per line:
+  run_start     time, argv, bench_bin, plan flags, env (machine), cases, types
+  case_start    index, total, name, case (the list-cases object), argv, timeout_s
+  case_end      name, elapsed_s, records (obl-bench JSONL objects), reports
+  case_failed   name, elapsed_s, reason, exit_code, signal, stderr_tail
+  case_timeout  name, elapsed_s, timeout_s, reason, stderr_tail
+  case_skipped  name, reason ("memory" or "selector"), message, case
+  noise         name, metrics {m: {run1, run2, rel_diff}}, max_rel_diff
+  run_end       time, elapsed_s, counts, failed (bool)
+The noise repeat of the reference case is logged with "repeat": true.
+"""
+import datetime
+import json
+import os
+import platform
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+
+from . import plan, stats
+
+MEMORY_MARGIN = 0.9   # a case may use at most 90 % of MemAvailable
+DEFAULT_TIMEOUT_FLOOR = 60.0
+DEFAULT_TIMEOUT_FACTOR = 10.0
+KILL_GRACE_S = 2.0
+
+
+def now_iso():
+    return datetime.datetime.now().astimezone().isoformat(timespec="seconds")
+
+
+def meminfo():
+    out = {}
+    try:
+        with open("/proc/meminfo") as f:
+            for line in f:
+                name, _, rest = line.partition(":")
+                parts = rest.split()
+                if parts:
+                    out[name] = int(parts[0]) * (1024 if parts[1:] == ["kB"] else 1)
+    except OSError:
+        pass
+    return out
+
+
+def mem_available():
+    return meminfo().get("MemAvailable")
+
+
+def cpu_model():
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    return line.partition(":")[2].strip()
+    except OSError:
+        pass
+    return platform.processor() or "unknown"
+
+
+def git_revision(root):
+    try:
+        rev = subprocess.run(["git", "-C", root, "rev-parse", "--short", "HEAD"],
+                             capture_output=True, text=True, timeout=10).stdout.strip()
+        dirty = subprocess.run(["git", "-C", root, "status", "--porcelain", "--untracked-files=no"],
+                               capture_output=True, text=True, timeout=10).stdout.strip()
+        return (rev + ("-dirty" if dirty else "")) if rev else None
+    except (OSError, subprocess.SubprocessError):
+        return None
+
+
+def environment(root):
+    mem = meminfo()
+    return {"cpu": cpu_model(), "cores": os.cpu_count(), "memory_kb": mem.get("MemTotal", 0) // 1024,
+            "mem_available_kb": mem.get("MemAvailable", 0) // 1024,
+            "kernel": platform.release(), "host": platform.node(),
+            "python": platform.python_version(), "git": git_revision(root)}
+
+
+def bench_output(bench_bin, args, timeout=120):
+    proc = subprocess.run([bench_bin] + list(args), capture_output=True, text=True, timeout=timeout)
+    if proc.returncode != 0:
+        raise RuntimeError(f"{bench_bin} {' '.join(args)} failed with status {proc.returncode}: "
+                           + proc.stderr.strip()[-500:])
+    return proc.stdout
+
+
+def list_cases(bench_bin, max_n=None, large=False):
+    args = ["list-cases"]
+    if max_n is not None:
+        args += ["--max-n", str(max_n)]
+    if large:
+        args.append("--large")
+    cases = []
+    for number, line in enumerate(bench_output(bench_bin, args).splitlines(), 1):
+        line = line.strip()
+        if not line or line.startswith("#"):
+            continue
+        try:
+            case = json.loads(line)
+        except json.JSONDecodeError:
+            raise RuntimeError(f"list-cases line {number} is not JSON: {line[:120]}") from None
+        for key in ("bench", "impl", "args", "params"):
+            if key not in case:
+                raise RuntimeError(f"list-cases line {number} lacks {key!r}")
+        cases.append(case)
+    return cases
+
+
+def list_types(bench_bin):
+    try:
+        return [l for l in bench_output(bench_bin, ["list-types"]).splitlines() if l.strip()]
+    except (RuntimeError, OSError, subprocess.SubprocessError):
+        return []
+
+
+def tail(path, limit=2000):
+    try:
+        with open(path, "rb") as f:
+            f.seek(0, 2)
+            size = f.tell()
+            f.seek(max(0, size - limit))
+            return f.read().decode("utf-8", "replace")
+    except OSError:
+        return ""
+
+
+def case_timeout(case, timeout):
+    if timeout is not None:
+        return float(timeout)
+    est = case.get("est_seconds")
+    if est is None:
+        return 300.0
+    return max(DEFAULT_TIMEOUT_FLOOR, DEFAULT_TIMEOUT_FACTOR * float(est))
+
+
+def signal_name(num):
+    try:
+        return signal.Signals(num).name
+    except ValueError:
+        return f"signal {num}"
+
+
+def run_case(bench_bin, case, timeout_s, reps=None, extra_args=()):
+    """Run one case in its own process group. -> result dict."""
+    with tempfile.TemporaryDirectory(prefix="obl-case-") as tmp:
+        json_path = os.path.join(tmp, "case.jsonl")
+        out_path, err_path = os.path.join(tmp, "stdout"), os.path.join(tmp, "stderr")
+        argv = [bench_bin, case["bench"]] + [str(a) for a in case["args"]] + list(extra_args)
+        argv += ["--json", json_path]
+        if reps is not None:
+            argv += ["--reps", str(reps)]
+        result = {"argv": argv[1:]}
+        start = time.monotonic()
+        with open(out_path, "wb") as out, open(err_path, "wb") as err:
+            try:
+                proc = subprocess.Popen(argv, stdout=out, stderr=err, stdin=subprocess.DEVNULL,
+                                        start_new_session=True)
+            except OSError as e:
+                result.update(outcome="failed", reason=f"cannot start: {e}", exit_code=None,
+                              signal=None, elapsed_s=0.0, stderr_tail="")
+                return result
+            try:
+                code = proc.wait(timeout=timeout_s)
+                timed_out = False
+            except subprocess.TimeoutExpired:
+                timed_out = True
+                for sig, grace in ((signal.SIGTERM, KILL_GRACE_S), (signal.SIGKILL, None)):
+                    try:
+                        os.killpg(proc.pid, sig)
+                    except ProcessLookupError:
+                        break
+                    try:
+                        proc.wait(timeout=grace)
+                        break
+                    except subprocess.TimeoutExpired:
+                        continue
+                code = proc.wait()
+        result["elapsed_s"] = round(time.monotonic() - start, 3)
+        stdout_text = tail(out_path, 1 << 20)
+        result["stderr_tail"] = tail(err_path)
+        result["reports"] = [l.strip() for l in stdout_text.splitlines() if "REPORT_123" in l]
+        if timed_out:
+            result.update(outcome="timeout", timeout_s=timeout_s, exit_code=None,
+                          signal=None, reason=f"timed out after {timeout_s:g} s (killed)")
+            return result
+        result["exit_code"] = code if code >= 0 else None
+        result["signal"] = signal_name(-code) if code < 0 else None
+        if code < 0:
+            result.update(outcome="failed", reason=f"killed by {signal_name(-code)}")
+            return result
+        if code != 0:
+            last = [l for l in result["stderr_tail"].splitlines() if l.strip()]
+            why = f": {last[-1].strip()}" if last else ""
+            result.update(outcome="failed", reason=f"exit status {code}{why}")
+            return result
+        records = []
+        try:
+            if os.path.exists(json_path):
+                with open(json_path, encoding="utf-8") as f:
+                    records = [json.loads(l) for l in f if l.strip()]
+        except (json.JSONDecodeError, UnicodeDecodeError) as e:
+            result.update(outcome="failed", reason=f"unreadable JSONL output: {e}")
+            return result
+        if not records:
+            result.update(outcome="failed", reason="exit status 0 but no JSONL record written")
+            return result
+        result.update(outcome="ok", records=records)
+        return result
+
+
+class EventLog:
+    def __init__(self, path):
+        self.path = path
+        os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
+        self.f = open(path, "a", encoding="utf-8")
+        self.events = []
+
+    def emit(self, event, **fields):
+        ev = {"event": event, "time": now_iso()}
+        ev.update(fields)
+        self.events.append(ev)
+        self.f.write(json.dumps(ev, sort_keys=False) + "\n")
+        self.f.flush()
+        return ev
+
+    def close(self):
+        self.f.close()
+
+
+def fmt_s(s):
+    if s < 60:
+        return f"{s:.1f}s"
+    return f"{int(s // 60)}m{int(s % 60):02d}s"
+
+
+class Progress:
+    """One line per case on stderr: [k/n] name ..., elapsed, est. remaining."""
+
+    def __init__(self, cases, stream=sys.stderr):
+        self.est = [float(c.get("est_seconds") or 1.0) for c in cases]
+        self.total = len(cases)
+        self.start = time.monotonic()
+        self.done_est = 0.0
+        self.stream = stream
+
+    def case_done(self, k, name, status):
+        self.done_est += self.est[k - 1]
+        elapsed = time.monotonic() - self.start
+        remaining_est = sum(self.est[k:])
+        # scale the driver's estimates by how they have fared so far
+        scale = elapsed / self.done_est if self.done_est > 0 else 1.0
+        remaining = remaining_est * scale
+        print(f"[{k}/{self.total}] {name} {status}; elapsed {fmt_s(elapsed)}, "
+              f"est. remaining {fmt_s(remaining)}", file=self.stream, flush=True)
+
+
+def noise_of(first, second):
+    """Relative difference of the medians of two runs of one case."""
+    a = {m: v["median"] for m, v in first[0]["metrics"].items()}
+    b = {m: v["median"] for m, v in second[0]["metrics"].items()}
+    metrics = {m: {"run1": a[m], "run2": b[m], "rel_diff": stats.rel_diff(a[m], b[m])}
+               for m in a if m in b}
+    timed = {m: v for m, v in metrics.items() if m.endswith(("_us", "_qps"))} or metrics
+    worst = max(timed, key=lambda m: timed[m]["rel_diff"]) if timed else None
+    return metrics, worst
+
+
+def run_plan(bench_bin, cases, log, timeout=None, reps=None, noise_case=None,
+             extra_args=(), stream=sys.stderr):
+    """Run the selected cases; -> counts dict. noise_case: a case to run twice."""
+    progress = Progress(cases, stream)
+    counts = {"ok": 0, "failed": 0, "timeout": 0, "skipped": 0}
+    first_noise_records = None
+    for k, case in enumerate(cases, 1):
+        name = plan.case_name(case)
+        need, avail = case.get("est_memory_bytes"), mem_available()
+        if need is not None and avail is not None and need > MEMORY_MARGIN * avail:
+            msg = (f"skipped: needs an estimated {stats.fmt_bytes(need)}, only "
+                   f"{stats.fmt_bytes(avail)} available (limit {int(MEMORY_MARGIN * 100)} %)")
+            log.emit("case_skipped", name=name, reason="memory", message=msg, case=case,
+                     est_memory_bytes=need, mem_available_bytes=avail)
+            counts["skipped"] += 1
+            progress.case_done(k, name, msg)
+            continue
+        t = case_timeout(case, timeout)
+        log.emit("case_start", index=k, total=len(cases), name=name, case=case, timeout_s=t)
+        res = run_case(bench_bin, case, t, reps, extra_args)
+        common = {"name": name, "elapsed_s": res["elapsed_s"], "argv": res["argv"]}
+        if res["outcome"] == "ok":
+            log.emit("case_end", records=res["records"], reports=res["reports"],
+                     stderr_tail=res["stderr_tail"][-500:], **common)
+            counts["ok"] += 1
+            status = f"ok in {fmt_s(res['elapsed_s'])}"
+            if noise_case is not None and plan.case_identity(case) == plan.case_identity(noise_case):
+                first_noise_records = res["records"]
+        elif res["outcome"] == "timeout":
+            log.emit("case_timeout", timeout_s=t, reason=res["reason"],
+                     stderr_tail=res["stderr_tail"], **common)
+            counts["timeout"] += 1
+            status = f"TIMEOUT ({res['reason']})"
+        else:
+            log.emit("case_failed", reason=res["reason"], exit_code=res.get("exit_code"),
+                     signal=res.get("signal"), stderr_tail=res["stderr_tail"], **common)
+            counts["failed"] += 1
+            status = f"FAILED ({res['reason']})"
+        progress.case_done(k, name, status)
+    noise = None
+    if first_noise_records:
+        name = plan.case_name(noise_case)
+        t = case_timeout(noise_case, timeout)
+        log.emit("case_start", index=0, total=len(cases), name=name, case=noise_case,
+                 timeout_s=t, repeat=True)
+        res = run_case(bench_bin, noise_case, t, reps, extra_args)
+        if res["outcome"] == "ok":
+            log.emit("case_end", name=name, elapsed_s=res["elapsed_s"], argv=res["argv"],
+                     records=res["records"], reports=res["reports"], repeat=True)
+            metrics, worst = noise_of(first_noise_records, res["records"])
+            noise = log.emit("noise", name=name, metrics=metrics, worst_metric=worst,
+                             max_rel_diff=metrics[worst]["rel_diff"] if worst else None)
+            print(noise_line(noise), file=stream, flush=True)
+        else:
+            log.emit("case_failed", name=name, elapsed_s=res["elapsed_s"], argv=res["argv"],
+                     reason=res["reason"], exit_code=res.get("exit_code"),
+                     signal=res.get("signal"), stderr_tail=res["stderr_tail"], repeat=True)
+            print(f"noise: the repeat of {name} failed ({res['reason']}); noise not measured",
+                  file=stream, flush=True)
+    return counts, noise
+
+
+def noise_line(noise):
+    if not noise or not noise.get("worst_metric"):
+        return "noise: not measured"
+    parts = ", ".join(f"{m} {stats.fmt(v['rel_diff'] * 100, 2)} %"
+                      for m, v in noise["metrics"].items())
+    w = noise["worst_metric"]
+    return (f"noise: reference case {noise['name']} run twice; relative difference of the "
+            f"medians up to {stats.fmt(noise['max_rel_diff'] * 100, 2)} % ({w}); {parts}. "
+            f"Differences smaller than this are not resolved by a single run.")

@@ -1,0 +1,346 @@
+"""Markdown tables and the README refresh.
+
+One table per (benchmark type, fixed parameters, metric): rows by N, columns
+by implementation, each cell the median with its spread. Every implementation
+measured in the run gets a ratio column: its median divided by the median of
+the non-oblivious baseline of the same run (baseline_array for NRORAM and
+RORAM, baseline_hashmap for the map types), matched on N, Key_bytes and
+Value_bytes. Peers read from other logs get no ratio: their baseline was not
+measured on the same machine in the same run.
+
+Each table is preceded by `<!-- obl-table: KEY -->`; the README refresh finds
+curated tables by that key, between `<!-- obl-tables:begin -->` and
+`<!-- obl-tables:end -->`, and replaces only the table rows under it.
+"""
+import re
+
+from . import stats
+
+BEGIN = "<!-- obl-tables:begin -->"
+END = "<!-- obl-tables:end -->"
+KEY_RE = re.compile(r"<!--\s*obl-table:\s*(.*?)\s*-->")
+
+BASELINES = ("baseline_array", "baseline_hashmap")
+BASELINE_FOR = {"NRORAM": "baseline_array", "RORAM": "baseline_array"}
+DEFAULT_BASELINE = "baseline_hashmap"
+MATCH_PARAMS = ("N", "Key_bytes", "Value_bytes")
+
+TYPE_TITLES = {"NRORAM": "Non-Recursive ORAM (NRORAM)", "RORAM": "Recursive ORAM (RORAM)",
+               "UMAP": "Unordered Map (UMAP)", "Sharded-UMAP": "Sharded Unordered Map (Sharded-UMAP)",
+               "Ramp-UMAP": "Open-loop Unordered Map (Ramp-UMAP)"}
+METRIC_TITLES = {
+    "Read_latency_us": "Read latency (us/query)",
+    "Write_latency_us": "Write latency (us/query)",
+    "Read_throughput_qps": "Read throughput (queries/s)",
+    "Write_throughput_qps": "Write throughput (queries/s)",
+    "Batch_read_latency_us": "Batch read latency (us/batch)",
+    "Initialization_time_us": "Initialization time (us)",
+    "Memory_kb": "Memory (KiB)",
+    "Bytes_per_entry": "Memory per entry (bytes/entry)",
+}
+UNIT_WORDS = (("_us", "us"), ("_ns", "ns"), ("_ms", "ms"), ("_qps", "queries/s"),
+              ("_kb", "KiB"), ("_mb", "MiB"), ("_bytes", "bytes"), ("_s", "s"))
+METRIC_ORDER = ("latency", "throughput", "initialization", "memory", "bytes_per_entry")
+
+
+def baseline_for(report_type):
+    return BASELINE_FOR.get(report_type, DEFAULT_BASELINE)
+
+
+def metric_title(name):
+    if name in METRIC_TITLES:
+        return METRIC_TITLES[name]
+    for suffix, word in UNIT_WORDS:
+        if name.lower().endswith(suffix):
+            return f"{name[:-len(suffix)].replace('_', ' ')} ({word})"
+    return name.replace("_", " ")
+
+
+def metric_rank(name):
+    low = name.lower()
+    for i, word in enumerate(METRIC_ORDER):
+        if word in low:
+            return (i, name)
+    return (len(METRIC_ORDER), name)
+
+
+def n_label(n):
+    if isinstance(n, int) and n > 0 and n & (n - 1) == 0:
+        return f"$2^{{{n.bit_length() - 1}}}$"
+    return str(n)
+
+
+def param_sort_key(k):
+    order = {"Key_bytes": 0, "Value_bytes": 1}
+    return (order.get(k, 2), k)
+
+
+def group_text(params):
+    return ",".join(f"{k}={params[k]}" for k in sorted(params, key=param_sort_key))
+
+
+def group_title(params):
+    bits = []
+    if "Key_bytes" in params:
+        bits.append(f"{params['Key_bytes']}B keys")
+    if "Value_bytes" in params:
+        bits.append(f"{params['Value_bytes']}B values")
+    bits += [f"{k}={params[k]}" for k in sorted(params, key=param_sort_key)
+             if k not in ("Key_bytes", "Value_bytes")]
+    return ", ".join(bits) or "default parameters"
+
+
+def grouping_names(records):
+    """Per type, the parameter names that identify a table (besides N): those
+    our own records use. Peer-only types: Key_bytes and Value_bytes."""
+    names = {}
+    for rec in records:
+        if rec.get("origin") != "extra":
+            names.setdefault(rec["report_type"], set()).update(
+                k for k in rec["params"] if k != "N")
+    return names
+
+
+def table_params(rec, names):
+    keep = names.get(rec["report_type"], {"Key_bytes", "Value_bytes"})
+    return {k: v for k, v in rec["params"].items() if k in keep and k != "N"}
+
+
+def cell(summary, spread):
+    if summary is None:
+        return ""
+    med = stats.fmt(summary["median"])
+    lo, hi = ((summary.get("min"), summary.get("max")) if spread == "minmax"
+              else (summary.get("q1"), summary.get("q3")))
+    if spread == "none" or lo is None or hi is None or lo == hi:
+        return med
+    return f"{med} ({stats.fmt(lo)}–{stats.fmt(hi)})"
+
+
+def impl_order(impls, run_impls):
+    def key(i):
+        if i == "obl" or i.startswith("obl"):
+            return (0, i)
+        if i in BASELINES:
+            return (2, i)
+        return (1 if i in run_impls else 3, i)
+    return sorted(impls, key=key)
+
+
+class Table:
+    def __init__(self, key, section, subsection, title, header, rows, note=""):
+        self.key, self.section, self.subsection = key, section, subsection
+        self.title, self.header, self.rows, self.note = title, header, rows, note
+
+    def markdown_rows(self, header=None):
+        header = header or self.header
+        def numeric(col):
+            cells = [r[col] for r in self.rows if col < len(r) and r[col]]
+            return bool(cells) and all(re.match(r"[~$0-9.+-]", c) for c in cells)
+        align = ["--:" if i and numeric(i) else "---" for i in range(len(header))]
+        lines = ["| " + " | ".join(header) + " |", "| " + " | ".join(align) + " |"]
+        lines += ["| " + " | ".join(r) + " |" for r in self.rows]
+        return lines
+
+    def render(self):
+        out = [f"<!-- obl-table: {self.key} -->", f"**{self.title}**"]
+        if self.note:
+            out.append("")
+            out.append(self.note)
+        out.append("")
+        out += self.markdown_rows()
+        return "\n".join(out)
+
+
+def measured_tables(records, spread="minmax"):
+    """records: normalised records with "origin" = "run" or "extra"."""
+    names = grouping_names(records)
+    run_impls = {r["impl"] for r in records if r.get("origin") != "extra"}
+    # baseline index: (baseline impl, N, K, V, metric) -> summary, same run only
+    base = {}
+    for r in records:
+        if r["impl"] in BASELINES and r.get("origin") != "extra":
+            for m, s in r["metrics"].items():
+                base[(r["impl"],) + tuple(r["params"].get(p) for p in MATCH_PARAMS) + (m,)] = s
+    groups = {}
+    for r in records:
+        if "N" not in r["params"]:
+            continue
+        tp = table_params(r, names)
+        for m, s in r["metrics"].items():
+            g = groups.setdefault((r["report_type"], group_text(tp), m),
+                                  {"params": tp, "cells": {}, "reps": set(), "origins": {}})
+            g["cells"][(r["params"]["N"], r["impl"])] = (s, r)
+            if s.get("reps"):
+                g["reps"].add(s["reps"])
+            g["origins"][r["impl"]] = r.get("origin", "run")
+    tables = []
+    type_rank = {t: i for i, t in enumerate(TYPE_TITLES)}
+    def order(k):
+        params = groups[k]["params"]
+        pkey = tuple((p, (0, params[p]) if isinstance(params[p], (int, float)) else (1, str(params[p])))
+                     for p in sorted(params, key=param_sort_key))
+        return (type_rank.get(k[0], 99), k[0], pkey, metric_rank(k[2]))
+
+    for (rtype, gtext, metric) in sorted(groups, key=order):
+        g = groups[(rtype, gtext, metric)]
+        bl = baseline_for(rtype)
+        ns = sorted({n for n, _ in g["cells"]}, key=lambda n: (isinstance(n, str), n))
+        impls = impl_order({i for _, i in g["cells"]}, run_impls)
+
+        def base_of(n, rec):
+            params = dict(rec["params"])
+            return base.get((bl,) + tuple(params.get(p) for p in MATCH_PARAMS) + (metric,))
+
+        borrowed = bl not in impls and any(
+            base_of(n, rec) for (n, _), (_, rec) in g["cells"].items())
+        columns = list(impls) + ([bl] if borrowed else [])
+        ratio_impls = [i for i in impls if i not in BASELINES and g["origins"].get(i) != "extra"]
+        has_ratio = any(base_of(n, rec) for (n, i), (_, rec) in g["cells"].items() if i in ratio_impls)
+        header = ["N"] + columns + ([f"{i} ÷ {bl}" for i in ratio_impls] if has_ratio else [])
+        rows = []
+        for n in ns:
+            row = [n_label(n)]
+            any_rec = next(rec for (nn, _), (_, rec) in g["cells"].items() if nn == n)
+            for i in columns:
+                if i == bl and borrowed:
+                    row.append(cell(base_of(n, any_rec), spread))
+                else:
+                    s = g["cells"].get((n, i))
+                    row.append(cell(s[0] if s else None, spread))
+            if has_ratio:
+                for i in ratio_impls:
+                    s = g["cells"].get((n, i))
+                    b = base_of(n, s[1]) if s else None
+                    row.append(f"{stats.fmt(s[0]['median'] / b['median'], 3)}"
+                               if s and b and b["median"] else "")
+            rows.append(row)
+        reps = sorted(g["reps"])
+        what = {"minmax": "median (min–max)", "iqr": "median (interquartile range)",
+                "none": "median"}[spread]
+        over = (f" over {reps[0]} repetitions" if len(reps) == 1 else
+                f" over {reps[0]}–{reps[-1]} repetitions" if reps else "")
+        note = f"{what}{over}"
+        if has_ratio:
+            note += f"; `÷ {bl}`: ratio of medians to the non-oblivious baseline of the same run"
+            if borrowed:
+                note += f" (the {bl} column is that baseline)"
+        if any(o == "extra" for o in g["origins"].values()):
+            peers = sorted(i for i, o in g["origins"].items() if o == "extra")
+            note += f"; {', '.join(peers)}: from other logs (other machine or run)"
+        tables.append(Table(f"{rtype} | {gtext} | {metric}",
+                            TYPE_TITLES.get(rtype, rtype), group_title(g["params"]),
+                            metric_title(metric), header, rows, note + "."))
+    return tables
+
+
+def render_all(tables):
+    """Full Markdown: sections by type and parameters, then each table."""
+    out, section, sub = [], None, None
+    for t in tables:
+        if t.section != section:
+            out += [f"### {t.section}", ""]
+            section, sub = t.section, None
+        if t.subsection and t.subsection != sub:
+            out += [f"#### {t.subsection}", ""]
+            sub = t.subsection
+        out += [t.render(), ""]
+    return "\n".join(out).rstrip("\n") + "\n"
+
+
+# ---- README refresh --------------------------------------------------------
+
+FOOTNOTE_RE = re.compile(r"\s*(\*+|[†‡§]+|\[\^\w+\]|\(\d+\)|\^\w+)")
+
+
+def keep_footnotes(new_header, old_header):
+    """Keep a curated header's footnote marks (`h2o2*`) on the same column."""
+    out = []
+    for name in new_header:
+        kept = name
+        for old in old_header:
+            if old != name and old.startswith(name) and FOOTNOTE_RE.fullmatch(old[len(name):]):
+                kept = old
+                break
+        out.append(kept)
+    return out
+
+
+def split_row(line):
+    return [c.strip() for c in line.strip().strip("|").split("|")]
+
+
+def refresh(text, tables):
+    """Refresh curated tables between the markers; -> new text.
+
+    Raises ValueError (nothing is written by the caller) when the markers are
+    missing, a key matches no table, or a key has no table under it."""
+    by_key = {t.key: t for t in tables}
+    lines = text.split("\n")
+    try:
+        begin = next(i for i, l in enumerate(lines) if l.strip() == BEGIN)
+        end = next(i for i, l in enumerate(lines) if l.strip() == END and i > begin)
+    except StopIteration:
+        raise ValueError(f"README has no {BEGIN} ... {END} block") from None
+    out = lines[:begin + 1]
+    errors, found = [], 0
+    i = begin + 1
+    while i < end:
+        line = lines[i]
+        m = KEY_RE.search(line)
+        out.append(line)
+        i += 1
+        if not m or line.strip() in (BEGIN, END):
+            continue
+        found += 1
+        key = m.group(1)
+        j = i
+        while j < end and not lines[j].lstrip().startswith("|") and not KEY_RE.search(lines[j]):
+            out.append(lines[j])
+            j += 1
+        if j >= end or KEY_RE.search(lines[j]):
+            errors.append(f"curated table {key!r} has no table under its marker")
+            i = j
+            continue
+        k = j
+        while k < end and lines[k].lstrip().startswith("|"):
+            k += 1
+        table = by_key.get(key)
+        if table is None:
+            errors.append(f"curated table {key!r} matches no result")
+            out += lines[j:k]
+        else:
+            header = keep_footnotes(table.header, split_row(lines[j]))
+            out += table.markdown_rows(header)
+        i = k
+    if errors:
+        raise ValueError("; ".join(errors))
+    if not found:
+        raise ValueError("no curated table (<!-- obl-table: KEY -->) between the markers")
+    return "\n".join(out + lines[end:])
+
+
+def replace_block(text, body):
+    """--write-readme without --main: the whole block becomes `body`."""
+    lines = text.split("\n")
+    try:
+        begin = next(i for i, l in enumerate(lines) if l.strip() == BEGIN)
+        end = next(i for i, l in enumerate(lines) if l.strip() == END and i > begin)
+    except StopIteration:
+        raise ValueError(f"README has no {BEGIN} ... {END} block") from None
+    return "\n".join(lines[:begin + 1] + [""] + body.rstrip("\n").split("\n") + [""] + lines[end:])
+
+
+def curated_keys(text):
+    lines = text.split("\n")
+    inside, keys = False, []
+    for l in lines:
+        if l.strip() == BEGIN:
+            inside = True
+        elif l.strip() == END:
+            inside = False
+        elif inside:
+            m = KEY_RE.search(l)
+            if m:
+                keys.append(m.group(1))
+    return keys

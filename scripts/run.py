@@ -1,0 +1,182 @@
+#!/usr/bin/python3
+"""Run the obl benchmark plan, one process per case, or read a saved run.
+
+  scripts/run.py [--max-n N] [--large] [--timeout S] [--reps R]   run the plan
+  BENCHMARK_MODE=plan scripts/run.py > cases.txt                  list, run nothing
+  BENCHMARK_SELECTOR=cases.txt scripts/run.py                     run the selection
+  scripts/run.py logs/full_runs/FILE.jsonl > results.csv          parse a saved run
+  scripts/run.py --cases logs/full_runs/FILE.jsonl > cases.txt    case list of a run
+
+A run writes logs/full_runs/<timestamp>.jsonl (every event), results/ (JSON,
+CSV, one CSV per benchmark type) and prints the per-case CSV on stdout;
+progress goes to stderr. Exit status 1 when any case failed or timed out.
+See docs/suite.md.
+"""
+import argparse
+import datetime
+import os
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+from obllib import parse, plan, results, runner  # noqa: E402
+from obllib.inputs import ROOT  # noqa: E402
+
+
+def default_bench_bin():
+    return os.environ.get("OBL_BENCH") or os.path.join(ROOT, "build", "bench", "obl-bench")
+
+
+def parse_args(argv):
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("log", nargs="?", help="a saved full-run log: print its CSV, run nothing")
+    p.add_argument("--cases", metavar="LOG", help="print the case list of a saved full-run log")
+    p.add_argument("--max-n", type=int, help="largest N of the plan (obl-bench list-cases --max-n)")
+    p.add_argument("--large", action="store_true", help="the large plan: N up to what fits in memory")
+    p.add_argument("--timeout", type=float,
+                   help="per-case timeout in seconds (default: max(60, 10 x the case's estimate))")
+    p.add_argument("--reps", type=int, help="repetitions per case (default: obl-bench's)")
+    p.add_argument("--bench-bin", default=default_bench_bin(),
+                   help="obl-bench binary (default: $OBL_BENCH or build/bench/obl-bench)")
+    p.add_argument("--plan", action="store_true", help="same as BENCHMARK_MODE=plan")
+    p.add_argument("--selector", default=os.environ.get("BENCHMARK_SELECTOR") or None,
+                   help="case list to run (default: $BENCHMARK_SELECTOR)")
+    p.add_argument("--noise-case", metavar="NAME",
+                   help="case run twice to measure noise (default: the first case run)")
+    p.add_argument("--no-noise", action="store_true", help="do not measure noise")
+    p.add_argument("--results", default=os.path.join(ROOT, "results"), help="results directory")
+    p.add_argument("--log-dir", default=os.path.join(ROOT, "logs", "full_runs"),
+                   help="directory of full-run logs")
+    p.add_argument("--bench-arg", action="append", default=[], metavar="ARG",
+                   help="extra argument passed to every case (repeatable)")
+    args = p.parse_args(argv)
+    mode = os.environ.get("BENCHMARK_MODE", "run") or "run"
+    if mode not in ("run", "plan"):
+        p.error(f"BENCHMARK_MODE must be run or plan, not {mode!r}")
+    args.plan = args.plan or mode == "plan"
+    return args
+
+
+def cases_from_log(path):
+    events = parse.read_jsonl(path)
+    rows = results.outcomes(events)
+    entries = []
+    for row in rows:
+        case = row["case"]
+        if not case:
+            continue
+        ran = row["outcome"] != "skipped" or row["reason"].startswith("memory")
+        comment = row["outcome"] + (f": {row['reason']}" if row.get("reason") else "")
+        entries.append(("run" if ran else "skip", case, comment.replace("\n", " ")))
+    return plan.format_case_list(entries, extra_header=f"cases of {path}")
+
+
+def select(cases, selector_path):
+    """-> (cases to run, [(case, reason) skipped], [unknown selector entries])."""
+    with open(selector_path, encoding="utf-8") as f:
+        entries = plan.parse_case_list(f.read())
+    chosen = {plan.identity(e["bench"], e["impl"], e["params"]): e for e in entries}
+    run, skipped = [], []
+    for c in cases:
+        e = chosen.pop(plan.case_identity(c), None)
+        if e is None:
+            skipped.append((c, "not in the case list"))
+        elif e["run"]:
+            run.append(c)
+        else:
+            skipped.append((c, f"{e['action']} in the case list (line {e['line']})"))
+    return run, skipped, list(chosen.values())
+
+
+def plan_text(cases, args):
+    total_s = sum(float(c.get("est_seconds") or 0) for c in cases)
+    peak = max([c.get("est_memory_bytes") or 0 for c in cases] or [0])
+    flags = " ".join(x for x in (f"--max-n {args.max_n}" if args.max_n else "",
+                                 "--large" if args.large else "") if x)
+    head = (f"plan of {os.path.basename(args.bench_bin)} list-cases {flags}".rstrip()
+            + f": {len(cases)} cases, est. {total_s:.0f} s, largest case est. "
+            + runner.stats.fmt_bytes(peak))
+    return plan.format_case_list([("run", c) for c in cases], extra_header=head)
+
+
+def find_noise_case(cases, name):
+    if name is None:
+        return cases[0] if cases else None
+    for c in cases:
+        if plan.case_name(c) == name:
+            return c
+    raise SystemExit(f"run.py: --noise-case {name!r} is not a case of this run")
+
+
+def main(argv=None):
+    args = parse_args(sys.argv[1:] if argv is None else argv)
+    if args.cases:
+        sys.stdout.write(cases_from_log(args.cases))
+        return 0
+    if args.log:
+        events = parse.read_jsonl(args.log)
+        sys.stdout.write(results.outcomes_csv(results.outcomes(events), args.log))
+        return 0
+    if not os.access(args.bench_bin, os.X_OK):
+        print(f"run.py: {args.bench_bin} not found or not executable; build it first "
+              "(sh go.sh, or cmake -S . -B build -DCMAKE_BUILD_TYPE=Release && "
+              "cmake --build build) or pass --bench-bin", file=sys.stderr)
+        return 2
+    if args.plan:
+        sys.stdout.write(plan_text(runner.list_cases(args.bench_bin, args.max_n, args.large), args))
+        return 0
+    # With a case list the list decides: match it against the large plan
+    # unless --max-n bounds it, so cases listed with --large are found.
+    large = args.large or (args.selector is not None and args.max_n is None)
+    cases = runner.list_cases(args.bench_bin, args.max_n, large)
+    skipped = []
+    if args.selector:
+        cases, skipped, unknown = select(cases, args.selector)
+        for e in unknown:
+            print(f"run.py: warning: {args.selector}:{e['line']}: {e['bench']} {e['impl']} "
+                  f"{plan.params_text(e['params'])} is not a case of obl-bench's plan; ignored",
+                  file=sys.stderr)
+        missing = sum(1 for _, why in skipped if why == "not in the case list")
+        if missing:
+            print(f"run.py: {missing} plan cases not in {args.selector} were skipped",
+                  file=sys.stderr)
+    noise_case = None if args.no_noise else find_noise_case(cases, args.noise_case)
+    stamp = datetime.datetime.now().strftime("%Y%m%d-%H%M%S")
+    log_path = os.path.join(args.log_dir, f"{stamp}.jsonl")
+    n = 1
+    while os.path.exists(log_path):
+        n += 1
+        log_path = os.path.join(args.log_dir, f"{stamp}-{n}.jsonl")
+    log = runner.EventLog(log_path)
+    env = runner.environment(ROOT)
+    log.emit("run_start", argv=sys.argv, bench_bin=args.bench_bin, max_n=args.max_n,
+             large=large, selector=args.selector, reps=args.reps, timeout=args.timeout,
+             env=env, types=runner.list_types(args.bench_bin), cases=len(cases),
+             noise_case=plan.case_name(noise_case) if noise_case else None)
+    for c, why in skipped:
+        log.emit("case_skipped", name=plan.case_name(c), reason="selector", message=why, case=c)
+    total_s = sum(float(c.get("est_seconds") or 0) for c in cases)
+    print(f"run.py: {len(cases)} cases, est. {total_s:.0f} s; log {os.path.relpath(log_path)}",
+          file=sys.stderr)
+    start = runner.time.monotonic()
+    counts, noise = runner.run_plan(args.bench_bin, cases, log, args.timeout, args.reps,
+                                    noise_case, args.bench_arg)
+    counts["skipped"] += len(skipped)
+    failed = counts["failed"] + counts["timeout"] > 0
+    log.emit("run_end", elapsed_s=round(runner.time.monotonic() - start, 1), counts=counts,
+             failed=failed)
+    log.close()
+    results.write_results(args.results, log.events, log_path)
+    sys.stdout.write(results.outcomes_csv(results.outcomes(log.events), log_path))
+    print(f"run.py: {counts['ok']} ok, {counts['failed']} failed, {counts['timeout']} timed out, "
+          f"{counts['skipped']} skipped; results in {os.path.relpath(args.results)}/",
+          file=sys.stderr)
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    try:
+        sys.exit(main())
+    except (RuntimeError, ValueError, OSError) as e:
+        print(f"run.py: error: {e}", file=sys.stderr)
+        sys.exit(2)
