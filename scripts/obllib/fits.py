@@ -32,7 +32,8 @@ def ols(X, y):
     resid = y - X @ coef
     rss = float(resid @ resid)
     tss = float(((y - y.mean()) ** 2).sum())
-    r2 = 1.0 - rss / tss if tss > 0 else 1.0
+    # constant y (to rounding): R^2 is undefined; report 1 for a perfect fit
+    r2 = 1.0 - rss / tss if tss > 1e-18 * max(1.0, float((y ** 2).sum())) else 1.0
     if n > p:
         cov = rss / (n - p) * np.linalg.inv(X.T @ X)
         se = np.sqrt(np.maximum(np.diag(cov), 0.0))

@@ -265,8 +265,9 @@ def noise_of(first, second):
     b = {m: v["median"] for m, v in second[0]["metrics"].items()}
     metrics = {m: {"run1": a[m], "run2": b[m], "rel_diff": stats.rel_diff(a[m], b[m])}
                for m in a if m in b}
-    timed = {m: v for m, v in metrics.items() if m.endswith(("_us", "_qps"))} or metrics
-    worst = max(timed, key=lambda m: timed[m]["rel_diff"]) if timed else None
+    timed = [m for m in metrics if m.endswith(("_us", "_qps"))] or list(metrics)
+    timed.sort(key=lambda m: "latency" not in m.lower())  # ties: a latency first
+    worst = max(timed, key=lambda m: metrics[m]["rel_diff"]) if timed else None
     return metrics, worst
 
 

@@ -40,7 +40,7 @@ def fmt(x, digits=4):
     x = float(x)
     if math.isinf(x):
         return "inf"
-    if x == 0:
+    if abs(x) < 1e-9:
         return "0"
     decimals = digits - 1 - math.floor(math.log10(abs(x)))
     decimals = max(0, min(decimals, 8))
@@ -49,8 +49,9 @@ def fmt(x, digits=4):
 
 def fmt_pm(value, se):
     """value ± standard error, value rounded to the error's first digits."""
-    if se is None or math.isnan(se) or se == 0:
-        return fmt(value)
+    if se is None or math.isnan(se) or se <= 1e-9 * max(1.0, abs(value)):
+        # exact (to rounding): synthetic data or a perfect fit
+        return fmt(value) if abs(value) > 1e-9 else "0"
     decimals = max(0, 1 - math.floor(math.log10(abs(se))))
     decimals = min(decimals, 8)
     if abs(value) < se:

@@ -1,0 +1,101 @@
+"""Case isolation with the fake driver: crash, timeout, failure, memory skip."""
+import json
+import os
+import tempfile
+import time
+import unittest
+
+import helpers
+from obllib import parse
+
+
+class TestIsolation(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.tmp = tempfile.TemporaryDirectory()
+        d = cls.tmp.name
+        start = time.monotonic()
+        cls.r = helpers.script("run.py", "--max-n", "1024", "--timeout", "2",
+                               "--results", os.path.join(d, "res"), "--log-dir", os.path.join(d, "logs"),
+                               env={"OBL_BENCH": helpers.FAKE, "FAKE_SPECIAL": "1"})
+        cls.elapsed = time.monotonic() - start
+        [name] = os.listdir(os.path.join(d, "logs"))
+        cls.events = parse.read_jsonl(os.path.join(d, "logs", name))
+        cls.by_name = {}
+        for ev in cls.events:
+            if ev.get("name") and not ev.get("repeat"):
+                cls.by_name.setdefault(ev["name"].split(":")[0], []).append(ev)
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.tmp.cleanup()
+
+    def last(self, bench):
+        return self.by_name[bench][-1]
+
+    def test_exit_status_and_run_goes_on(self):
+        self.assertEqual(self.r.returncode, 1, self.r.stderr)
+        end = self.events[-1]
+        self.assertEqual(end["event"], "run_end")
+        self.assertTrue(end["failed"])
+        self.assertEqual(end["counts"], {"ok": 8, "failed": 3, "timeout": 1, "skipped": 1})
+        self.assertLess(self.elapsed, 40)  # the hanging case did not hold the run
+
+    def test_crash(self):
+        ev = self.last("crash")
+        self.assertEqual(ev["event"], "case_failed")
+        self.assertEqual(ev["signal"], "SIGSEGV")
+        self.assertIn("SIGSEGV", ev["reason"])
+
+    def test_timeout(self):
+        ev = self.last("hang")
+        self.assertEqual(ev["event"], "case_timeout")
+        self.assertEqual(ev["timeout_s"], 2.0)
+        self.assertLess(ev["elapsed_s"], 10)
+
+    def test_nonzero_exit_and_missing_record(self):
+        ev = self.last("fail")
+        self.assertEqual((ev["event"], ev["exit_code"]), ("case_failed", 3))
+        self.assertIn("impossible size", ev["reason"])
+        self.assertIn("no JSONL record", self.last("nojson")["reason"])
+
+    def test_memory_skip(self):
+        ev = self.last("huge")
+        self.assertEqual((ev["event"], ev["reason"]), ("case_skipped", "memory"))
+        self.assertIn("available", ev["message"])
+        self.assertNotIn("huge", [e["name"].split(":")[0] for e in self.events
+                                  if e["event"] == "case_start"])
+
+    def test_log_and_results(self):
+        start = self.events[0]
+        self.assertEqual(start["event"], "run_start")
+        self.assertIn("cpu", start["env"])
+        ok = self.last("roram")
+        self.assertEqual(ok["event"], "case_end")
+        self.assertEqual(ok["records"][0]["impl"], "obl")
+        noise = [e for e in self.events if e["event"] == "noise"]
+        self.assertEqual(len(noise), 1)
+        self.assertEqual(noise[0]["max_rel_diff"], 0.0)  # the fake is deterministic
+        with open(os.path.join(self.tmp.name, "res", "results.json")) as f:
+            doc = json.load(f)
+        self.assertEqual(len(doc["records"]), 8)  # the noise repeat is not a second record
+        self.assertTrue(os.path.exists(os.path.join(self.tmp.name, "res", "RORAM.csv")))
+        with open(os.path.join(self.tmp.name, "res", "results.csv")) as f:
+            rows = f.read().splitlines()
+        self.assertEqual(len(rows), 1 + 13)
+        self.assertTrue(any("timeout" in r and "hang" in r for r in rows))
+
+    def test_progress_lines(self):
+        lines = [l for l in self.r.stderr.splitlines() if l.startswith("[")]
+        self.assertEqual(len(lines), 13)
+        self.assertRegex(lines[0], r"^\[1/13\] \S+ .*elapsed [0-9.]+s, est\. remaining [0-9.ms]+$")
+        self.assertIn("noise:", self.r.stderr)
+
+    def test_missing_binary(self):
+        r = helpers.script("run.py", "--bench-bin", "/nonexistent/obl-bench")
+        self.assertEqual(r.returncode, 2)
+        self.assertIn("not found", r.stderr)
+
+
+if __name__ == "__main__":
+    unittest.main()

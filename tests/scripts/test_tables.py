@@ -1,0 +1,167 @@
+import os
+import tempfile
+import unittest
+
+import helpers
+from helpers import record
+from obllib import tables
+
+PEER = ("REPORT_123RORAM|olabs_oram| sys_name := Linux | sys_lcores := 32 | N:=1024 | "
+        "Key_bytes := 8 | Value_bytes := 8 | Read_latency_us := 0.17 | Memory_kb := 48REPORT_123\n")
+
+
+def synthetic():
+    recs = []
+    for n in (1024, 2048, 4096):
+        recs.append(record("RORAM", "obl", n, Read_latency_us=2.0 * (n // 1024), Memory_kb=n / 16))
+        recs.append(record("RORAM", "baseline_array", n, Read_latency_us=0.1, Memory_kb=n / 128))
+        recs.append(record("NRORAM", "obl", n, Read_latency_us=1.0, Memory_kb=n / 32))
+        recs.append(record("UMAP", "obl", n, v=56, Read_latency_us=5.0))
+        recs.append(record("UMAP", "baseline_hashmap", n, v=56, Read_latency_us=0.5))
+    return recs
+
+
+class TestMeasured(unittest.TestCase):
+    def setUp(self):
+        self.tabs = {t.key: t for t in tables.measured_tables(synthetic())}
+
+    def test_layout_and_ratio(self):
+        t = self.tabs["RORAM | Key_bytes=8,Value_bytes=8 | Read_latency_us"]
+        self.assertEqual(t.header, ["N", "obl", "baseline_array", "obl ÷ baseline_array"])
+        self.assertEqual([r[0] for r in t.rows], ["$2^{10}$", "$2^{11}$", "$2^{12}$"])
+        self.assertEqual(t.rows[1][1], "4.000 (3.920–4.080)")
+        self.assertEqual(t.rows[1][3], "40.0")  # 4.0 / 0.1
+        self.assertIn("same run", t.note)
+
+    def test_baseline_borrowed_for_nroram_and_maps(self):
+        t = self.tabs["NRORAM | Key_bytes=8,Value_bytes=8 | Read_latency_us"]
+        self.assertEqual(t.header, ["N", "obl", "baseline_array", "obl ÷ baseline_array"])
+        self.assertEqual(t.rows[0][3], "10.0")
+        u = self.tabs["UMAP | Key_bytes=8,Value_bytes=56 | Read_latency_us"]
+        self.assertEqual(u.header[-1], "obl ÷ baseline_hashmap")
+        self.assertEqual(u.rows[2][-1], "10.0")
+
+    def test_spread_modes(self):
+        t = {x.key: x for x in tables.measured_tables(synthetic(), "iqr")}
+        self.assertEqual(t["RORAM | Key_bytes=8,Value_bytes=8 | Read_latency_us"].rows[0][1],
+                         "2.000 (1.980–2.020)")
+        t = {x.key: x for x in tables.measured_tables(synthetic(), "none")}
+        self.assertEqual(t["RORAM | Key_bytes=8,Value_bytes=8 | Read_latency_us"].rows[0][1], "2.000")
+
+    def test_peer_side_by_side_without_ratio(self):
+        from obllib import parse
+        peer = parse.records_from_reports(PEER.splitlines(), "peer.log")
+        for r in peer:
+            r["origin"] = "extra"
+        t = {x.key: x for x in tables.measured_tables(synthetic() + peer)}
+        lat = t["RORAM | Key_bytes=8,Value_bytes=8 | Read_latency_us"]
+        self.assertEqual(lat.header, ["N", "obl", "baseline_array", "olabs_oram", "obl ÷ baseline_array"])
+        self.assertEqual(lat.rows[0][3], "0.1700")
+        self.assertEqual(lat.rows[1][3], "")
+        self.assertIn("olabs_oram: from other logs", lat.note)
+
+
+README = """# obl
+
+Intro text.
+
+<!-- obl-tables:begin -->
+## Results
+
+Curated note before the table, kept verbatim.
+
+<!-- obl-table: RORAM | Key_bytes=8,Value_bytes=8 | Read_latency_us -->
+**My own title**
+
+| N | obl | baseline_array* | obl ÷ baseline_array |
+| --- | --: | --: | --: |
+| $2^{10}$ | old | old | old |
+
+\\* footnote kept.
+
+<!-- obl-table: UMAP | Key_bytes=8,Value_bytes=56 | Read_latency_us -->
+| N | old |
+| --- | --: |
+<!-- obl-tables:end -->
+
+Footer.
+"""
+
+
+class TestRefresh(unittest.TestCase):
+    def test_refresh_keeps_selection_order_notes(self):
+        new = tables.refresh(README, tables.measured_tables(synthetic()))
+        self.assertNotIn("| old |", new)
+        for kept in ("Intro text.", "Curated note before the table, kept verbatim.",
+                     "**My own title**", "\\* footnote kept.", "Footer."):
+            self.assertIn(kept, new)
+        self.assertIn("| N | obl | baseline_array* | obl ÷ baseline_array |", new)
+        self.assertIn("| $2^{12}$ | 8.000 (7.840–8.160) |", new)
+        self.assertLess(new.index("RORAM | Key"), new.index("UMAP | Key"))
+        self.assertEqual(tables.curated_keys(new), tables.curated_keys(README))
+        self.assertNotIn("NRORAM", new)  # selection kept: no new tables
+
+    def test_refresh_fails_on_unmatched(self):
+        broken = README.replace("Value_bytes=56", "Value_bytes=999")
+        with self.assertRaisesRegex(ValueError, "Value_bytes=999.*matches no result"):
+            tables.refresh(broken, tables.measured_tables(synthetic()))
+        with self.assertRaisesRegex(ValueError, "no <!-- obl-tables:begin"):
+            tables.refresh("no markers\n", [])
+
+    def test_script_main_write_and_failure(self):
+        with tempfile.TemporaryDirectory() as d:
+            res = os.path.join(d, "results.json")
+            helpers.write_results(res, synthetic())
+            readme = os.path.join(d, "README.md")
+            with open(readme, "w") as f:
+                f.write(README)
+            r = helpers.script("generate_readme_bodies.py", "--results", res, "--readme", readme, "--main")
+            self.assertEqual(r.returncode, 0, r.stderr)
+            self.assertIn("**My own title**", r.stdout)
+            self.assertNotIn("Footer.", r.stdout)
+            r = helpers.script("generate_readme_bodies.py", "--results", res, "--readme", readme,
+                               "--main", "--write-readme")
+            self.assertEqual(r.returncode, 0, r.stderr)
+            with open(readme) as f:
+                written = f.read()
+            self.assertIn("8.000 (7.840–8.160)", written)
+            broken = README.replace("Value_bytes=56", "Value_bytes=999")
+            with open(readme, "w") as f:
+                f.write(broken)
+            r = helpers.script("generate_readme_bodies.py", "--results", res, "--readme", readme,
+                               "--main", "--write-readme")
+            self.assertEqual(r.returncode, 1)
+            self.assertIn("nothing written", r.stderr)
+            with open(readme) as f:
+                self.assertEqual(f.read(), broken)
+
+    def test_script_full_output_and_extra_log(self):
+        with tempfile.TemporaryDirectory() as d:
+            res = os.path.join(d, "results.json")
+            helpers.write_results(res, synthetic())
+            peer = os.path.join(d, "peer.log")
+            with open(peer, "w") as f:
+                f.write("noise line\n" + PEER)
+            r = helpers.script("generate_readme_bodies.py", "--results", res, "--extra-log", peer)
+            self.assertEqual(r.returncode, 0, r.stderr)
+            self.assertIn("<!-- obl-table: RORAM | Key_bytes=8,Value_bytes=8 | Read_latency_us -->", r.stdout)
+            self.assertIn("| N | obl | baseline_array | olabs_oram |", r.stdout)
+            self.assertIn("DERIVED: latency decomposition", r.stdout)
+            self.assertIn("DERIVED: memory formula", r.stdout)
+            self.assertIn("Lines of code per structure", r.stdout)
+
+
+class TestFormat(unittest.TestCase):
+    def test_numbers(self):
+        from obllib import stats
+        self.assertEqual(stats.fmt(1928825.16), "1928825")
+        self.assertEqual(stats.fmt(1.25), "1.250")
+        self.assertEqual(stats.fmt(0.052), "0.05200")
+        self.assertEqual(stats.fmt_pm(3.5012, 0.061), "3.501 ± 0.061")
+        self.assertEqual(stats.fmt_pm(0.001, 0.004), "~0 (±0.0040)")
+        self.assertEqual(tables.n_label(1 << 20), "$2^{20}$")
+        self.assertEqual(tables.n_label(1000), "1000")
+
+
+if __name__ == "__main__":
+    unittest.main()
