@@ -40,7 +40,7 @@ if [ "$status" -ge 2 ]; then
 fi
 "$PY" scripts/generate_readme_bodies.py > results/tables.md
 cat results/tables.md
-"$PY" scripts/draw_figures.py >&2
+"$PY" scripts/draw_figures.py --clean >&2
 if [ "$status" -ne 0 ]; then
     log "some cases failed or timed out: see results/results.csv and the log in logs/full_runs/"
 fi

@@ -22,7 +22,13 @@ def main(argv=None):
     p.add_argument("--log", action="append", default=[])
     p.add_argument("--extra-log", action="append", default=[])
     p.add_argument("--out", default=os.path.join(inputs.ROOT, "figures"))
+    p.add_argument("--clean", action="store_true",
+                   help="first delete the PNG files already in --out (figures of older runs)")
     args = p.parse_args(argv)
+    if args.clean and os.path.isdir(args.out):
+        for name in os.listdir(args.out):
+            if name.endswith(".png"):
+                os.unlink(os.path.join(args.out, name))
     records, _, _ = inputs.gather(args.results, args.log, args.extra_log)
     paths = figures.draw_all(records, args.out)
     for path in paths:
