@@ -49,7 +49,8 @@ def draw_all(records, out_dir):
     written = []
     for (rtype, gtext, metric), g in sorted(series.items()):
         fig, ax = plt.subplots(figsize=(7, 4.5), dpi=110)
-        for (impl, origin), pts in sorted(g["lines"].items(), key=lambda kv: kv[0]):
+        order = tables.impl_order({i for i, _ in g["lines"]}, {i for i, o in g["lines"] if o != "extra"})
+        for (impl, origin), pts in sorted(g["lines"].items(), key=lambda kv: (order.index(kv[0][0]), kv[0][1])):
             pts.sort(key=lambda p: p[0])
             xs = [p[0] for p in pts]
             med = [p[1]["median"] for p in pts]
