@@ -106,7 +106,8 @@ static inline uint64_t test_rng_next(test_rng *r)
 
 static inline uint64_t test_rng_below(test_rng *r, uint64_t n)
 {
-    return (uint64_t)(((unsigned __int128)test_rng_next(r) * n) >> 64);
+    __extension__ typedef unsigned __int128 u128;
+    return (uint64_t)(((u128)test_rng_next(r) * n) >> 64);
 }
 
 static inline void test_rng_fill(test_rng *r, void *buf, size_t len)

@@ -78,7 +78,8 @@ static inline uint64_t obl_prg_bits(obl_prg *g, unsigned k)
 /* Nearly uniform in [0, n), n >= 1; see the bias bound above. */
 static inline uint64_t obl_prg_below(obl_prg *g, uint64_t n)
 {
-    return (uint64_t)(((unsigned __int128)obl_prg_u64(g) * n) >> 64);
+    __extension__ typedef unsigned __int128 u128;
+    return (uint64_t)(((u128)obl_prg_u64(g) * n) >> 64);
 }
 
 /* Fill len bytes of out with PRG output. */

@@ -1,0 +1,29 @@
+#!/bin/sh
+# Installs, with apt-get, the Debian 12 packages obl's build, tests and
+# benchmark suite need, when they are missing. Safe to run again: it does
+# nothing when everything is there. Must run as root when something is missing.
+set -eu
+need=""
+command -v cc >/dev/null 2>&1 || need="$need gcc"
+command -v cmake >/dev/null 2>&1 || need="$need cmake"
+command -v make >/dev/null 2>&1 || need="$need make"
+command -v git >/dev/null 2>&1 || need="$need git"
+command -v valgrind >/dev/null 2>&1 && [ -f /usr/include/valgrind/memcheck.h ] || need="$need valgrind"
+[ -x /usr/bin/python3 ] || need="$need python3"
+if [ -x /usr/bin/python3 ]; then
+  /usr/bin/python3 -c 'import numpy' 2>/dev/null || need="$need python3-numpy"
+  /usr/bin/python3 -c 'import matplotlib' 2>/dev/null || need="$need python3-matplotlib"
+else
+  need="$need python3-numpy python3-matplotlib"
+fi
+if [ -n "$need" ]; then
+  echo "install-deps: installing$need" >&2
+  if [ "$(id -u)" != 0 ]; then
+    echo "install-deps: not root; run as root or install:$need" >&2
+    exit 1
+  fi
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -qq
+  # shellcheck disable=SC2086
+  apt-get install -y -qq --no-install-recommends $need >/dev/null
+fi
