@@ -128,9 +128,28 @@ def records_csv(records):
     return buf.getvalue()
 
 
+def _type_csv(out_dir, rtype):
+    safe = "".join(c if c.isalnum() or c in "-_" else "_" for c in rtype)
+    return os.path.join(out_dir, f"{safe}.csv")
+
+
+def _remove_old_type_csvs(out_dir):
+    """The per-type CSVs of the previous results, so no stale type lingers."""
+    try:
+        old = load_results(os.path.join(out_dir, "results.json"))
+    except (OSError, ValueError):
+        return
+    for rtype in {r.get("report_type") for r in old.get("records", []) if r.get("report_type")}:
+        try:
+            os.unlink(_type_csv(out_dir, rtype))
+        except OSError:
+            pass
+
+
 def write_results(out_dir, events, log_path):
     """Write results/ from the events of one full run."""
     os.makedirs(out_dir, exist_ok=True)
+    _remove_old_type_csvs(out_dir)
     rows = outcomes(events)
     records = parse.dedupe(parse.records_from_events(events, log_path))
     info = parse.run_info(events)
@@ -147,8 +166,7 @@ def write_results(out_dir, events, log_path):
     for rec in records:
         by_type.setdefault(rec["report_type"], []).append(rec)
     for rtype, recs in by_type.items():
-        safe = "".join(c if c.isalnum() or c in "-_" else "_" for c in rtype)
-        with open(os.path.join(out_dir, f"{safe}.csv"), "w", encoding="utf-8") as f:
+        with open(_type_csv(out_dir, rtype), "w", encoding="utf-8") as f:
             f.write(records_csv(recs))
     return doc
 
