@@ -68,12 +68,29 @@ static inline uint64_t phm_hash(const plain_hashmap *m, const unsigned char *key
 
 static inline uint8_t phm_tag(uint64_t h) { return (uint8_t)(0x80u | (h >> 57)); }
 
+/* Fixed-size copies and compares for the common sizes become a few moves
+ * instead of a libc call with a variable length. */
+static inline void phm_copy(void *dst, const void *src, size_t len)
+{
+    switch (len) {
+    case 8: memcpy(dst, src, 8); break;
+    case 16: memcpy(dst, src, 16); break;
+    case 32: memcpy(dst, src, 32); break;
+    case 56: memcpy(dst, src, 56); break;
+    case 64: memcpy(dst, src, 64); break;
+    default: memcpy(dst, src, len); break;
+    }
+}
+
 static inline int phm_key_eq(const plain_hashmap *m, const unsigned char *a,
                              const unsigned char *b)
 {
-    if (m->key_size == 8)
-        return phm_load64(a) == phm_load64(b);
-    return memcmp(a, b, m->key_size) == 0;
+    switch (m->key_size) {
+    case 8: return phm_load64(a) == phm_load64(b);
+    case 16: return memcmp(a, b, 16) == 0;
+    case 32: return memcmp(a, b, 32) == 0;
+    default: return memcmp(a, b, m->key_size) == 0;
+    }
 }
 
 static inline unsigned char *phm_slot(const plain_hashmap *m, size_t i)
@@ -153,19 +170,33 @@ void plain_hashmap_destroy(plain_hashmap *m)
     obl_free(&mem, m, sizeof(*m));
 }
 
-/* Slot index of key, or SIZE_MAX. */
-static inline size_t phm_find(const plain_hashmap *m, const unsigned char *key, uint64_t h)
+/* Slot index of key (*hit = 1), or of the empty slot that ends its probe
+ * sequence, which is where it would be inserted (*hit = 0). */
+static inline size_t phm_probe(const plain_hashmap *m, const unsigned char *key, uint64_t h,
+                               int *hit)
 {
     uint8_t tag = phm_tag(h);
     size_t i = (size_t)h & m->mask;
     for (;;) {
         uint8_t c = m->ctrl[i];
-        if (c == PHM_EMPTY)
-            return SIZE_MAX;
-        if (c == tag && phm_key_eq(m, phm_slot(m, i), key))
+        if (c == PHM_EMPTY) {
+            *hit = 0;
             return i;
+        }
+        if (c == tag && phm_key_eq(m, phm_slot(m, i), key)) {
+            *hit = 1;
+            return i;
+        }
         i = (i + 1) & m->mask;
     }
+}
+
+/* Slot index of key, or SIZE_MAX. */
+static inline size_t phm_find(const plain_hashmap *m, const unsigned char *key, uint64_t h)
+{
+    int hit;
+    size_t i = phm_probe(m, key, h, &hit);
+    return hit ? i : SIZE_MAX;
 }
 
 int plain_hashmap_get(const plain_hashmap *m, const void *key, void *value_out)
@@ -175,8 +206,18 @@ int plain_hashmap_get(const plain_hashmap *m, const void *key, void *value_out)
     if (i == SIZE_MAX)
         return 0;
     if (value_out)
-        memcpy(value_out, phm_slot(m, i) + m->key_size, m->value_size);
+        phm_copy(value_out, phm_slot(m, i) + m->key_size, m->value_size);
     return 1;
+}
+
+/* Store key and value in the empty slot i. */
+static inline void phm_store(plain_hashmap *m, size_t i, const unsigned char *key,
+                             const void *value, uint64_t h)
+{
+    m->ctrl[i] = phm_tag(h);
+    unsigned char *s = phm_slot(m, i);
+    phm_copy(s, key, m->key_size);
+    phm_copy(s + m->key_size, value, m->value_size);
 }
 
 /* Place a key known to be absent; the table has room. */
@@ -186,10 +227,7 @@ static inline void phm_place(plain_hashmap *m, const unsigned char *key, const v
     size_t i = (size_t)h & m->mask;
     while (m->ctrl[i] != PHM_EMPTY)
         i = (i + 1) & m->mask;
-    m->ctrl[i] = phm_tag(h);
-    unsigned char *s = phm_slot(m, i);
-    memcpy(s, key, m->key_size);
-    memcpy(s + m->key_size, value, m->value_size);
+    phm_store(m, i, key, value, h);
 }
 
 /* Double the table; on failure nothing changes. */
@@ -226,9 +264,10 @@ obl_err plain_hashmap_put(plain_hashmap *m, const void *key, const void *value, 
 {
     const unsigned char *k = (const unsigned char *)key;
     uint64_t h = phm_hash(m, k);
-    size_t i = phm_find(m, k, h);
-    if (i != SIZE_MAX) {
-        memcpy(phm_slot(m, i) + m->key_size, value, m->value_size);
+    int hit;
+    size_t i = phm_probe(m, k, h, &hit);
+    if (hit) {
+        phm_copy(phm_slot(m, i) + m->key_size, value, m->value_size);
         if (inserted)
             *inserted = 0;
         return OBL_OK;
@@ -237,8 +276,10 @@ obl_err plain_hashmap_put(plain_hashmap *m, const void *key, const void *value, 
         obl_err e = phm_grow(m);
         if (e != OBL_OK)
             return e;
+        phm_place(m, k, value, h); /* the table moved: probe again */
+    } else {
+        phm_store(m, i, k, value, h);
     }
-    phm_place(m, k, value, h);
     m->size++;
     if (inserted)
         *inserted = 1;
@@ -262,7 +303,7 @@ int plain_hashmap_erase(plain_hashmap *m, const void *key)
          * in (hole, j]: then moving it before its home would lose it. */
         if (((j - home) & m->mask) >= ((j - hole) & m->mask)) {
             m->ctrl[hole] = m->ctrl[j];
-            memcpy(phm_slot(m, hole), s, m->stride);
+            phm_copy(phm_slot(m, hole), s, m->stride);
             hole = j;
         }
     }

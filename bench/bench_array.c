@@ -1,0 +1,152 @@
+/*
+ * Benchmark type `array` (REPORT type RORAM, implementation baseline_array):
+ * the plain array of baselines/plain_array.h, the non-oblivious reference
+ * for the recursive ORAM. One repetition: create the array and write all N
+ * indices (Initialization_time_us), Q reads at shuffled indices
+ * (Read_latency_us, Read_throughput_qps), Q writes at other shuffled indices
+ * (Write_latency_us). Index sequences and values are generated before
+ * timing; read results are folded into a value the compiler must keep.
+ * Latency is the phase's wall time over its Q operations (operations are
+ * independent, as in the public harness's RORAM benchmark).
+ */
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "harness.h"
+#include "plain_array.h"
+
+typedef struct {
+    uint64_t *read_idx, *write_idx;
+    unsigned char *pool;
+} array_state;
+
+static int array_check(const bench_params *p, char *msg, size_t len)
+{
+    /* the key is the address: N must be addressable with K bytes */
+    if (p->key_bytes > 8 || (p->key_bytes < 8 && p->n > (UINT64_C(1) << (8 * p->key_bytes)))) {
+        snprintf(msg, len, "an array of N=%" PRIu64 " needs addresses of at most 8 bytes that "
+                 "can hold N-1 (--key-bytes %" PRIu64 ")", p->n, p->key_bytes);
+        return 1;
+    }
+    double need = (double)p->n * (double)p->value_bytes + 16.0 * (double)p->queries;
+    double have = (double)bench_get_env()->memory_kb * 1024.0;
+    if (have > 0 && need > have) {
+        snprintf(msg, len, "N=%" PRIu64 " x %" PRIu64 " bytes needs %.0f MiB, the machine has %.0f MiB",
+                 p->n, p->value_bytes, need / 1048576.0, have / 1048576.0);
+        return 1;
+    }
+    return 0;
+}
+
+static void array_teardown(void *state)
+{
+    array_state *s = (array_state *)state;
+    if (!s)
+        return;
+    free(s->read_idx);
+    free(s->write_idx);
+    free(s->pool);
+    free(s);
+}
+
+static void *array_setup(const bench_case *c)
+{
+    array_state *s = calloc(1, sizeof(*s));
+    if (!s)
+        return NULL;
+    s->read_idx = malloc(c->p.queries * sizeof(uint64_t));
+    s->write_idx = malloc(c->p.queries * sizeof(uint64_t));
+    s->pool = bench_value_pool(c->p.value_bytes, c->p.seed);
+    if (!s->read_idx || !s->write_idx || !s->pool) {
+        array_teardown(s);
+        return NULL;
+    }
+    bench_shuffled_indices(s->read_idx, c->p.queries, c->p.n, c->p.seed * 3 + 1);
+    bench_shuffled_indices(s->write_idx, c->p.queries, c->p.n, c->p.seed * 3 + 2);
+    return s;
+}
+
+static int array_run(bench_case *c, void *state)
+{
+    array_state *s = (array_state *)state;
+    uint64_t n = c->p.n, q = c->p.queries;
+    size_t vb = (size_t)c->p.value_bytes;
+    bench_counter cnt = {0};
+    obl_allocator al = bench_counting_allocator(&cnt);
+    unsigned char *buf = malloc(vb);
+    if (!buf)
+        return 1;
+
+    size_t rss0 = bench_rss_bytes();
+    uint64_t t0 = bench_now_ns();
+    plain_array *a = NULL;
+    if (plain_array_create(&a, n, vb, &al) != OBL_OK) {
+        fprintf(stderr, "obl-bench: array: cannot create N=%" PRIu64 "\n", n);
+        free(buf);
+        return 1;
+    }
+    for (uint64_t i = 0; i < n; i++)
+        (void)plain_array_write(a, i, s->pool + (i % BENCH_POOL) * vb);
+    uint64_t t1 = bench_now_ns();
+    size_t rss1 = bench_rss_bytes();
+    bench_record(c, "Initialization_time_us", (double)(t1 - t0) / 1000.0);
+
+    uint64_t acc = 0;
+    t0 = bench_now_ns();
+    for (uint64_t i = 0; i < q; i++) {
+        (void)plain_array_read(a, s->read_idx[i], buf);
+        acc += buf[0] ^ buf[vb - 1];
+    }
+    t1 = bench_now_ns();
+    bench_consume(acc);
+    bench_record(c, "Read_latency_us", bench_us_per_op(t0, t1, q));
+    bench_record(c, "Read_throughput_qps", (double)q * 1e9 / (double)(t1 - t0));
+
+    t0 = bench_now_ns();
+    for (uint64_t i = 0; i < q; i++)
+        (void)plain_array_write(a, s->write_idx[i], s->pool + (i % BENCH_POOL) * vb);
+    t1 = bench_now_ns();
+    bench_record(c, "Write_latency_us", bench_us_per_op(t0, t1, q));
+    bench_record(c, "Write_throughput_qps", (double)q * 1e9 / (double)(t1 - t0));
+
+    /* the last write to an index is what a read must see: a cheap check
+     * that the timed loops did what they claim */
+    uint64_t last = q - 1, idx = s->write_idx[last];
+    int ok = plain_array_read(a, idx, buf) == OBL_OK &&
+             !memcmp(buf, s->pool + (last % BENCH_POOL) * vb, vb);
+    bench_record_memory(c, plain_array_memory_bytes(a), rss0, rss1);
+    plain_array_destroy(a);
+    free(buf);
+    if (cnt.live != 0 || !ok) {
+        fprintf(stderr, "obl-bench: array: self-check failed\n");
+        return 1;
+    }
+    return 0;
+}
+
+static void array_plan(bench_plan *pl, uint64_t n)
+{
+    extern const bench_type bench_array;
+    double mem = (double)n * 8 + 16.0 * (double)bench_array.default_queries + 4096;
+    double reps = (double)(bench_array.default_reps + 1);
+    double secs = reps * ((double)n * 3e-9 + (double)bench_array.default_queries * 2 * 5e-9) +
+                  (double)bench_array.default_queries * 2 * 1e-8;
+    bench_plan_add(pl, &bench_array, n, 8, 8, NULL, mem, secs);
+}
+
+const bench_type bench_array = {
+    .name = "array",
+    .report_type = "RORAM",
+    .impl = "baseline_array",
+    .summary = "non-oblivious plain array (baselines/plain_array.h): N writes, Q shuffled reads and writes",
+    .default_key_bytes = 8,
+    .default_value_bytes = 8,
+    .default_queries = 1000000,
+    .default_reps = 5,
+    .check = array_check,
+    .setup = array_setup,
+    .run = array_run,
+    .teardown = array_teardown,
+    .plan = array_plan,
+};

@@ -1,0 +1,191 @@
+/*
+ * The obl-bench harness: everything a benchmark type shares. It parses the
+ * command line (docs/benchmark-format.md), runs the repetition loop, times,
+ * summarises each metric over the R repetitions (median, min, max, q1, q3;
+ * never best-of), prints the REPORT line, appends the JSONL record, detects
+ * the environment and prints progress on stderr. A benchmark type supplies
+ * only what differs: its parameters check, its untimed setup (workload
+ * generation), one timed repetition, and its default plan. See
+ * docs/bench.md, "Adding a benchmark type".
+ *
+ * A repetition measures a fresh structure: build it (timed as
+ * Initialization_time_us), run the pre-generated operations (timed), record
+ * each metric once with bench_record(), destroy it.
+ */
+#ifndef OBL_BENCH_HARNESS_H
+#define OBL_BENCH_HARNESS_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include <obl/obl.h>
+
+#define BENCH_MAX_REPS 1000
+#define BENCH_MAX_METRICS 24
+#define BENCH_MAX_EXTRA 4
+
+/* A type-specific integer flag, e.g. {"--shards", "P", 4, 1, 1024, "..."}:
+ * parsed into bench_params.extra[i], reported as parameter `param`. */
+typedef struct bench_extra_flag {
+    const char *flag;
+    const char *param;
+    uint64_t def, min, max;
+    const char *help;
+} bench_extra_flag;
+
+/* The parameters of one case. Public: everything here may be printed. */
+typedef struct bench_params {
+    uint64_t n;           /* N: entries */
+    uint64_t key_bytes;   /* K: key (or address) bytes */
+    uint64_t value_bytes; /* V */
+    uint64_t queries;     /* Q: operations per timed phase */
+    uint64_t reps;        /* R */
+    uint64_t seed;        /* workload seed (the structures seed themselves) */
+    uint64_t extra[BENCH_MAX_EXTRA];
+} bench_params;
+
+typedef struct bench_metric {
+    const char *name; /* static string ending in its unit: _us, _qps, _kb ... */
+    double samples[BENCH_MAX_REPS];
+    int count;
+} bench_metric;
+
+struct bench_type;
+
+/* One case in progress: the harness owns it, a type records into it. */
+typedef struct bench_case {
+    const struct bench_type *type;
+    bench_params p;
+    uint64_t rep; /* current repetition, 0-based */
+    bench_metric metrics[BENCH_MAX_METRICS];
+    int nmetrics;
+} bench_case;
+
+typedef struct bench_plan bench_plan; /* the list-cases writer (opaque) */
+
+typedef struct bench_type {
+    const char *name;        /* subcommand, e.g. "array" */
+    const char *report_type; /* RORAM, NRORAM, UMAP, Sharded-UMAP, Ramp-UMAP */
+    const char *impl;        /* "obl", "baseline_array", ... */
+    const char *summary;     /* one line for list-types and --help */
+    uint64_t default_key_bytes, default_value_bytes, default_queries, default_reps;
+    const bench_extra_flag *extra; /* NULL or `nextra` flags */
+    int nextra;
+    /* Checks p beyond the generic limits; on an impossible size writes a
+     * one-line message to msg and returns non-zero (exit status 2). */
+    int (*check)(const bench_params *p, char *msg, size_t msglen);
+    /* Untimed: allocates and generates the workload (query sequences...).
+     * Returns the type's state, or NULL on failure (message on stderr). */
+    void *(*setup)(const bench_case *c);
+    /* One repetition: build, time, bench_record() every metric, destroy.
+     * 0 on success; non-zero aborts the case (message on stderr). */
+    int (*run)(bench_case *c, void *state);
+    void (*teardown)(void *state); /* frees what setup returned */
+    /* Adds this type's default cases of size n (called for every N of the
+     * default grid) with bench_plan_add(). */
+    void (*plan)(bench_plan *pl, uint64_t n);
+} bench_type;
+
+/* The whole driver: subcommands, list-types, list-cases, --help. Returns the
+ * process exit status (0; 1 a case failed at run time; 2 bad usage). */
+int bench_main(int argc, char **argv, const bench_type *const *types, size_t ntypes);
+
+/* Records the current repetition's value of a metric (created on first use,
+ * printed in first-use order). */
+void bench_record(bench_case *c, const char *name, double value);
+
+/*
+ * Records the measured memory of the structure built in this repetition:
+ * Memory_kb (bytes held through its allocator, from a bench_counter),
+ * Bytes_per_entry (the same over N) and Rss_delta_kb (resident set growth
+ * from before creation to after initialisation, from /proc/self/statm).
+ */
+void bench_record_memory(bench_case *c, size_t alloc_bytes, size_t rss_before, size_t rss_after);
+
+/* Adds a case to the plan: its parameters (key/value bytes, extras; n as
+ * given), the memory it needs and how long it should take. */
+void bench_plan_add(bench_plan *pl, const bench_type *t, uint64_t n, uint64_t key_bytes,
+                    uint64_t value_bytes, const uint64_t *extra, double est_memory_bytes,
+                    double est_seconds);
+
+/* ----------------------------------------------------------- helpers -- */
+
+/* CLOCK_MONOTONIC in nanoseconds. */
+uint64_t bench_now_ns(void);
+
+/* Resident set size of this process in bytes (/proc/self/statm), 0 if
+ * unavailable. */
+size_t bench_rss_bytes(void);
+
+/* A counting obl_allocator: every byte a structure allocates through it is
+ * counted (live and peak), so memory is measured, not estimated. */
+typedef struct bench_counter {
+    size_t live, peak, calls;
+} bench_counter;
+obl_allocator bench_counting_allocator(bench_counter *c);
+
+/* The workload generator (xoshiro256**, Blackman and Vigna 2018): seeded,
+ * reproducible, independent of the structures' own PRGs. */
+typedef struct bench_rng {
+    uint64_t s[4];
+} bench_rng;
+void bench_rng_seed(bench_rng *r, uint64_t seed);
+uint64_t bench_rng_next(bench_rng *r);
+uint64_t bench_rng_below(bench_rng *r, uint64_t n); /* uniform in [0, n) */
+
+/*
+ * out[0..q) = a shuffled index sequence over [0, n): consecutive passes,
+ * each a different pseudo-random permutation of [0, n) (a keyed bijection on
+ * [0, 2^b) with cycle walking), so every index is used equally often and no
+ * memory of size n is needed.
+ */
+void bench_shuffled_indices(uint64_t *out, uint64_t q, uint64_t n, uint64_t seed);
+
+/*
+ * A keyed bijection on [0, 256^kb) written as kb little-endian bytes into
+ * key, followed (for kb > 8) by bytes derived from it: distinct ids give
+ * distinct, random-looking keys. id must be < 256^min(kb, 8).
+ */
+void bench_make_key(unsigned char *key, size_t kb, uint64_t id, uint64_t seed);
+
+/* BENCH_POOL random values of value_bytes each (malloc'd, free() it): the
+ * values a benchmark writes, generated before timing. */
+#define BENCH_POOL 256
+unsigned char *bench_value_pool(uint64_t value_bytes, uint64_t seed);
+
+/* Nanoseconds between two bench_now_ns() readings, per operation, in us. */
+static inline double bench_us_per_op(uint64_t t0, uint64_t t1, uint64_t ops)
+{
+    return (double)(t1 - t0) / 1000.0 / (double)ops;
+}
+
+/* Summary of n samples (n >= 1); quartiles interpolate linearly between
+ * order statistics (numpy's default, as scripts/obllib/stats.py). */
+typedef struct bench_stats {
+    double median, min, max, q1, q3;
+} bench_stats;
+bench_stats bench_summarize(const double *x, int n);
+
+/* Stops the compiler from dropping the computation of v. */
+static inline void bench_consume(uint64_t v)
+{
+    __asm__ __volatile__("" : : "r"(v) : "memory");
+}
+
+/* The machine and build, detected once. */
+typedef struct bench_env {
+    char cpu[128], compiler[96], host[64], tag[160];
+    const char *flags, *git, *ct_variant;
+    long cores;
+    uint64_t memory_kb; /* MemTotal */
+} bench_env;
+const bench_env *bench_get_env(void);
+
+/* JSON writers: a quoted, escaped string; a number (null if not finite);
+ * the environment as an object. */
+void bench_json_string(FILE *f, const char *s);
+void bench_json_number(FILE *f, double x);
+void bench_json_env(FILE *f, const bench_env *e);
+
+#endif /* OBL_BENCH_HARNESS_H */

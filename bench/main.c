@@ -1,0 +1,20 @@
+/*
+ * obl-bench: one binary, one subcommand per benchmark type. The registry
+ * below is the only list of types: a type joins the driver, `list-types`,
+ * `list-cases` and so the whole suite (scripts/run.py) by one line in each of
+ * the two declarations below plus its own bench_<type>.c (see docs/bench.md,
+ * "Adding a benchmark type").
+ */
+#include "harness.h"
+
+extern const bench_type bench_array, bench_hashmap;
+
+static const bench_type *const bench_types[] = {
+    &bench_array,   /* RORAM baseline_array */
+    &bench_hashmap, /* UMAP baseline_hashmap */
+};
+
+int main(int argc, char **argv)
+{
+    return bench_main(argc, argv, bench_types, sizeof(bench_types) / sizeof(bench_types[0]));
+}

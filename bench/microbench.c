@@ -1,0 +1,305 @@
+/*
+ * obl-microbench: micro-benchmarks of the constant-time primitives, each
+ * answering one question so that design choices can cite a number.
+ *
+ *   cmov    What does a conditional copy obl_ct_cmov cost per block size
+ *           (8 B .. 4 KiB), for each variant: the inline build-time default
+ *           and the named out-of-line portable, AVX2 and AVX-512 ones (the
+ *           latter two only where the CPU has them)?
+ *   lookup  What does a full-table lookup obl_ct_lookup cost against a
+ *           direct index, per table size (16 .. 65536 entries of 8 and 64
+ *           bytes)? The ct cost against an ORAM access gives the table size
+ *           below which a linear scan beats a tree (cited by the ORAMs'
+ *           recursion cut-off).
+ *
+ * Method: every number is the median over R repetitions (default 11) with
+ * its quartiles and range, never a best-of. A repetition times a loop of
+ * many calls with CLOCK_MONOTONIC and divides. Control bits and indices are
+ * random and drawn before timing; sizes are passed at run time (as the
+ * library's structures pass their block size), so the compiler cannot
+ * specialise the call for a constant length. Buffers are small enough to
+ * stay in L1/L2 for cmov: it measures the instruction cost, not memory.
+ *
+ * usage: obl-microbench [cmov|lookup|all] [--reps R] [--json FILE]
+ */
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ct.h"
+#include "harness.h"
+
+#define MB_CTLS 4096 /* random control bits / indices, cycled */
+
+typedef void (*cmov_fn)(uint64_t ctl, void *dst, const void *src, size_t len);
+
+/* The inline default, in a loop of its own so the call is inlined as the
+ * library's code inlines it; len stays a run-time value. */
+static __attribute__((noinline)) void mb_cmov_inline_loop(const uint64_t *ctl, unsigned char *dst,
+                                                          const unsigned char *src, size_t len,
+                                                          size_t nblk_mask, uint64_t calls)
+{
+    for (uint64_t i = 0; i < calls; i++)
+        obl_ct_cmov(ctl[i & (MB_CTLS - 1)], dst + (i & nblk_mask) * len,
+                    src + ((i * 7 + 3) & nblk_mask) * len, len);
+}
+
+static __attribute__((noinline)) void mb_cmov_fn_loop(cmov_fn f, const uint64_t *ctl,
+                                                      unsigned char *dst, const unsigned char *src,
+                                                      size_t len, size_t nblk_mask, uint64_t calls)
+{
+    for (uint64_t i = 0; i < calls; i++)
+        f(ctl[i & (MB_CTLS - 1)], dst + (i & nblk_mask) * len,
+          src + ((i * 7 + 3) & nblk_mask) * len, len);
+}
+
+static __attribute__((noinline)) uint64_t mb_lookup_ct(const unsigned char *table, size_t n,
+                                                       size_t es, const uint64_t *idx,
+                                                       uint64_t calls, unsigned char *out)
+{
+    uint64_t acc = 0;
+    for (uint64_t i = 0; i < calls; i++) {
+        obl_ct_lookup(table, n, es, idx[i & (MB_CTLS - 1)], out);
+        acc += out[0] ^ out[es - 1];
+    }
+    return acc;
+}
+
+static __attribute__((noinline)) uint64_t mb_lookup_ct64(const uint64_t *table, size_t n,
+                                                         const uint64_t *idx, uint64_t calls)
+{
+    uint64_t acc = 0;
+    for (uint64_t i = 0; i < calls; i++)
+        acc += obl_ct_lookup64(table, n, idx[i & (MB_CTLS - 1)]);
+    return acc;
+}
+
+static __attribute__((noinline)) uint64_t mb_lookup_direct(const unsigned char *table, size_t es,
+                                                           const uint64_t *idx, uint64_t calls,
+                                                           unsigned char *out)
+{
+    uint64_t acc = 0;
+    for (uint64_t i = 0; i < calls; i++) {
+        memcpy(out, table + idx[i & (MB_CTLS - 1)] * es, es);
+        acc += out[0] ^ out[es - 1];
+    }
+    return acc;
+}
+
+static uint64_t mb_clamp(uint64_t x, uint64_t lo, uint64_t hi)
+{
+    return x < lo ? lo : x > hi ? hi : x;
+}
+
+static void mb_json_row(FILE *f, const char *bench, const char *variant, uint64_t bytes,
+                        uint64_t entries, const char *metric, const double *s, int reps)
+{
+    if (!f)
+        return;
+    bench_stats st = bench_summarize(s, reps);
+    fputs("{\"schema\": \"obl-microbench/1\", \"bench\": ", f);
+    bench_json_string(f, bench);
+    fputs(", \"variant\": ", f);
+    bench_json_string(f, variant);
+    fprintf(f, ", \"bytes\": %" PRIu64 ", \"entries\": %" PRIu64 ", \"metrics\": {", bytes,
+            entries);
+    bench_json_string(f, metric);
+    fputs(": {\"median\": ", f);
+    bench_json_number(f, st.median);
+    fputs(", \"min\": ", f);
+    bench_json_number(f, st.min);
+    fputs(", \"max\": ", f);
+    bench_json_number(f, st.max);
+    fputs(", \"q1\": ", f);
+    bench_json_number(f, st.q1);
+    fputs(", \"q3\": ", f);
+    bench_json_number(f, st.q3);
+    fprintf(f, ", \"reps\": %d}}, \"env\": ", reps);
+    bench_json_env(f, bench_get_env());
+    fputs("}\n", f);
+}
+
+static int mb_cmov(int reps, FILE *json)
+{
+    static const size_t sizes[] = {8, 16, 32, 64, 128, 256, 512, 1024, 4096};
+    struct {
+        const char *name;
+        cmov_fn f; /* NULL: the inline default */
+        int ok;
+    } variants[] = {
+        {"inline", NULL, 1},
+        {"portable", obl_ct_cmov_portable_fn, 1},
+        {"avx2", obl_ct_cmov_avx2, obl_ct_cpu_has_avx2()},
+        {"avx512", obl_ct_cmov_avx512, obl_ct_cpu_has_avx512()},
+    };
+    uint64_t ctl[MB_CTLS];
+    bench_rng r;
+    bench_rng_seed(&r, 42);
+    for (int i = 0; i < MB_CTLS; i++)
+        ctl[i] = bench_rng_next(&r) & 1;
+    unsigned char *dst = aligned_alloc(64, 16384), *src = aligned_alloc(64, 16384);
+    if (!dst || !src)
+        return 1;
+    for (int i = 0; i < 16384; i++) {
+        dst[i] = (unsigned char)bench_rng_next(&r);
+        src[i] = (unsigned char)bench_rng_next(&r);
+    }
+    printf("# question: what does a conditional copy obl_ct_cmov cost per block size, per variant?\n"
+           "# inline = the build-time default (%s) inlined into the caller; the others are the named\n"
+           "# out-of-line functions of src/ct.h called through a pointer. ns per call: median [q1, q3]\n"
+           "# over %d repetitions; GB/s = block bytes / median time.\n",
+           obl_ct_variant(), reps);
+    printf("%-9s %6s %10s %10s %10s %9s\n", "variant", "bytes", "ns/call", "q1", "q3", "GB/s");
+    for (size_t v = 0; v < sizeof(variants) / sizeof(variants[0]); v++) {
+        if (!variants[v].ok) {
+            printf("%-9s (not supported by this CPU: skipped)\n", variants[v].name);
+            continue;
+        }
+        for (size_t k = 0; k < sizeof(sizes) / sizeof(sizes[0]); k++) {
+            size_t len = sizes[k];
+            size_t nblk = 8192 / len < 2 ? 2 : 8192 / len; /* power of two */
+            uint64_t calls = mb_clamp((UINT64_C(1) << 24) / len, 1u << 14, 1u << 21);
+            double s[BENCH_MAX_REPS];
+            for (int rep = -1; rep < reps; rep++) { /* rep -1: warm-up */
+                uint64_t t0 = bench_now_ns();
+                if (variants[v].f)
+                    mb_cmov_fn_loop(variants[v].f, ctl, dst, src, len, nblk - 1, calls);
+                else
+                    mb_cmov_inline_loop(ctl, dst, src, len, nblk - 1, calls);
+                uint64_t t1 = bench_now_ns();
+                if (rep >= 0)
+                    s[rep] = (double)(t1 - t0) / (double)calls;
+            }
+            bench_consume(dst[0]);
+            bench_stats st = bench_summarize(s, reps);
+            printf("%-9s %6zu %10.3f %10.3f %10.3f %9.2f\n", variants[v].name, len, st.median,
+                   st.q1, st.q3, (double)len / st.median);
+            mb_json_row(json, "cmov", variants[v].name, len, 0, "ns_per_call", s, reps);
+        }
+    }
+    free(dst);
+    free(src);
+    return 0;
+}
+
+static int mb_lookup(int reps, FILE *json)
+{
+    static const size_t entry_sizes[] = {8, 64};
+    /* ORAM access latencies to compare against: the range of the public
+     * harness's RORAM/NRORAM results at 2^10 .. 2^20 (0.17 .. 4.4 us). */
+    static const double oram_us[] = {0.25, 0.5, 1.0, 2.0};
+    printf("# question: what does a full-table lookup obl_ct_lookup cost against a direct index,\n"
+           "# per table size, and up to which size does it beat an ORAM access of a given cost?\n"
+           "# ns per lookup: median [q1, q3] over %d repetitions, random indices drawn before timing;\n"
+           "# entry size passed at run time; direct = memcpy from table + i * size.\n",
+           reps);
+    printf("# ct64_ns: obl_ct_lookup64, the word-sized variant (8-byte entries only).\n");
+    printf("%5s %7s %12s %10s %10s %10s %9s %9s %10s\n", "bytes", "entries", "ct_ns", "q1", "q3",
+           "direct_ns", "ratio", "ct_GB/s", "ct64_ns");
+    unsigned char *table = aligned_alloc(64, (size_t)65536 * 64);
+    unsigned char out[64];
+    if (!table)
+        return 1;
+    bench_rng r;
+    bench_rng_seed(&r, 7);
+    for (size_t i = 0; i < (size_t)65536 * 64; i++)
+        table[i] = (unsigned char)bench_rng_next(&r);
+    for (size_t e = 0; e < sizeof(entry_sizes) / sizeof(entry_sizes[0]); e++) {
+        size_t es = entry_sizes[e];
+        size_t crossover[sizeof(oram_us) / sizeof(oram_us[0])] = {0};
+        for (size_t n = 16; n <= 65536; n *= 2) {
+            uint64_t idx[MB_CTLS];
+            for (int i = 0; i < MB_CTLS; i++)
+                idx[i] = bench_rng_below(&r, n);
+            uint64_t ct_calls = mb_clamp((UINT64_C(1) << 26) / (n * es), 16, 1u << 16);
+            uint64_t d_calls = 1u << 20;
+            double sc[BENCH_MAX_REPS], sd[BENCH_MAX_REPS], s64[BENCH_MAX_REPS];
+            uint64_t acc = 0;
+            for (int rep = -1; rep < reps; rep++) {
+                uint64_t t0 = bench_now_ns();
+                acc += mb_lookup_ct(table, n, es, idx, ct_calls, out);
+                uint64_t t1 = bench_now_ns();
+                acc += mb_lookup_direct(table, es, idx, d_calls, out);
+                uint64_t t2 = bench_now_ns();
+                if (es == 8)
+                    acc += mb_lookup_ct64((const uint64_t *)table, n, idx, ct_calls);
+                uint64_t t3 = bench_now_ns();
+                if (rep >= 0) {
+                    sc[rep] = (double)(t1 - t0) / (double)ct_calls;
+                    sd[rep] = (double)(t2 - t1) / (double)d_calls;
+                    s64[rep] = (double)(t3 - t2) / (double)ct_calls;
+                }
+            }
+            bench_consume(acc);
+            bench_stats c = bench_summarize(sc, reps), d = bench_summarize(sd, reps);
+            printf("%5zu %7zu %12.1f %10.1f %10.1f %10.2f %9.0f %9.2f", es, n, c.median, c.q1,
+                   c.q3, d.median, c.median / d.median, (double)(n * es) / c.median);
+            if (es == 8) {
+                printf(" %10.1f\n", bench_summarize(s64, reps).median);
+                mb_json_row(json, "lookup", "ct64", es, n, "ns_per_lookup", s64, reps);
+            } else {
+                printf(" %10s\n", "-");
+            }
+            for (size_t t = 0; t < sizeof(oram_us) / sizeof(oram_us[0]); t++)
+                if (c.median <= oram_us[t] * 1000.0)
+                    crossover[t] = n;
+            mb_json_row(json, "lookup", "ct", es, n, "ns_per_lookup", sc, reps);
+            mb_json_row(json, "lookup", "direct", es, n, "ns_per_lookup", sd, reps);
+        }
+        for (size_t t = 0; t < sizeof(oram_us) / sizeof(oram_us[0]); t++) {
+            if (crossover[t])
+                printf("# answer: %zu-byte entries: obl_ct_lookup stays under %.2f us up to %zu "
+                       "entries\n", es, oram_us[t], crossover[t]);
+            else
+                printf("# answer: %zu-byte entries: obl_ct_lookup exceeds %.2f us already at 16 "
+                       "entries\n", es, oram_us[t]);
+        }
+    }
+    free(table);
+    return 0;
+}
+
+int main(int argc, char **argv)
+{
+    const char *what = "all", *json_path = NULL;
+    uint64_t reps = 11;
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
+            printf("usage: obl-microbench [cmov|lookup|all] [--reps R] [--json FILE]\n"
+                   "  cmov    cost of obl_ct_cmov per block size (8 B .. 4 KiB) and variant\n"
+                   "  lookup  cost of obl_ct_lookup against a direct index, 16 .. 65536 entries\n");
+            return 0;
+        } else if (!strcmp(argv[i], "--reps") && i + 1 < argc) {
+            char *end;
+            reps = strtoull(argv[++i], &end, 10);
+            if (*end || reps < 1 || reps > BENCH_MAX_REPS) {
+                fprintf(stderr, "obl-microbench: --reps must be in 1..%d\n", BENCH_MAX_REPS);
+                return 2;
+            }
+        } else if (!strcmp(argv[i], "--json") && i + 1 < argc) {
+            json_path = argv[++i];
+        } else if (!strcmp(argv[i], "cmov") || !strcmp(argv[i], "lookup") ||
+                   !strcmp(argv[i], "all")) {
+            what = argv[i];
+        } else {
+            fprintf(stderr, "obl-microbench: unknown argument '%s' (see --help)\n", argv[i]);
+            return 2;
+        }
+    }
+    FILE *json = NULL;
+    if (json_path && !(json = fopen(json_path, "a"))) {
+        fprintf(stderr, "obl-microbench: cannot open %s\n", json_path);
+        return 2;
+    }
+    const bench_env *e = bench_get_env();
+    printf("# machine: %s, %ld cores, %" PRIu64 " kB; %s; flags %s; git %s; ct variant %s\n",
+           e->cpu, e->cores, e->memory_kb, e->compiler, e->flags, e->git, e->ct_variant);
+    int rc = 0;
+    if (!strcmp(what, "cmov") || !strcmp(what, "all"))
+        rc |= mb_cmov((int)reps, json);
+    if (!strcmp(what, "lookup") || !strcmp(what, "all"))
+        rc |= mb_lookup((int)reps, json);
+    if (json)
+        fclose(json);
+    return rc;
+}
