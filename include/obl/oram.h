@@ -1,0 +1,247 @@
+/*
+ * obl/oram.h: tree ORAMs.
+ *
+ * Two structures:
+ *
+ * - obl_nroram, a non-recursive Circuit ORAM (Wang, Chan, Shi, CCS 2015,
+ *   eprint 2014/672). It stores up to `capacity` blocks of `value_size`
+ *   bytes, each named by a block id; the CALLER keeps every block's position
+ *   (a leaf label) and passes it to each access together with a fresh one.
+ *   This is the building block of the recursive ORAM and of maps that keep
+ *   positions in their own tables.
+ *
+ * - obl_roram, a recursive ORAM: an oblivious array of N values of
+ *   `value_size` bytes, index -> value. Positions live in a recursive
+ *   position map (16 packed 32-bit positions per 64-byte block) over a
+ *   linear-scan base level.
+ *
+ * Threat model (docs/oram.md): the adversary sees every memory address the
+ * library touches and the time it takes, not the memory contents. Secret:
+ * block ids, indices, values, the operation type and whether a block was
+ * found. Public: capacity/N, value_size, the number of operations, the leaf
+ * labels an access reveals (uniformly random and independent of the secrets
+ * by the ORAM's design) and the error codes returned (stash overflow is a
+ * public event of probability below 2^-40 per access at the default stash
+ * size; see docs/oram.md).
+ *
+ * Errors: OBL_ERR_INVALID_ARG (NULL, zero or absurd sizes), OBL_ERR_TOO_LARGE
+ * (sizes overflow), OBL_ERR_NOMEM, OBL_ERR_RANDOM, OBL_ERR_RANGE (index >= N:
+ * N is public, so the range check is a public check on a caller contract;
+ * a caller who must hide an out-of-range index clamps it first),
+ * OBL_ERR_STASH_OVERFLOW (see below), OBL_ERR_STATE.
+ *
+ * Stash overflow: the access that fills the stash completes normally (its
+ * output is valid, its write applied, no block is lost) and then runs extra
+ * evictions; it returns OBL_ERR_STASH_OVERFLOW to report the event. If the
+ * extra evictions could not free a stash slot the structure refuses further
+ * accesses with OBL_ERR_STATE until a later call's extra evictions succeed;
+ * every stored block stays readable through obl_*_read once they do.
+ *
+ * Thread safety: none inside; one structure per thread or an outside lock.
+ */
+#ifndef OBL_ORAM_H
+#define OBL_ORAM_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <obl/obl.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Largest value size the ORAMs accept. */
+#define OBL_ORAM_MAX_VALUE_SIZE ((size_t)1 << 20)
+
+/* Default stash size in blocks (Circuit ORAM, Z = 2; see docs/oram.md). */
+#define OBL_ORAM_DEFAULT_STASH 20
+
+/*
+ * Operation codes for obl_nroram_access and obl_roram_access. The code is a
+ * SECRET: every code performs the same memory accesses.
+ *   OBL_ORAM_READ:   out = value; the block stays (remapped to new_pos).
+ *   OBL_ORAM_WRITE:  out = old value (zeros if absent); value = in. For the
+ *                    NRORAM, writing an absent id inserts it.
+ *   OBL_ORAM_REMOVE: out = old value; the block is removed (NRORAM only; for
+ *                    the RORAM it behaves as a write of zeros).
+ * Any other code behaves as OBL_ORAM_READ.
+ */
+#define OBL_ORAM_READ 0u
+#define OBL_ORAM_WRITE 1u
+#define OBL_ORAM_REMOVE 2u
+
+/*
+ * Read-modify-write callback for the update calls: called exactly once per
+ * access with the block's current value (zeros when absent) in `value`,
+ * which it may modify in place; `found` is 1 if the block was present, else
+ * 0 (a secret). It MUST itself be oblivious: no branch or address on value
+ * or found. The modified value is written back (NRORAM: the block is stored,
+ * or inserted when absent, iff *keep is left 1 or set to 1; *keep arrives as
+ * `found`).
+ */
+typedef void (*obl_oram_update_fn)(void *ctx, void *value, uint64_t found, uint64_t *keep);
+
+/* Statistics. Reading them reveals the stash history to the caller, who
+ * decides whether that is public; the library never branches on them. */
+typedef struct obl_oram_stats {
+    uint64_t accesses;           /* oblivious accesses performed */
+    uint64_t evictions;          /* eviction passes */
+    uint64_t stash_max;          /* largest stash occupancy after an access */
+    uint64_t overflows;          /* OBL_ERR_STASH_OVERFLOW events */
+    uint32_t stash_size;         /* stash slots */
+    /* hist[k]: accesses that ended with k blocks in the stash, k <= stash
+     * size; filled only if the structure was created with track_histogram. */
+    uint64_t hist[65];
+} obl_oram_stats;
+
+/* ------------------------------------------------------------------ NRORAM */
+
+typedef struct obl_nroram obl_nroram;
+
+typedef struct obl_nroram_params {
+    uint64_t capacity;        /* public: most blocks stored at once, >= 1 */
+    size_t value_size;        /* public: bytes per block, 1 .. OBL_ORAM_MAX_VALUE_SIZE */
+    uint32_t stash_size;      /* public: 0 = OBL_ORAM_DEFAULT_STASH; 2 .. 64 */
+    uint32_t pos_bytes;       /* 0 = 4 when capacity < 2^32 - 1, else 8; or 4 or 8 */
+    int track_histogram;      /* keep the stash histogram (costs a scan of 65 words) */
+    obl_random_fn random;     /* NULL: getrandom(2); seeds the structure's PRG */
+    void *random_opaque;
+    uint64_t seed;            /* used instead of random when use_seed != 0 */
+    int use_seed;             /* tests and reproducible benchmarks only */
+    const obl_allocator *alloc; /* NULL: the C library */
+} obl_nroram_params;
+
+/*
+ * Creates an empty NRORAM.
+ * Public: all parameters. Errors: INVALID_ARG, TOO_LARGE, NOMEM, RANDOM.
+ */
+obl_err obl_nroram_create(obl_nroram **out, const obl_nroram_params *p) OBL_WARN_UNUSED;
+
+/* Number of leaves: positions are in [0, num_leaves). A power of two. Public. */
+uint64_t obl_nroram_num_leaves(const obl_nroram *o);
+
+/*
+ * A fresh uniform leaf from the structure's PRG.
+ * Secret: the result (until the caller passes it as `pos` to an access).
+ */
+uint64_t obl_nroram_random_pos(obl_nroram *o);
+
+/*
+ * One oblivious access (Circuit ORAM, section 3): reads the path to leaf
+ * `pos`, removes block `id` from it or from the stash, applies `op`, stores
+ * the block with position `new_pos` and evicts on two paths (the accessed
+ * one and the next in reverse-lexicographic order).
+ * Secret: id, new_pos, op, the contents of in and out, whether id was found
+ *         (*found, if found != NULL).
+ * Public: pos (revealed: it is the path read; it must be the position the
+ *         block was given at its last access, or a fresh random leaf when
+ *         the block is absent, so that it is uniform and independent of the
+ *         secrets), the pointers' NULL-ness.
+ * id: any value below 2^32 - 1 (4-byte positions) or 2^64 - 1; at most
+ *     `capacity` distinct ids may be stored at once (more fill the stash).
+ * pos, new_pos: < num_leaves (new_pos is masked to that range).
+ * in: value_size bytes, or NULL for zeros. out: value_size bytes or NULL.
+ * Errors: INVALID_ARG (o NULL), RANGE (pos >= num_leaves), STASH_OVERFLOW
+ *         (access done, see top), STATE.
+ */
+obl_err obl_nroram_access(obl_nroram *o, uint64_t id, uint64_t pos, uint64_t new_pos,
+                          uint64_t op, const void *in, void *out, uint64_t *found);
+
+/*
+ * Like obl_nroram_access, with a read-modify-write callback instead of op:
+ * one ORAM access. Secret/Public as for obl_nroram_access; fn and ctx are
+ * public (the callback's code is fixed; what it computes is secret).
+ */
+obl_err obl_nroram_update(obl_nroram *o, uint64_t id, uint64_t pos, uint64_t new_pos,
+                          obl_oram_update_fn fn, void *ctx);
+
+/*
+ * Inserts a new block with a fresh random position, written to *pos_out.
+ * Equivalent to an access with op WRITE on a random path. The id must not
+ * be present. Secret: id, value, *pos_out. Errors as obl_nroram_access.
+ */
+obl_err obl_nroram_insert(obl_nroram *o, uint64_t id, const void *value, uint64_t *pos_out);
+
+void obl_nroram_stats(const obl_nroram *o, obl_oram_stats *st);
+
+/* Bytes the structure holds (tree, stash, buffers). Public. */
+size_t obl_nroram_memory_bytes(const obl_nroram *o);
+
+/* Frees and wipes everything; NULL is fine. */
+void obl_nroram_destroy(obl_nroram *o);
+
+/* ------------------------------------------------------------------- RORAM */
+
+typedef struct obl_roram obl_roram;
+
+typedef struct obl_roram_params {
+    uint64_t n;               /* public: number of values, >= 1 */
+    size_t value_size;        /* public: 1 .. OBL_ORAM_MAX_VALUE_SIZE */
+    uint32_t stash_size;      /* 0 = default, per level */
+    uint32_t scan_max;        /* 0 = the measured crossover: largest number of
+                                 base-level entries kept in a linear scan; tests
+                                 set it small to force recursion */
+    int track_histogram;      /* histogram of the data level's stash */
+    obl_random_fn random;
+    void *random_opaque;
+    uint64_t seed;
+    int use_seed;
+    const obl_allocator *alloc;
+} obl_roram_params;
+
+/*
+ * Creates an array of n values, all zero. The trees are built directly
+ * (oblivious placement by sorting, docs/oram.md), not by n writes.
+ * Public: the parameters. Errors: INVALID_ARG, TOO_LARGE, NOMEM, RANDOM.
+ */
+obl_err obl_roram_create(obl_roram **out, const obl_roram_params *p) OBL_WARN_UNUSED;
+
+/*
+ * Creates an array holding the caller's n * value_size bytes `values`.
+ * Secret: the contents of values. Public: the parameters.
+ */
+obl_err obl_roram_create_from(obl_roram **out, const obl_roram_params *p,
+                              const void *values) OBL_WARN_UNUSED;
+
+/*
+ * Combined access, ONE pass through every level: out = old value (if out
+ * is not NULL); then, if is_write, value = in.
+ * Secret: index, is_write (0 or 1; other values count as 1), the contents
+ *         of in and out. Public: the NULL-ness of in and out (in NULL means
+ *         zeros), and that index < n (else OBL_ERR_RANGE, a public error).
+ * Errors: INVALID_ARG, RANGE, STASH_OVERFLOW (done, see top), STATE.
+ */
+obl_err obl_roram_access(obl_roram *o, uint64_t index, uint64_t is_write, const void *in,
+                         void *out);
+
+/* obl_roram_access(o, index, 0, NULL, value_out). */
+obl_err obl_roram_read(obl_roram *o, uint64_t index, void *value_out);
+
+/* obl_roram_access(o, index, 1, value, NULL). */
+obl_err obl_roram_write(obl_roram *o, uint64_t index, const void *value);
+
+/*
+ * Read-modify-write in one access: fn(ctx, value, 1, &keep) on the value at
+ * index (keep is ignored). Secret: index, the value; fn must be oblivious.
+ */
+obl_err obl_roram_update(obl_roram *o, uint64_t index, obl_oram_update_fn fn, void *ctx);
+
+uint64_t obl_roram_size(const obl_roram *o);
+
+/* Number of tree levels (data ORAM + position-map ORAMs), excluding the
+ * linear-scan base. Public. */
+uint32_t obl_roram_levels(const obl_roram *o);
+
+/* Statistics of the data level (level 0). */
+void obl_roram_stats(const obl_roram *o, obl_oram_stats *st);
+
+size_t obl_roram_memory_bytes(const obl_roram *o);
+
+void obl_roram_destroy(obl_roram *o);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* OBL_ORAM_H */
