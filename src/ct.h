@@ -13,8 +13,9 @@
  * - Secret values never choose a branch, a loop bound, an address or an
  *   early exit. Lengths and table sizes passed here are public.
  *
- * Block moves (conditional copy, swap) have fast paths for 8, 16, 32 and 64
- * bytes and multiples of 64, chosen at build time from the target's ISA:
+ * Block moves (conditional copy, swap) have fast paths for 8 (cmov), 16 (SSE
+ * blend), 32 (AVX2 blend), 64 bytes and multiples of 64 (AVX-512), chosen
+ * at build time from the target's ISA:
  * AVX-512 (mask moves), AVX2 (blends) or portable 64-bit masks. The
  * explicitly named variants (obl_ct_cmov_avx2 ...) exist for the
  * micro-benchmark and the tests; see src/common/ct.c.
@@ -275,6 +276,15 @@ OBL_INLINE void obl_ct_cmov(uint64_t ctl, void *dst, const void *src, size_t len
         memcpy(dst, &a, 8);
         return;
     }
+#if defined(__SSE4_1__)
+    if (len == 16) { /* one SSE blend instead of two word selects */
+        __m128i m = _mm_set1_epi64x((long long)obl_ct_mask(ctl));
+        __m128i a = _mm_loadu_si128((const __m128i *)dst);
+        __m128i b = _mm_loadu_si128((const __m128i *)src);
+        _mm_storeu_si128((__m128i *)dst, _mm_blendv_epi8(a, b, m));
+        return;
+    }
+#endif
 #if OBL_CT_AVX512
     obl_ct_cmov_avx512_inl(ctl, dst, src, len);
 #elif OBL_CT_AVX2
