@@ -1,0 +1,247 @@
+/*
+ * Oblivious bulk build of a Circuit ORAM tree (32-bit metadata): places n
+ * blocks with fresh uniform secret leaves in O(n log^2 n) work with a memory
+ * trace that depends on n, vs and the tree shape only.
+ *
+ * Why this is needed: writing each block straight into a bucket on its
+ * leaf's path would touch addresses chosen by the secret leaves, and the
+ * layout would reveal the position map. Instead (docs/oram.md, "Build"):
+ *
+ *  1. draw leaf_i for i = 0 .. n-1 (sequential, public addresses);
+ *  2. bitonic-sort the keys (leaf_i << 32 | i) with their payloads (Batcher
+ *     1968; a fixed network: the compare-exchange pattern is public);
+ *  3. one sequential pass over the sorted blocks computes each block's slot
+ *     by first fit from the leaf bucket upwards (every bucket on a block's
+ *     path is legal for it): per level a counter of the bucket currently
+ *     being filled, reset when the sorted leaves enter a new bucket. Blocks
+ *     that fit nowhere go to the stash (at most S of them; else the whole
+ *     build is redone with fresh leaves, a public event of negligible
+ *     probability);
+ *  4. bitonic-sort the blocks by slot, then route each to its slot with an
+ *     oblivious expansion network: element i moves right by t_i - i, one
+ *     power of two per pass from the highest, the reverse of the
+ *     order-preserving compaction of Goodrich (SPAA 2011, section 2);
+ *     targets are strictly increasing, so no two blocks collide;
+ *  5. one sequential pass writes every slot of the stash and the tree.
+ *
+ * Everything but the loop bounds (n, vs, the tree's size) flows through
+ * obl_ct selects and swaps; every step's addresses are fixed by n and the
+ * tree size, so the build reveals nothing about the leaves or the data.
+ */
+#include <string.h>
+
+#include "ct.h"
+#include "common/secret.h"
+#include "oram/nroram_internal.h"
+
+#define BUILD_EMPTY UINT64_MAX
+
+/* The arrays being sorted: keys, an optional aux word, an optional
+ * payload of vs bytes per element. */
+typedef struct bsort {
+    uint64_t *key;
+    uint64_t *aux;        /* NULL: none */
+    unsigned char *pay;   /* NULL: none */
+    size_t vs;
+} bsort;
+
+/* Compare-exchange of elements i < j: afterwards key[i] <= key[j].
+ * Secret: the keys, aux, payloads. Public: i, j. */
+static inline void bs_ce(const bsort *s, size_t i, size_t j)
+{
+    uint64_t a = s->key[i], b = s->key[j];
+    uint64_t c = obl_ct_gt64(a, b);
+    uint64_t m = obl_ct_mask(c), t = m & (a ^ b);
+    s->key[i] = a ^ t;
+    s->key[j] = b ^ t;
+    if (s->aux) {
+        uint64_t x = s->aux[i], y = s->aux[j], u = m & (x ^ y);
+        s->aux[i] = x ^ u;
+        s->aux[j] = y ^ u;
+    }
+    if (s->pay)
+        obl_ct_cswap(c, s->pay + i * s->vs, s->pay + j * s->vs, s->vs);
+}
+
+#if OBL_CT_AVX512
+/* Eight compare-exchanges (i .. i+7 against j .. j+7) at once. */
+static inline void bs_ce8(const bsort *s, size_t i, size_t j)
+{
+    __m512i a = _mm512_loadu_si512((const void *)(s->key + i));
+    __m512i b = _mm512_loadu_si512((const void *)(s->key + j));
+    if (s->aux) {
+        __mmask8 k = _mm512_cmpgt_epu64_mask(a, b);
+        __m512i x = _mm512_loadu_si512((const void *)(s->aux + i));
+        __m512i y = _mm512_loadu_si512((const void *)(s->aux + j));
+        _mm512_storeu_si512((void *)(s->aux + i), _mm512_mask_blend_epi64(k, x, y));
+        _mm512_storeu_si512((void *)(s->aux + j), _mm512_mask_blend_epi64(k, y, x));
+    }
+    _mm512_storeu_si512((void *)(s->key + i), _mm512_min_epu64(a, b));
+    _mm512_storeu_si512((void *)(s->key + j), _mm512_max_epu64(a, b));
+}
+#endif
+
+/*
+ * Sorts m elements (m a power of two) ascending by key: Batcher's bitonic
+ * network in its "all ascending" form, where the first step of each merge
+ * compares i with the mirror element of its block, so that every
+ * compare-exchange puts the smaller key first. Public: m and the network.
+ */
+static void bs_sort(const bsort *s, size_t m)
+{
+    for (size_t k = 2; k <= m; k <<= 1) {
+        /* mirror step: blocks of k, element b + i against b + k - 1 - i */
+        for (size_t b = 0; b < m; b += k)
+            for (size_t i = 0; i < k / 2; i++)
+                bs_ce(s, b + i, b + k - 1 - i);
+        for (size_t j = k / 4; j > 0; j >>= 1) {
+            for (size_t b = 0; b < m; b += 2 * j) {
+                size_t i = 0;
+#if OBL_CT_AVX512
+                if (!s->pay)
+                    for (; i + 8 <= j; i += 8)
+                        bs_ce8(s, b + i, b + i + j);
+#endif
+                for (; i < j; i++)
+                    bs_ce(s, b + i, b + i + j);
+            }
+        }
+    }
+}
+
+/* see nroram_internal.h */
+obl_err nr_build32(obl_nroram *o, uint64_t n, const unsigned char *data, size_t data_len,
+                   uint32_t *leaves_out)
+{
+    const size_t vs = o->vs;
+    const uint32_t P = o->P, logL = o->logL, D = o->D;
+    const uint64_t T = (uint64_t)P + (uint64_t)NR_Z * o->nbuckets; /* all slots */
+    if (n > o->capacity || n > UINT32_MAX - 1 || T > UINT32_MAX)
+        return OBL_ERR_TOO_LARGE;
+    size_t m = 1;
+    while (m < n)
+        m <<= 1;
+    size_t W = (size_t)T > m ? (size_t)T : m; /* working length */
+    obl_alloc_ctx *ac = &o->ac;
+    size_t kb = W * 8, pb = data ? W * vs : 0;
+    size_t before = ac->bytes;
+    uint64_t *key = (uint64_t *)obl_alloc(ac, kb, 64);
+    uint64_t *aux = key ? (uint64_t *)obl_alloc(ac, kb, 64) : NULL;
+    unsigned char *pay = aux && data ? (unsigned char *)obl_alloc(ac, pb, 64) : NULL;
+    obl_err err = OBL_OK;
+    if (!aux || (data && !pay)) {
+        err = OBL_ERR_NOMEM;
+        goto out;
+    }
+
+    for (int attempt = 0;; attempt++) {
+        /* 1. leaves, keys and payloads, in id order */
+        for (size_t i = 0; i < W; i++) {
+            if (i < n) {
+                uint64_t leaf = obl_prg_bits(&o->prg, logL);
+                leaves_out[i] = (uint32_t)leaf;
+                key[i] = leaf << 32 | i;
+            } else {
+                key[i] = BUILD_EMPTY;
+            }
+        }
+        if (pay) {
+            memset(pay, 0, pb);
+            size_t len = data_len < n * vs ? data_len : n * vs;
+            memcpy(pay, data, len);
+        }
+        OBL_SECRET(key, kb);
+        /* 2. sort by (leaf, id) */
+        bsort s1 = {key, NULL, pay, vs};
+        bs_sort(&s1, m);
+
+        /* 3. first fit: slot of each block */
+        uint64_t cnt[NR_MAX_LEVELS + 1] = {0};
+        uint64_t prev = BUILD_EMPTY, stash = 0, fail = 0;
+        for (size_t i = 0; i < n; i++) {
+            uint64_t leaf = key[i] >> 32, id = key[i] & 0xffffffffu;
+            uint64_t placed = 0, t = 0;
+            for (uint32_t kk = D; kk-- > 0;) {
+                uint32_t sh = logL - kk;
+                uint64_t changed = obl_ct_neq64(leaf >> sh, prev >> sh);
+                cnt[kk] = obl_ct_select64(changed, 0, cnt[kk]);
+                uint64_t fits = obl_ct_lt64(cnt[kk], NR_Z) & (placed ^ 1);
+                uint64_t slot = P + ((((uint64_t)1 << kk) - 1) + (leaf >> sh)) * NR_Z + cnt[kk];
+                t = obl_ct_select64(fits, slot, t);
+                cnt[kk] += fits;
+                placed |= fits;
+            }
+            uint64_t to_stash = placed ^ 1;
+            fail |= to_stash & obl_ct_ge64(stash, o->S);
+            t = obl_ct_select64(to_stash, stash, t);
+            stash += to_stash;
+            prev = leaf;
+            key[i] = t;
+            aux[i] = leaf << 32 | id;
+        }
+        /* LEAK: whether first fit overflowed the tree and the stash; it
+         * needs more than S blocks above the root, probability far below the
+         * stash overflow's (docs/oram.md). The retry uses fresh leaves. */
+        if (!OBL_DECLASSIFY_VAL(fail))
+            break;
+        if (attempt >= 3) {
+            err = OBL_ERR_STASH_OVERFLOW;
+            goto out;
+        }
+    }
+
+    /* 4. sort by slot, then expand: element at i goes to key[i] >= i */
+    {
+        for (size_t i = n; i < W; i++)
+            key[i] = BUILD_EMPTY, aux[i] = 0;
+        bsort s2 = {key, aux, pay, vs};
+        bs_sort(&s2, m);
+        unsigned top = 0;
+        while (((size_t)1 << (top + 1)) < W)
+            top++;
+        for (unsigned j = top + 1; j-- > 0;) {
+            size_t d = (size_t)1 << j;
+            if (d >= W)
+                continue;
+            for (size_t i = W - d; i-- > 0;) {
+                /* remaining shift of the element now at i is key - i */
+                uint64_t valid = obl_ct_neq64(key[i], BUILD_EMPTY);
+                uint64_t c = valid & (((key[i] - i) >> j) & 1);
+                uint64_t mk = obl_ct_mask(c);
+                uint64_t tk = mk & (key[i] ^ key[i + d]), ta = mk & (aux[i] ^ aux[i + d]);
+                key[i] ^= tk;
+                key[i + d] ^= tk;
+                aux[i] ^= ta;
+                aux[i + d] ^= ta;
+                if (pay)
+                    obl_ct_cswap(c, pay + i * vs, pay + (i + d) * vs, vs);
+            }
+        }
+    }
+
+    /* 5. write the stash and the tree, slot by slot */
+    {
+        nr_meta32 *bm = (nr_meta32 *)o->bmeta, *tm = (nr_meta32 *)o->tmeta;
+        for (size_t i = 0; i < (size_t)T; i++) {
+            uint64_t valid = obl_ct_neq64(key[i], BUILD_EMPTY);
+            nr_meta32 me;
+            me.id = obl_ct_select32(valid, (uint32_t)aux[i], NR_DUMMY32);
+            me.leaf = (uint32_t)obl_ct_select64(valid, aux[i] >> 32, 0);
+            unsigned char *dst = i < P ? o->bdata + i * vs : o->tdata + (i - P) * vs;
+            if (i < P)
+                bm[i] = me;
+            else
+                tm[i - P] = me;
+            if (pay)
+                memcpy(dst, pay + i * vs, vs);
+            else
+                memset(dst, 0, vs);
+        }
+    }
+out:
+    obl_free(ac, pay, pb);
+    obl_free(ac, aux, kb);
+    obl_free(ac, key, kb);
+    (void)before;
+    return err;
+}

@@ -1,0 +1,281 @@
+/*
+ * Circuit ORAM (Wang, Chan, Shi, CCS 2015, eprint 2014/672): the
+ * non-recursive tree ORAM of obl/oram.h. The access and eviction code is in
+ * nroram_impl.h, instantiated here for 32- and 64-bit metadata words; this
+ * file holds creation, parameter checks and the public entry points.
+ *
+ * Parameters and their sources (docs/oram.md has the measurements):
+ * - Z = 2 slots per bucket and L = 2^ceil(log2(ceil(capacity / 2))) leaves:
+ *   the paper's choice (section 5, "Z = 2 suffices"), about 2 * capacity
+ *   slots in the tree;
+ * - two evictions per access (section 3.2), the accessed path and one in
+ *   reverse-lexicographic order;
+ * - stash 20 blocks by default: the paper's stash bound (Theorem 1 gives
+ *   P[stash > R] = e^-Omega(R)) and our measured histogram.
+ */
+#include <string.h>
+
+#include <obl/oram.h>
+
+#include "ct.h"
+#include "common/secret.h"
+#include "common/trace.h"
+#include "oram/nroram_internal.h"
+
+/* Reverse the bits of a 64-bit word (public values only). */
+static inline uint64_t nr_bitrev64(uint64_t x)
+{
+    x = ((x >> 1) & 0x5555555555555555ULL) | ((x & 0x5555555555555555ULL) << 1);
+    x = ((x >> 2) & 0x3333333333333333ULL) | ((x & 0x3333333333333333ULL) << 2);
+    x = ((x >> 4) & 0x0F0F0F0F0F0F0F0FULL) | ((x & 0x0F0F0F0F0F0F0F0FULL) << 4);
+    return __builtin_bswap64(x);
+}
+
+#define NRW 32
+#include "oram/nroram_impl.h"
+#undef NRW
+#define NRW 64
+#include "oram/nroram_impl.h"
+#undef NRW
+
+static void nr_free_all(obl_nroram *o)
+{
+    obl_alloc_ctx ac = o->ac;
+    obl_free(&ac, o->tmeta, o->tmeta_bytes);
+    obl_free(&ac, o->tdata, o->tdata_bytes);
+    obl_free(&ac, o->bmeta, o->bmeta_bytes);
+    obl_free(&ac, o->bdata, o->bdata_bytes);
+    obl_free(&ac, o->tmp, o->tmp_bytes);
+    obl_prg_wipe(&o->prg);
+    obl_free(&ac, o, sizeof(*o));
+}
+
+/* Marks every slot of the tree and of the buffer empty. */
+static void nr_clear(obl_nroram *o)
+{
+    /* all-ones ids are the dummy id for both word sizes */
+    memset(o->tmeta, 0xff, o->tmeta_bytes);
+    memset(o->bmeta, 0xff, o->bmeta_bytes);
+}
+
+/* see nroram_internal.h */
+obl_err nr_create(obl_nroram **out, const obl_nroram_params *p)
+{
+    *out = NULL;
+    uint32_t S = p->stash_size ? p->stash_size : OBL_ORAM_DEFAULT_STASH;
+    if (S < 2 || S > 64)
+        return OBL_ERR_INVALID_ARG;
+    if (p->capacity == 0 || p->value_size == 0 || p->value_size > OBL_ORAM_MAX_VALUE_SIZE)
+        return OBL_ERR_INVALID_ARG;
+    uint32_t pb = p->pos_bytes;
+    if (pb == 0)
+        pb = p->capacity < UINT32_MAX ? 4 : 8;
+    if (pb != 4 && pb != 8)
+        return OBL_ERR_INVALID_ARG;
+    if (pb == 4 && p->capacity >= UINT32_MAX)
+        return OBL_ERR_TOO_LARGE;
+    if (p->capacity > ((uint64_t)1 << 56))
+        return OBL_ERR_TOO_LARGE;
+
+    uint64_t half = (p->capacity + 1) / 2;
+    uint32_t logL = 0;
+    while (((uint64_t)1 << logL) < half)
+        logL++;
+    uint64_t L = (uint64_t)1 << logL;
+    if (pb == 4 && L > ((uint64_t)1 << 31))
+        return OBL_ERR_TOO_LARGE;
+
+    size_t vs = p->value_size, msz = pb == 4 ? sizeof(nr_meta32) : sizeof(nr_meta64);
+    uint64_t nbuckets = 2 * L - 1;
+    size_t nslots_tree, tmeta_bytes, tdata_bytes;
+    if (!obl_mul_ok((size_t)nbuckets, NR_Z, &nslots_tree) ||
+        !obl_mul_ok(nslots_tree, msz, &tmeta_bytes) ||
+        !obl_mul_ok(nslots_tree, vs, &tdata_bytes))
+        return OBL_ERR_TOO_LARGE;
+    uint32_t P = S + 1, D = logL + 1;
+    uint32_t nslots = P + NR_Z * D;
+
+    obl_alloc_ctx ac;
+    obl_alloc_init(&ac, p->alloc);
+    obl_nroram *o = (obl_nroram *)obl_alloc(&ac, sizeof(*o), 64);
+    if (!o)
+        return OBL_ERR_NOMEM;
+    o->capacity = p->capacity;
+    o->vs = vs;
+    o->pb = pb;
+    o->S = S;
+    o->P = P;
+    o->D = D;
+    o->logL = logL;
+    o->L = L;
+    o->nslots = nslots;
+    o->nbuckets = nbuckets;
+    o->track_hist = p->track_histogram != 0;
+    o->st.stash_size = S;
+    o->tmeta_bytes = tmeta_bytes;
+    o->tdata_bytes = tdata_bytes;
+    o->bmeta_bytes = (size_t)nslots * msz;
+    o->bdata_bytes = (size_t)nslots * vs;
+    o->tmp_bytes = vs;
+
+    obl_err err = OBL_OK;
+    if (p->use_seed)
+        obl_prg_init_seed(&o->prg, p->seed);
+    else
+        err = obl_prg_init(&o->prg, p->random, p->random_opaque);
+    if (err != OBL_OK) {
+        o->ac = ac;
+        nr_free_all(o);
+        return err;
+    }
+    o->tmeta = obl_alloc(&ac, tmeta_bytes, 64);
+    o->tdata = o->tmeta ? (unsigned char *)obl_alloc(&ac, tdata_bytes, 64) : NULL;
+    o->bmeta = o->tdata ? obl_alloc(&ac, o->bmeta_bytes, 64) : NULL;
+    o->bdata = o->bmeta ? (unsigned char *)obl_alloc(&ac, o->bdata_bytes, 64) : NULL;
+    o->tmp = o->bdata ? (unsigned char *)obl_alloc(&ac, vs, 64) : NULL;
+    o->ac = ac;
+    if (!o->tmp) {
+        nr_free_all(o);
+        return OBL_ERR_NOMEM;
+    }
+    nr_clear(o);
+    /* The tree, the buffer (stash) and the scratch hold secrets from here
+     * on: ids, leaves and values. */
+    OBL_SECRET(o->tmeta, o->tmeta_bytes);
+    OBL_SECRET(o->tdata, o->tdata_bytes);
+    OBL_SECRET(o->bmeta, o->bmeta_bytes);
+    OBL_SECRET(o->bdata, o->bdata_bytes);
+    OBL_SECRET(o->tmp, vs);
+    OBL_SECRET(&o->st.stash_max, sizeof(o->st.stash_max));
+    OBL_SECRET(o->st.hist, sizeof(o->st.hist));
+    *out = o;
+    return OBL_OK;
+}
+
+/* see nroram_internal.h */
+obl_err nr_ready(obl_nroram *o)
+{
+    if (!o->full) /* public state */
+        return OBL_OK;
+    int ok = o->pb == 4 ? nr_drain32(o, 4 * o->D + 16) : nr_drain64(o, 4 * o->D + 16);
+    o->full = !ok;
+    return ok ? OBL_OK : OBL_ERR_STATE;
+}
+
+/* see obl/oram.h */
+obl_err obl_nroram_create(obl_nroram **out, const obl_nroram_params *p)
+{
+    if (!out)
+        return OBL_ERR_INVALID_ARG;
+    *out = NULL;
+    if (!p)
+        return OBL_ERR_INVALID_ARG;
+    return nr_create(out, p);
+}
+
+/* see obl/oram.h */
+uint64_t obl_nroram_num_leaves(const obl_nroram *o) { return o ? o->L : 0; }
+
+/* see obl/oram.h */
+uint64_t obl_nroram_random_pos(obl_nroram *o)
+{
+    /* Secret: the result, until the caller reveals it as a path. */
+    return o ? obl_prg_bits(&o->prg, o->logL) : 0;
+}
+
+/*
+ * The shared access body. Secret: id, new_pos, op, in/out contents, the
+ * callback's work. Public: pos (checked < L), fn, the pointers.
+ */
+static obl_err nr_access_common(obl_nroram *o, uint64_t id, uint64_t pos, uint64_t new_pos,
+                                uint64_t op, const void *in, void *out, uint64_t *found_out,
+                                obl_oram_update_fn fn, void *ctx)
+{
+    if (!o)
+        return OBL_ERR_INVALID_ARG;
+    if (pos >= o->L) /* public: pos is revealed anyway */
+        return OBL_ERR_RANGE;
+    obl_err err = nr_ready(o);
+    if (err != OBL_OK)
+        return err;
+    const size_t vs = o->vs;
+    uint64_t found = o->pb == 4 ? nr_fetch32(o, id, pos) : nr_fetch64(o, id, pos);
+    uint64_t keep;
+    if (fn) {
+        keep = found;
+        fn(ctx, o->tmp, found, &keep);
+        keep &= 1;
+    } else {
+        if (out)
+            memcpy(out, o->tmp, vs);
+        uint64_t is_write = obl_ct_eq64(op, OBL_ORAM_WRITE);
+        uint64_t is_remove = obl_ct_eq64(op, OBL_ORAM_REMOVE);
+        if (in) {
+            obl_ct_cmov(is_write, o->tmp, in, vs);
+        } else {
+            /* in == NULL: writes zeros; clear with a mask over the block */
+            unsigned char mz = (unsigned char)(obl_ct_mask(is_write) & 0xff);
+            for (size_t i = 0; i < vs; i++)
+                o->tmp[i] &= (unsigned char)~mz;
+        }
+        /* kept if present (read/write) or written; removed on REMOVE */
+        keep = (found | is_write) & (is_remove ^ 1);
+    }
+    if (found_out)
+        *found_out = found;
+    return o->pb == 4 ? nr_put32(o, keep, id, pos, new_pos) : nr_put64(o, keep, id, pos, new_pos);
+}
+
+/* see obl/oram.h */
+obl_err obl_nroram_access(obl_nroram *o, uint64_t id, uint64_t pos, uint64_t new_pos,
+                          uint64_t op, const void *in, void *out, uint64_t *found)
+{
+    return nr_access_common(o, id, pos, new_pos, op, in, out, found, NULL, NULL);
+}
+
+/* see obl/oram.h */
+obl_err obl_nroram_update(obl_nroram *o, uint64_t id, uint64_t pos, uint64_t new_pos,
+                          obl_oram_update_fn fn, void *ctx)
+{
+    if (!fn)
+        return OBL_ERR_INVALID_ARG;
+    return nr_access_common(o, id, pos, new_pos, OBL_ORAM_READ, NULL, NULL, NULL, fn, ctx);
+}
+
+/* see obl/oram.h */
+obl_err obl_nroram_insert(obl_nroram *o, uint64_t id, const void *value, uint64_t *pos_out)
+{
+    if (!o || !pos_out)
+        return OBL_ERR_INVALID_ARG;
+    /* A random path: pos is public and uniform, independent of id. */
+    uint64_t pos = obl_prg_bits(&o->prg, o->logL);
+    OBL_DECLASSIFY(&pos, sizeof(pos)); /* LEAK: a fresh uniform leaf, by design */
+    uint64_t np = obl_prg_bits(&o->prg, o->logL);
+    obl_err err = nr_access_common(o, id, pos, np, OBL_ORAM_WRITE, value, NULL, NULL, NULL, NULL);
+    if (err == OBL_OK || err == OBL_ERR_STASH_OVERFLOW)
+        *pos_out = np;
+    return err;
+}
+
+/* see obl/oram.h */
+void obl_nroram_stats(const obl_nroram *o, obl_oram_stats *st)
+{
+    if (!st)
+        return;
+    memset(st, 0, sizeof(*st));
+    if (!o)
+        return;
+    *st = o->st;
+    /* The caller asked for the statistics: they become public here. */
+    OBL_DECLASSIFY(st, sizeof(*st));
+}
+
+/* see obl/oram.h */
+size_t obl_nroram_memory_bytes(const obl_nroram *o) { return o ? o->ac.bytes : 0; }
+
+/* see obl/oram.h */
+void obl_nroram_destroy(obl_nroram *o)
+{
+    if (o)
+        nr_free_all(o);
+}

@@ -1,0 +1,112 @@
+/*
+ * Internals of the Circuit ORAM (src/oram/nroram.c), shared with the
+ * recursive ORAM (src/oram/roram.c) and the oblivious tree build
+ * (src/oram/build.c).
+ *
+ * Layout. The tree has L = 2^logL leaves and D = logL + 1 levels of buckets
+ * with Z = 2 slots each, stored in heap order (root first; bucket b of level
+ * k at index 2^k - 1 + b). Metadata (block id, leaf) and data live in two
+ * arrays, meta[2 * bucket + z] and data[(2 * bucket + z) * vs], so that the
+ * metadata-first eviction reads a dense array and data blocks stay aligned.
+ *
+ * The path buffer is one contiguous area of P + Z * D slots:
+ * [stash (P slots) | root bucket | ... | leaf bucket]. The stash lives there
+ * permanently; an access copies a path in, works on the buffer only, and
+ * copies it back. Its metadata and data are again separate arrays.
+ *
+ * P = stash_size + 1: stash_size blocks may stay in the stash between
+ * accesses; the extra slot receives the accessed block before eviction.
+ *
+ * The code is written once (nroram_impl.h) for 32-bit and once for 64-bit
+ * metadata words: NRW = 32 or 64.
+ */
+#ifndef OBL_SRC_ORAM_NRORAM_INTERNAL_H
+#define OBL_SRC_ORAM_NRORAM_INTERNAL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <obl/oram.h>
+
+#include "common/alloc.h"
+#include "common/prg.h"
+
+#define NR_Z 2
+#define NR_MAX_LEVELS 64
+
+typedef struct nr_meta32 {
+    uint32_t id;   /* NR_DUMMY32 for an empty slot */
+    uint32_t leaf;
+} nr_meta32;
+
+typedef struct nr_meta64 {
+    uint64_t id;
+    uint64_t leaf;
+} nr_meta64;
+
+#define NR_DUMMY32 UINT32_MAX
+#define NR_DUMMY64 UINT64_MAX
+
+struct obl_nroram {
+    obl_alloc_ctx ac;
+    obl_prg prg;
+    uint64_t capacity;
+    size_t vs;          /* value (block) size */
+    uint32_t pb;        /* metadata word: 4 or 8 bytes */
+    uint32_t S;         /* stash_size: blocks allowed to stay in the stash */
+    uint32_t P;         /* physical stash slots, S + 1 */
+    uint32_t D;         /* levels, logL + 1 */
+    uint32_t logL;
+    uint32_t nslots;    /* P + Z * D: slots in the path buffer */
+    uint64_t L;         /* leaves */
+    uint64_t nbuckets;  /* 2L - 1 */
+    uint64_t evict_ctr; /* reverse-lexicographic eviction counter (public) */
+    int full;           /* public: extra evictions could not drain the stash */
+    int track_hist;
+    void *tmeta;        /* nbuckets * Z metadata entries */
+    unsigned char *tdata; /* nbuckets * Z * vs bytes */
+    void *bmeta;        /* nslots entries: the path buffer's metadata */
+    unsigned char *bdata; /* nslots * vs */
+    unsigned char *tmp; /* vs bytes: the block being accessed */
+    size_t tmeta_bytes, tdata_bytes, bmeta_bytes, bdata_bytes, tmp_bytes;
+    /* eviction scratch, D + 1 entries (index 0 = stash, k + 1 = level k) */
+    uint64_t deepest[NR_MAX_LEVELS + 1];
+    uint64_t target[NR_MAX_LEVELS + 1];
+    uint64_t best[NR_MAX_LEVELS + 1];
+    uint64_t empty[NR_MAX_LEVELS + 1];
+    uint64_t hasempty[NR_MAX_LEVELS + 1];
+    obl_oram_stats st;  /* secret fields: stash_max, hist */
+};
+
+/* Allocates an empty tree (all slots dummy) with its own PRG; seeding from
+ * p->random / seed. Internal: no public-argument checks beyond sizes. */
+obl_err nr_create(obl_nroram **out, const obl_nroram_params *p);
+
+/*
+ * The two halves of one access, so that a caller (the recursive ORAM, the
+ * update call) can work on the block in between:
+ * nr_fetch reads path `pos` into the buffer and removes block `id`,
+ * leaving its value in o->tmp (zeros if absent); returns found (secret).
+ * nr_put stores o->tmp as block `id` (a dummy unless keep) with leaf
+ * new_pos into the stash, evicts on path `pos` (still in the buffer) and on
+ * the next reverse-lexicographic path, and checks the stash.
+ * Returns OBL_OK or OBL_ERR_STASH_OVERFLOW (completed, see oram.h).
+ */
+uint64_t nr_fetch32(obl_nroram *o, uint64_t id, uint64_t pos);
+obl_err nr_put32(obl_nroram *o, uint64_t keep, uint64_t id, uint64_t pos, uint64_t new_pos);
+uint64_t nr_fetch64(obl_nroram *o, uint64_t id, uint64_t pos);
+obl_err nr_put64(obl_nroram *o, uint64_t keep, uint64_t id, uint64_t pos, uint64_t new_pos);
+
+/* Before an access: if the structure is in the `full` state, tries extra
+ * evictions; OBL_ERR_STATE if the stash still has no free slot. Public. */
+obl_err nr_ready(obl_nroram *o);
+
+/* Oblivious tree build for a 32-bit tree (src/oram/build.c): places blocks
+ * 0 .. n-1 (n <= capacity) with fresh uniform leaves, written to
+ * leaves_out[i]; data[i * vs] is block i's value, or zeros when data is
+ * NULL (data_len bytes are given; the rest is zero). The tree must be empty.
+ * Secret: the data and the leaves. Public: n, vs, data_len. */
+obl_err nr_build32(obl_nroram *o, uint64_t n, const unsigned char *data, size_t data_len,
+                   uint32_t *leaves_out);
+
+#endif /* OBL_SRC_ORAM_NRORAM_INTERNAL_H */

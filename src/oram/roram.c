@@ -1,0 +1,396 @@
+/*
+ * Recursive ORAM: an oblivious array of n values (obl/oram.h), built from
+ * Circuit ORAM trees (src/oram/nroram.c).
+ *
+ * Levels (Stefanov et al., Path ORAM, CCS 2013, section 5 "recursion";
+ * Circuit ORAM, section 4):
+ * - level 0, the data ORAM: values are packed k per block, k the largest
+ *   power of two with k * value_size <= 64 (8 values of 8 bytes, 2 of 32,
+ *   1 of 56 or more), so that one block is one cache line when values are
+ *   small; index i lives in block i >> log2(k), slot i & (k - 1);
+ * - level l >= 1, position-map ORAMs: block b holds the 32-bit leaves of
+ *   blocks 16b .. 16b + 15 of level l - 1 (one 64-byte block, fan-out 16);
+ * - the base: the leaves of the top ORAM level in a plain array that every
+ *   access scans whole, once it holds at most scan_max entries (the
+ *   crossover measured in docs/oram.md). Arrays small enough are kept as a
+ *   scanned array of values without any tree.
+ * An access draws every level's new leaf first, then walks from the base
+ * down: each level is ONE ORAM access that reads the block holding the next
+ * level's leaf, swaps in the pre-drawn new leaf, and remaps the block.
+ */
+#include <string.h>
+
+#include <obl/oram.h>
+
+#include "ct.h"
+#include "common/secret.h"
+#include "common/trace.h"
+#include "oram/nroram_internal.h"
+
+#define RO_MAX_LEVELS 16
+#define RO_FAN_LOG 4 /* 16 positions per 64-byte block */
+/* Default base-level size: see docs/oram.md, "Crossover". */
+#define RO_SCAN_MAX_DEFAULT 2048u
+
+struct obl_roram {
+    obl_alloc_ctx ac;
+    obl_prg prg;
+    uint64_t n;
+    size_t vs;
+    uint32_t lk;        /* log2 values per data block */
+    size_t bsz;         /* data block bytes, vs << lk */
+    uint32_t T;         /* ORAM levels; 0: the values are a scanned array */
+    obl_nroram *lv[RO_MAX_LEVELS];
+    uint32_t *base;     /* leaves of level T - 1's blocks */
+    uint64_t nbase;
+    unsigned char *scan; /* T == 0: the n values */
+    unsigned char *val; /* vs bytes scratch */
+    size_t base_bytes, scan_bytes;
+};
+
+static void ro_free(obl_roram *r)
+{
+    obl_alloc_ctx ac = r->ac;
+    for (uint32_t l = 0; l < RO_MAX_LEVELS; l++)
+        obl_nroram_destroy(r->lv[l]);
+    obl_free(&ac, r->base, r->base_bytes);
+    obl_free(&ac, r->scan, r->scan_bytes);
+    obl_free(&ac, r->val, r->vs);
+    obl_prg_wipe(&r->prg);
+    obl_free(&ac, r, sizeof(*r));
+}
+
+/*
+ * Shared creation. values: NULL (all zero) or n * vs bytes.
+ * Secret: the contents of values. Public: the parameters.
+ */
+static obl_err ro_create(obl_roram **out, const obl_roram_params *p, const void *values)
+{
+    if (!out)
+        return OBL_ERR_INVALID_ARG;
+    *out = NULL;
+    if (!p || p->n == 0 || p->value_size == 0 || p->value_size > OBL_ORAM_MAX_VALUE_SIZE)
+        return OBL_ERR_INVALID_ARG;
+    const size_t vs = p->value_size;
+    size_t total;
+    if (!obl_mul_ok((size_t)p->n, vs, &total) || p->n > ((uint64_t)1 << 40))
+        return OBL_ERR_TOO_LARGE;
+    uint32_t lk = 0;
+    while (lk < 6 && (vs << (lk + 1)) <= 64)
+        lk++;
+    const size_t bsz = vs << lk;
+    const uint64_t nb = (p->n + ((uint64_t)1 << lk) - 1) >> lk;
+    const uint64_t scan_max = p->scan_max ? p->scan_max : RO_SCAN_MAX_DEFAULT;
+
+    /* Level sizes: the data ORAM, then position maps until the base fits. */
+    uint64_t cnt[RO_MAX_LEVELS];
+    uint32_t T = 0;
+    /* a tree is worth it only when scanning the values costs more than
+     * scanning scan_max positions */
+    if (total > scan_max * 4) {
+        cnt[T++] = nb;
+        while (cnt[T - 1] > scan_max) {
+            if (T == RO_MAX_LEVELS)
+                return OBL_ERR_TOO_LARGE;
+            cnt[T] = (cnt[T - 1] + 15) >> RO_FAN_LOG;
+            T++;
+        }
+    }
+    if (T && nb > ((uint64_t)1 << 30))
+        return OBL_ERR_TOO_LARGE;
+
+    obl_alloc_ctx ac;
+    obl_alloc_init(&ac, p->alloc);
+    obl_roram *r = (obl_roram *)obl_alloc(&ac, sizeof(*r), 64);
+    if (!r)
+        return OBL_ERR_NOMEM;
+    r->n = p->n;
+    r->vs = vs;
+    r->lk = lk;
+    r->bsz = bsz;
+    r->T = T;
+    obl_err err = OBL_OK;
+    if (p->use_seed)
+        obl_prg_init_seed(&r->prg, p->seed);
+    else
+        err = obl_prg_init(&r->prg, p->random, p->random_opaque);
+    r->ac = ac;
+    if (err != OBL_OK)
+        goto fail;
+    r->val = (unsigned char *)obl_alloc(&r->ac, vs, 64);
+    if (!r->val) {
+        err = OBL_ERR_NOMEM;
+        goto fail;
+    }
+    OBL_SECRET(r->val, vs);
+
+    if (T == 0) {
+        r->scan_bytes = total;
+        r->scan = (unsigned char *)obl_alloc(&r->ac, total, 64);
+        if (!r->scan) {
+            err = OBL_ERR_NOMEM;
+            goto fail;
+        }
+        if (values)
+            memcpy(r->scan, values, total);
+        OBL_SECRET(r->scan, total);
+        *out = r;
+        return OBL_OK;
+    }
+
+    /* Bottom-up: build level l with the leaves of level l - 1 as content. */
+    {
+        const unsigned char *content = (const unsigned char *)values;
+        size_t content_len = values ? total : 0;
+        uint32_t *prev_leaves = NULL;
+        size_t prev_bytes = 0;
+        for (uint32_t l = 0; l < T; l++) {
+            obl_nroram_params np;
+            memset(&np, 0, sizeof(np));
+            np.capacity = cnt[l];
+            np.value_size = l == 0 ? bsz : 64;
+            np.stash_size = p->stash_size;
+            np.pos_bytes = 4;
+            np.track_histogram = l == 0 ? p->track_histogram : 0;
+            np.random = p->random;
+            np.random_opaque = p->random_opaque;
+            np.use_seed = p->use_seed;
+            np.seed = p->seed + 0x9e3779b97f4a7c15ULL * (l + 1);
+            np.alloc = p->alloc;
+            err = nr_create(&r->lv[l], &np);
+            size_t lb = (size_t)cnt[l] * 4;
+            uint32_t *leaves = err == OBL_OK ? (uint32_t *)obl_alloc(&r->ac, lb, 64) : NULL;
+            if (err == OBL_OK && !leaves)
+                err = OBL_ERR_NOMEM;
+            if (err == OBL_OK)
+                err = nr_build32(r->lv[l], cnt[l], content, content_len, leaves);
+            if (prev_leaves)
+                obl_free(&r->ac, prev_leaves, prev_bytes);
+            prev_leaves = leaves;
+            prev_bytes = lb;
+            if (err != OBL_OK) {
+                obl_free(&r->ac, prev_leaves, prev_bytes);
+                goto fail;
+            }
+            content = (const unsigned char *)leaves;
+            content_len = lb;
+        }
+        /* the top level's leaves are the base */
+        r->base = prev_leaves;
+        r->base_bytes = prev_bytes;
+        r->nbase = cnt[T - 1];
+        OBL_SECRET(r->base, r->base_bytes);
+    }
+    *out = r;
+    return OBL_OK;
+fail:
+    ro_free(r);
+    return err;
+}
+
+/* see obl/oram.h */
+obl_err obl_roram_create(obl_roram **out, const obl_roram_params *p)
+{
+    return ro_create(out, p, NULL);
+}
+
+/* see obl/oram.h */
+obl_err obl_roram_create_from(obl_roram **out, const obl_roram_params *p, const void *values)
+{
+    if (!values) {
+        if (out)
+            *out = NULL;
+        return OBL_ERR_INVALID_ARG;
+    }
+    return ro_create(out, p, values);
+}
+
+/*
+ * Base level: returns base[i] and stores nv there, reading and writing the
+ * whole array. Secret: i, nv, the array. Public: n.
+ */
+static inline uint32_t ro_base_swap(uint32_t *base, uint64_t n, uint64_t i, uint32_t nv)
+{
+    OBL_TRACE_TOUCH(OBL_TRACE_REGION_ORAM_SCAN, OBL_TRACE_RW, 0, n);
+    uint32_t acc = 0;
+    uint32_t ii = (uint32_t)i;
+    /* a plain mask expression that the compiler vectorises; the mask comes
+     * from a comparison, never a branch */
+    for (uint32_t j = 0; j < (uint32_t)n; j++) {
+        uint32_t m = (uint32_t)0 - (uint32_t)(j == ii);
+        uint32_t v = base[j];
+        acc |= v & m;
+        base[j] = v ^ (m & (v ^ nv));
+    }
+    return acc;
+}
+
+/*
+ * The new value in val: fn's result, or `in` under w (zeros when in is
+ * NULL), else val unchanged. Secret: w, the contents. Public: vs, fn, in.
+ */
+static void ro_apply(unsigned char *val, size_t vs, uint64_t w, const void *in,
+                     obl_oram_update_fn fn, void *ctx)
+{
+    if (fn) {
+        uint64_t keep = 1;
+        fn(ctx, val, 1, &keep);
+    } else if (in) {
+        obl_ct_cmov(w, val, in, vs);
+    } else {
+        unsigned char mz = (unsigned char)(obl_ct_mask(w) & 0xff);
+        for (size_t i = 0; i < vs; i++)
+            val[i] &= (unsigned char)~mz;
+    }
+}
+
+/*
+ * Entry `slot` of the k entries of vs bytes at blk: copied to val (and to
+ * out), updated by ro_apply, written back. Secret: slot, w, the contents.
+ * Public: k, vs.
+ */
+static void ro_slot_rmw(unsigned char *blk, uint64_t k, size_t vs, uint64_t slot,
+                        unsigned char *val, void *out, uint64_t w, const void *in,
+                        obl_oram_update_fn fn, void *ctx)
+{
+    memset(val, 0, vs);
+    for (uint64_t j = 0; j < k; j++)
+        obl_ct_cmov(obl_ct_eq64(j, slot), val, blk + j * vs, vs);
+    if (out)
+        memcpy(out, val, vs);
+    ro_apply(val, vs, w, in, fn, ctx);
+    for (uint64_t j = 0; j < k; j++)
+        obl_ct_cmov(obl_ct_eq64(j, slot), blk + j * vs, val, vs);
+}
+
+/*
+ * The access. Secret: index, is_write, in/out contents, the callback's
+ * work. Public: the pointers' NULL-ness, the error returned.
+ */
+static obl_err ro_access(obl_roram *r, uint64_t index, uint64_t is_write, const void *in,
+                         void *out, obl_oram_update_fn fn, void *ctx)
+{
+    if (!r)
+        return OBL_ERR_INVALID_ARG;
+    /* Public range check: n is public and index < n is the caller's
+     * contract (oram.h). LEAK: whether the index is in range. */
+    uint64_t oor = obl_ct_ge64(index, r->n);
+    if (OBL_DECLASSIFY_VAL(oor))
+        return OBL_ERR_RANGE;
+    const size_t vs = r->vs;
+    uint64_t w = obl_ct_nonzero64(is_write);
+    if (r->T == 0) {
+        OBL_TRACE_TOUCH(OBL_TRACE_REGION_ORAM_SCAN, OBL_TRACE_RW, 0, r->n);
+        /* a scanned array: one pass to read, one to write */
+        ro_slot_rmw(r->scan, r->n, vs, index, r->val, out, w, in, fn, ctx);
+        return OBL_OK;
+    }
+
+    for (uint32_t l = 0; l < r->T; l++) {
+        obl_err e = nr_ready(r->lv[l]);
+        if (e != OBL_OK)
+            return e;
+    }
+    /* new leaves for every level, drawn before the walk */
+    uint64_t np[RO_MAX_LEVELS];
+    for (uint32_t l = 0; l < r->T; l++)
+        np[l] = obl_prg_bits(&r->prg, r->lv[l]->logL);
+    uint64_t bi = index >> r->lk;
+    obl_err ret = OBL_OK;
+    uint32_t top = r->T - 1;
+    uint64_t p = ro_base_swap(r->base, r->nbase, bi >> (RO_FAN_LOG * top), (uint32_t)np[top]);
+    for (uint32_t l = top; l >= 1; l--) {
+        obl_nroram *o = r->lv[l];
+        uint64_t b = bi >> (RO_FAN_LOG * l);
+        uint64_t pub = p;
+        OBL_DECLASSIFY(&pub, sizeof(pub)); /* LEAK: the leaf label, revealed by design */
+        nr_fetch32(o, b, pub);
+        uint64_t slot = (bi >> (RO_FAN_LOG * (l - 1))) & 15;
+        uint32_t *q = (uint32_t *)o->tmp;
+        uint32_t next = 0;
+        for (uint32_t j = 0; j < 16; j++) {
+            uint64_t m = obl_ct_eq64(j, slot);
+            next |= q[j] & (uint32_t)obl_ct_mask(m);
+            q[j] = obl_ct_select32(m, (uint32_t)np[l - 1], q[j]);
+        }
+        obl_err e = nr_put32(o, 1, b, pub, np[l]);
+        if (e != OBL_OK)
+            ret = e;
+        p = next;
+    }
+    {
+        obl_nroram *o = r->lv[0];
+        uint64_t pub = p;
+        OBL_DECLASSIFY(&pub, sizeof(pub)); /* LEAK: the leaf label, revealed by design */
+        nr_fetch32(o, bi, pub);
+        uint64_t slot = index & (((uint64_t)1 << r->lk) - 1);
+        ro_slot_rmw(o->tmp, (uint64_t)1 << r->lk, vs, slot, r->val, out, w, in, fn, ctx);
+        obl_err e = nr_put32(o, 1, bi, pub, np[0]);
+        if (e != OBL_OK)
+            ret = e;
+    }
+    return ret;
+}
+
+/* see obl/oram.h */
+obl_err obl_roram_access(obl_roram *o, uint64_t index, uint64_t is_write, const void *in,
+                         void *out)
+{
+    return ro_access(o, index, is_write, in, out, NULL, NULL);
+}
+
+/* see obl/oram.h */
+obl_err obl_roram_read(obl_roram *o, uint64_t index, void *value_out)
+{
+    return ro_access(o, index, 0, NULL, value_out, NULL, NULL);
+}
+
+/* see obl/oram.h */
+obl_err obl_roram_write(obl_roram *o, uint64_t index, const void *value)
+{
+    if (!value)
+        return OBL_ERR_INVALID_ARG;
+    return ro_access(o, index, 1, value, NULL, NULL, NULL);
+}
+
+/* see obl/oram.h */
+obl_err obl_roram_update(obl_roram *o, uint64_t index, obl_oram_update_fn fn, void *ctx)
+{
+    if (!fn)
+        return OBL_ERR_INVALID_ARG;
+    return ro_access(o, index, 0, NULL, NULL, fn, ctx);
+}
+
+/* see obl/oram.h */
+uint64_t obl_roram_size(const obl_roram *o) { return o ? o->n : 0; }
+
+/* see obl/oram.h */
+uint32_t obl_roram_levels(const obl_roram *o) { return o ? o->T : 0; }
+
+/* see obl/oram.h */
+void obl_roram_stats(const obl_roram *o, obl_oram_stats *st)
+{
+    if (!st)
+        return;
+    memset(st, 0, sizeof(*st));
+    if (o && o->T)
+        obl_nroram_stats(o->lv[0], st);
+}
+
+/* see obl/oram.h */
+size_t obl_roram_memory_bytes(const obl_roram *o)
+{
+    if (!o)
+        return 0;
+    size_t b = o->ac.bytes;
+    for (uint32_t l = 0; l < o->T; l++)
+        b += obl_nroram_memory_bytes(o->lv[l]);
+    return b;
+}
+
+/* see obl/oram.h */
+void obl_roram_destroy(obl_roram *o)
+{
+    if (o)
+        ro_free(o);
+}

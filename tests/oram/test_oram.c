@@ -1,0 +1,706 @@
+/*
+ * Tests of the ORAM module (obl/oram.h): NRORAM and RORAM against plain
+ * reference models on long seeded operation streams, stash overflow with a
+ * tiny stash (nothing lost), trace equality of the NRORAM for fixed public
+ * positions, a chi-square test of the revealed leaves, bad input and
+ * allocation failure at every allocation point. In the ct build (--ct)
+ * every secret input is marked with OBL_SECRET and the run is under
+ * memcheck, so any secret-dependent branch or address fails it; sizes
+ * shrink there.
+ *
+ * --long: the stash soak (>= 10^8 NRORAM accesses, histogram printed) for
+ * docs/oram.md; not run in CI.
+ */
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <obl/oram.h>
+
+#include "common/secret.h"
+#include "common/trace.h"
+#include "testutil.h"
+
+static test_rng R;
+
+static void *xmalloc(size_t n)
+{
+    void *p = malloc(n ? n : 1);
+    if (!p) {
+        fprintf(stderr, "out of memory\n");
+        exit(2);
+    }
+    return p;
+}
+
+/* --------------------------------------------------------------- NRORAM -- */
+
+/* Model: for each id in [0, cap): present flag, value, position. */
+static void nroram_model(uint64_t cap, size_t vs, long ops, uint32_t stash, uint32_t pos_bytes)
+{
+    obl_nroram_params p;
+    memset(&p, 0, sizeof(p));
+    p.capacity = cap;
+    p.value_size = vs;
+    p.stash_size = stash;
+    p.pos_bytes = pos_bytes;
+    p.use_seed = 1;
+    p.seed = test_rng_next(&R);
+    obl_nroram *o = NULL;
+    CHECK_EQ_U64(obl_nroram_create(&o, &p), OBL_OK);
+    if (!o)
+        return;
+    uint64_t L = obl_nroram_num_leaves(o);
+    unsigned char *mv = (unsigned char *)xmalloc(cap * vs);
+    uint64_t *mpos = (uint64_t *)xmalloc(cap * sizeof(uint64_t));
+    unsigned char *present = (unsigned char *)calloc(cap, 1);
+    unsigned char *in = (unsigned char *)xmalloc(vs), *out = (unsigned char *)xmalloc(vs);
+    unsigned char *zero = (unsigned char *)calloc(vs, 1);
+    long overflows = 0, bad = 0;
+    for (long t = 0; t < ops; t++) {
+        uint64_t id = test_rng_below(&R, cap);
+        uint64_t op = test_rng_below(&R, 8);
+        op = op < 4 ? OBL_ORAM_READ : op < 7 ? OBL_ORAM_WRITE : OBL_ORAM_REMOVE;
+        uint64_t pos = present[id] ? mpos[id] : test_rng_below(&R, L);
+        uint64_t np = obl_nroram_random_pos(o);
+        OBL_DECLASSIFY(&np, sizeof(np)); /* the test keeps it in its model */
+        test_rng_fill(&R, in, vs);
+        uint64_t found = 7, sid = id, sop = op;
+        OBL_SECRET(&sid, sizeof(sid));
+        OBL_SECRET(&sop, sizeof(sop));
+        OBL_SECRET(in, vs);
+        uint64_t snp = np;
+        OBL_SECRET(&snp, sizeof(snp));
+        obl_err e = obl_nroram_access(o, sid, pos, snp, sop, in, out, &found);
+        OBL_DECLASSIFY(out, vs);
+        OBL_DECLASSIFY(&found, sizeof(found));
+        OBL_DECLASSIFY(in, vs);
+        if (e == OBL_ERR_STASH_OVERFLOW)
+            overflows++;
+        else if (e != OBL_OK) {
+            CHECK_EQ_U64(e, OBL_OK);
+            bad++;
+            if (bad > 3)
+                break;
+            continue;
+        }
+        CHECK_EQ_U64(found, present[id]);
+        CHECK_MEM(out, present[id] ? mv + id * vs : zero, vs);
+        if (op == OBL_ORAM_WRITE) {
+            memcpy(mv + id * vs, in, vs);
+            present[id] = 1;
+        } else if (op == OBL_ORAM_REMOVE) {
+            present[id] = 0;
+        }
+        mpos[id] = np;
+    }
+    /* every stored block still reads back */
+    for (uint64_t id = 0; id < cap && id < 4096; id++) {
+        uint64_t pos = present[id] ? mpos[id] : test_rng_below(&R, L);
+        uint64_t np = obl_nroram_random_pos(o), found = 7;
+        OBL_DECLASSIFY(&np, sizeof(np));
+        obl_err e = obl_nroram_access(o, id, pos, np, OBL_ORAM_READ, NULL, out, &found);
+        CHECK(e == OBL_OK || e == OBL_ERR_STASH_OVERFLOW);
+        OBL_DECLASSIFY(out, vs);
+        OBL_DECLASSIFY(&found, sizeof(found));
+        CHECK_EQ_U64(found, present[id]);
+        CHECK_MEM(out, present[id] ? mv + id * vs : zero, vs);
+        mpos[id] = np;
+    }
+    obl_oram_stats st;
+    obl_nroram_stats(o, &st);
+    CHECK_EQ_U64(st.overflows, (uint64_t)overflows);
+    CHECK(st.stash_max <= st.stash_size + 1);
+    if (stash >= 20)
+        CHECK_EQ_U64(overflows, 0);
+    obl_nroram_destroy(o);
+    free(mv);
+    free(mpos);
+    free(present);
+    free(in);
+    free(out);
+    free(zero);
+}
+
+/* A tiny stash forces overflows: each must be reported and lose nothing. */
+static void nroram_overflow(void)
+{
+    uint64_t cap = T.ct ? 64 : 512;
+    nroram_model(cap, 8, T.ct ? 400 : 20000, 2, 0);
+    obl_nroram_params p;
+    memset(&p, 0, sizeof(p));
+    p.capacity = cap;
+    p.value_size = 8;
+    p.stash_size = 2;
+    p.use_seed = 1;
+    p.seed = 5;
+    obl_nroram *o = NULL;
+    CHECK_EQ_U64(obl_nroram_create(&o, &p), OBL_OK);
+    /* fill it completely: with S = 2 overflows are frequent */
+    uint64_t *pos = (uint64_t *)xmalloc(cap * sizeof(uint64_t));
+    long of = 0;
+    for (uint64_t i = 0; i < cap; i++) {
+        uint64_t v = i * 3 + 1;
+        obl_err e = obl_nroram_insert(o, i, &v, &pos[i]);
+        OBL_DECLASSIFY(&pos[i], sizeof(pos[i]));
+        CHECK(e == OBL_OK || e == OBL_ERR_STASH_OVERFLOW);
+        of += e == OBL_ERR_STASH_OVERFLOW;
+    }
+    for (uint64_t i = 0; i < cap; i++) {
+        uint64_t v = 0, np = obl_nroram_random_pos(o);
+        OBL_DECLASSIFY(&np, sizeof(np));
+        obl_err e = obl_nroram_access(o, i, pos[i], np, OBL_ORAM_READ, NULL, &v, NULL);
+        CHECK(e == OBL_OK || e == OBL_ERR_STASH_OVERFLOW);
+        OBL_DECLASSIFY(&v, sizeof(v));
+        CHECK_EQ_U64(v, i * 3 + 1);
+        pos[i] = np;
+    }
+    obl_oram_stats st;
+    obl_nroram_stats(o, &st);
+    printf("  tiny stash (S=2, %" PRIu64 " blocks): %ld overflows on insert, %" PRIu64
+           " in total, stash max %" PRIu64 "\n",
+           cap, of, st.overflows, st.stash_max);
+    CHECK(st.overflows > 0); /* the test must exercise the overflow path */
+    free(pos);
+    obl_nroram_destroy(o);
+}
+
+static void tr_update(void *ctx, void *value, uint64_t found, uint64_t *keep)
+{
+    /* adds ctx's word to an 8-byte counter, creating it when absent */
+    uint64_t v;
+    memcpy(&v, value, 8);
+    v += *(uint64_t *)ctx;
+    memcpy(value, &v, 8);
+    *keep = found | 1;
+}
+
+static void nroram_update(void)
+{
+    obl_nroram_params p;
+    memset(&p, 0, sizeof(p));
+    p.capacity = 100;
+    p.value_size = 8;
+    p.use_seed = 1;
+    p.seed = 9;
+    obl_nroram *o = NULL;
+    CHECK_EQ_U64(obl_nroram_create(&o, &p), OBL_OK);
+    uint64_t pos[100], cnt[100] = {0};
+    uint64_t L = obl_nroram_num_leaves(o);
+    for (int i = 0; i < 100; i++)
+        pos[i] = test_rng_below(&R, L);
+    for (int t = 0; t < (T.ct ? 200 : 3000); t++) {
+        uint64_t id = test_rng_below(&R, 100), add = test_rng_below(&R, 1000);
+        uint64_t np = obl_nroram_random_pos(o);
+        OBL_DECLASSIFY(&np, sizeof(np));
+        OBL_SECRET(&add, sizeof(add));
+        CHECK_EQ_U64(obl_nroram_update(o, id, pos[id], np, tr_update, &add), OBL_OK);
+        OBL_DECLASSIFY(&add, sizeof(add));
+        cnt[id] += add;
+        pos[id] = np;
+    }
+    for (int i = 0; i < 100; i++) {
+        uint64_t v = 0, np = obl_nroram_random_pos(o);
+        OBL_DECLASSIFY(&np, sizeof(np));
+        CHECK_EQ_U64(obl_nroram_access(o, i, pos[i], np, OBL_ORAM_READ, NULL, &v, NULL), OBL_OK);
+        OBL_DECLASSIFY(&v, sizeof(v));
+        CHECK_EQ_U64(v, cnt[i]);
+        pos[i] = np;
+    }
+    obl_nroram_destroy(o);
+}
+
+/*
+ * Trace equality: the same public positions with different secret ids,
+ * values, new positions and op codes give identical traces (every bucket
+ * and stash touch is recorded).
+ */
+static void nroram_trace(void)
+{
+    if (!obl_trace_enabled()) {
+        printf("  trace hook not compiled in: trace test skipped\n");
+        return;
+    }
+    const int ops = T.ct ? 30 : 300;
+    obl_trace tr[2];
+    uint64_t *pubpos = (uint64_t *)xmalloc(ops * sizeof(uint64_t));
+    uint64_t L = 0;
+    for (int run = 0; run < 2; run++) {
+        obl_nroram_params p;
+        memset(&p, 0, sizeof(p));
+        p.capacity = 200;
+        p.value_size = 24;
+        p.use_seed = 1;
+        p.seed = 77 + run; /* different secret randomness too */
+        obl_nroram *o = NULL;
+        CHECK_EQ_U64(obl_nroram_create(&o, &p), OBL_OK);
+        L = obl_nroram_num_leaves(o);
+        if (run == 0)
+            for (int t = 0; t < ops; t++)
+                pubpos[t] = test_rng_below(&R, L);
+        CHECK_EQ_U64(obl_trace_init(&tr[run], 1u << 20), 0);
+        test_rng sr;
+        test_rng_seed(&sr, 1000 + run);
+        obl_trace_begin(&tr[run]);
+        for (int t = 0; t < ops; t++) {
+            unsigned char in[24], out[24];
+            test_rng_fill(&sr, in, sizeof(in));
+            uint64_t id = test_rng_below(&sr, 200), op = test_rng_below(&sr, 3);
+            uint64_t np = test_rng_below(&sr, L);
+            obl_err e = obl_nroram_access(o, id, pubpos[t], np, op, in, out, NULL);
+            CHECK(e == OBL_OK);
+        }
+        obl_trace_end();
+        obl_nroram_destroy(o);
+    }
+    CHECK(tr[0].n > 0);
+    CHECK(obl_trace_equal(&tr[0], &tr[1]));
+    if (!obl_trace_equal(&tr[0], &tr[1]))
+        fprintf(stderr, "  traces differ at event %zu\n", obl_trace_first_diff(&tr[0], &tr[1]));
+    obl_trace_free(&tr[0]);
+    obl_trace_free(&tr[1]);
+    free(pubpos);
+}
+
+/* ---------------------------------------------------------------- RORAM -- */
+
+static void roram_model(uint64_t n, size_t vs, long ops, uint32_t scan_max, int from)
+{
+    obl_roram_params p;
+    memset(&p, 0, sizeof(p));
+    p.n = n;
+    p.value_size = vs;
+    p.scan_max = scan_max;
+    p.use_seed = 1;
+    p.seed = test_rng_next(&R);
+    unsigned char *mv = (unsigned char *)xmalloc(n * vs);
+    if (from)
+        test_rng_fill(&R, mv, n * vs);
+    else
+        memset(mv, 0, n * vs);
+    obl_roram *r = NULL;
+    obl_err e;
+    if (from) {
+        unsigned char *init = (unsigned char *)xmalloc(n * vs);
+        memcpy(init, mv, n * vs);
+        OBL_SECRET(init, n * vs);
+        e = obl_roram_create_from(&r, &p, init);
+        free(init);
+    } else {
+        e = obl_roram_create(&r, &p);
+    }
+    CHECK_EQ_U64(e, OBL_OK);
+    if (!r) {
+        free(mv);
+        return;
+    }
+    CHECK_EQ_U64(obl_roram_size(r), n);
+    unsigned char *in = (unsigned char *)xmalloc(vs), *out = (unsigned char *)xmalloc(vs);
+    for (long t = 0; t < ops; t++) {
+        uint64_t idx = test_rng_below(&R, n), w = test_rng_below(&R, 2);
+        test_rng_fill(&R, in, vs);
+        uint64_t sidx = idx, sw = w;
+        OBL_SECRET(&sidx, sizeof(sidx));
+        OBL_SECRET(&sw, sizeof(sw));
+        OBL_SECRET(in, vs);
+        int kind = (int)(t % 3); /* access, read, write */
+        if (kind == 0)
+            e = obl_roram_access(r, sidx, sw, in, out);
+        else if (kind == 1)
+            e = obl_roram_read(r, sidx, out);
+        else
+            e = obl_roram_write(r, sidx, in);
+        OBL_DECLASSIFY(in, vs);
+        OBL_DECLASSIFY(out, vs);
+        CHECK_EQ_U64(e, OBL_OK);
+        if (e != OBL_OK && T.failures < 40)
+            fprintf(stderr, "  roram n=%" PRIu64 " vs=%zu scan_max=%u from=%d op %ld: %s\n", n, vs,
+                    scan_max, from, t, obl_err_name(e));
+        if (kind != 2)
+            CHECK_MEM(out, mv + idx * vs, vs);
+        if ((kind == 0 && w) || kind == 2)
+            memcpy(mv + idx * vs, in, vs);
+    }
+    /* final sweep over (a prefix of) the array */
+    for (uint64_t i = 0; i < n && i < (T.ct ? 16u : 2048u); i++) {
+        e = obl_roram_read(r, i, out);
+        OBL_DECLASSIFY(out, vs);
+        CHECK_EQ_U64(e, OBL_OK);
+        CHECK_MEM(out, mv + i * vs, vs);
+    }
+    obl_oram_stats st;
+    obl_roram_stats(r, &st);
+    CHECK_EQ_U64(st.overflows, 0);
+    obl_roram_destroy(r);
+    free(mv);
+    free(in);
+    free(out);
+}
+
+static void ro_add_fn(void *ctx, void *value, uint64_t found, uint64_t *keep)
+{
+    (void)found;
+    (void)keep;
+    unsigned char *v = (unsigned char *)value;
+    v[0] = (unsigned char)(v[0] + *(unsigned char *)ctx);
+}
+
+static void roram_update(void)
+{
+    obl_roram_params p;
+    memset(&p, 0, sizeof(p));
+    p.n = 300;
+    p.value_size = 3;
+    p.scan_max = 4;
+    p.use_seed = 1;
+    p.seed = 3;
+    obl_roram *r = NULL;
+    CHECK_EQ_U64(obl_roram_create(&r, &p), OBL_OK);
+    unsigned char model[300] = {0};
+    for (int t = 0; t < (T.ct ? 100 : 2000); t++) {
+        uint64_t i = test_rng_below(&R, 300);
+        unsigned char add = (unsigned char)test_rng_next(&R);
+        CHECK_EQ_U64(obl_roram_update(r, i, ro_add_fn, &add), OBL_OK);
+        model[i] = (unsigned char)(model[i] + add);
+    }
+    for (uint64_t i = 0; i < 300; i++) {
+        unsigned char v[3];
+        CHECK_EQ_U64(obl_roram_read(r, i, v), OBL_OK);
+        OBL_DECLASSIFY(v, 3);
+        CHECK_EQ_U64(v[0], model[i]);
+        CHECK_EQ_U64(v[1], 0);
+    }
+    obl_roram_destroy(r);
+}
+
+/*
+ * Chi-square: the data level's revealed leaf when one fixed index is read
+ * over and over must be uniform over the L leaves. The leaf is recovered
+ * from the trace: the last tree read of the data level's accessed path.
+ */
+static void roram_chisq(void)
+{
+    if (!obl_trace_enabled()) {
+        printf("  trace hook not compiled in: chi-square test skipped\n");
+        return;
+    }
+    obl_roram_params p;
+    memset(&p, 0, sizeof(p));
+    p.n = 1024; /* 128 data blocks: L = 64 leaves */
+    p.value_size = 8;
+    p.scan_max = 4; /* levels: 128, 8 blocks; base 1 */
+    p.use_seed = 1;
+    p.seed = test_rng_next(&R);
+    obl_roram *r = NULL;
+    CHECK_EQ_U64(obl_roram_create(&r, &p), OBL_OK);
+    if (!r)
+        return;
+    CHECK_EQ_U64(obl_roram_levels(r), 2);
+    const uint64_t L = 64, D0 = 7, D1 = 3; /* level 1: 8 blocks, L = 4 */
+    const int reps = T.ct ? 640 : 6400;
+    uint64_t counts[64] = {0};
+    obl_trace tr;
+    CHECK_EQ_U64(obl_trace_init(&tr, 4096), 0);
+    uint64_t v;
+    for (int t = 0; t < reps; t++) {
+        obl_trace_reset(&tr);
+        obl_trace_begin(&tr);
+        CHECK_EQ_U64(obl_roram_read(r, 5, &v), OBL_OK);
+        obl_trace_end();
+        /* tree reads: level 1 (2 paths of D1), then level 0's accessed path */
+        uint64_t k = 0, want = 2 * D1 + D0, leaf = UINT64_MAX;
+        for (size_t i = 0; i < tr.n; i++) {
+            if (tr.ev[i].region != OBL_TRACE_REGION_ORAM_TREE || tr.ev[i].kind != OBL_TRACE_READ)
+                continue;
+            if (++k == want)
+                leaf = tr.ev[i].offset - (L - 1);
+        }
+        CHECK(leaf < L);
+        if (leaf < L)
+            counts[leaf]++;
+    }
+    double e = (double)reps / L, chi = 0;
+    for (uint64_t i = 0; i < L; i++)
+        chi += (counts[i] - e) * (counts[i] - e) / e;
+    /* 63 degrees of freedom: P[chi2 > 113] < 1e-4, P[chi2 < 25] < 1e-4 */
+    printf("  chi-square of %d revealed leaves over %" PRIu64 " leaves: %.1f (63 dof)\n", reps, L,
+           chi);
+    CHECK(chi < 113.0);
+    CHECK(chi > 25.0);
+    obl_trace_free(&tr);
+    obl_roram_destroy(r);
+}
+
+/* ------------------------------------------------------------ bad input -- */
+
+static void bad_input(void)
+{
+    obl_nroram *o = (obl_nroram *)&R; /* must be overwritten with NULL */
+    obl_nroram_params np;
+    memset(&np, 0, sizeof(np));
+    np.value_size = 8;
+    np.use_seed = 1;
+    CHECK_EQ_U64(obl_nroram_create(&o, &np), OBL_ERR_INVALID_ARG); /* capacity 0 */
+    CHECK(o == NULL);
+    np.capacity = 10;
+    np.value_size = 0;
+    CHECK_EQ_U64(obl_nroram_create(&o, &np), OBL_ERR_INVALID_ARG);
+    np.value_size = OBL_ORAM_MAX_VALUE_SIZE + 1;
+    CHECK_EQ_U64(obl_nroram_create(&o, &np), OBL_ERR_INVALID_ARG);
+    np.value_size = 8;
+    np.stash_size = 1;
+    CHECK_EQ_U64(obl_nroram_create(&o, &np), OBL_ERR_INVALID_ARG);
+    np.stash_size = 0;
+    np.pos_bytes = 3;
+    CHECK_EQ_U64(obl_nroram_create(&o, &np), OBL_ERR_INVALID_ARG);
+    np.pos_bytes = 4;
+    np.capacity = (uint64_t)1 << 33;
+    CHECK_EQ_U64(obl_nroram_create(&o, &np), OBL_ERR_TOO_LARGE);
+    np.pos_bytes = 8;
+    np.capacity = (uint64_t)1 << 62;
+    CHECK_EQ_U64(obl_nroram_create(&o, &np), OBL_ERR_TOO_LARGE);
+    np.capacity = (uint64_t)1 << 50; /* fits the format, not the memory */
+    np.value_size = 4096;
+    obl_err e = obl_nroram_create(&o, &np);
+    CHECK(e == OBL_ERR_NOMEM || e == OBL_ERR_TOO_LARGE);
+    CHECK(o == NULL);
+    CHECK_EQ_U64(obl_nroram_create(NULL, &np), OBL_ERR_INVALID_ARG);
+    CHECK_EQ_U64(obl_nroram_create(&o, NULL), OBL_ERR_INVALID_ARG);
+    CHECK_EQ_U64(obl_nroram_access(NULL, 0, 0, 0, 0, NULL, NULL, NULL), OBL_ERR_INVALID_ARG);
+    obl_nroram_destroy(NULL);
+
+    np.capacity = 10;
+    np.value_size = 8;
+    np.pos_bytes = 0;
+    CHECK_EQ_U64(obl_nroram_create(&o, &np), OBL_OK);
+    uint64_t v = 0;
+    CHECK_EQ_U64(obl_nroram_access(o, 1, obl_nroram_num_leaves(o), 0, 0, NULL, &v, NULL),
+                 OBL_ERR_RANGE);
+    CHECK_EQ_U64(obl_nroram_update(o, 1, 0, 0, NULL, NULL), OBL_ERR_INVALID_ARG);
+    CHECK_EQ_U64(obl_nroram_insert(o, 1, &v, NULL), OBL_ERR_INVALID_ARG);
+    obl_nroram_destroy(o);
+
+    obl_roram *r = (obl_roram *)&R;
+    obl_roram_params rp;
+    memset(&rp, 0, sizeof(rp));
+    rp.value_size = 8;
+    rp.use_seed = 1;
+    CHECK_EQ_U64(obl_roram_create(&r, &rp), OBL_ERR_INVALID_ARG); /* n 0 */
+    CHECK(r == NULL);
+    rp.n = 5;
+    rp.value_size = 0;
+    CHECK_EQ_U64(obl_roram_create(&r, &rp), OBL_ERR_INVALID_ARG);
+    rp.value_size = (size_t)1 << 40;
+    CHECK_EQ_U64(obl_roram_create(&r, &rp), OBL_ERR_INVALID_ARG);
+    rp.value_size = 8;
+    rp.n = (uint64_t)1 << 62;
+    CHECK_EQ_U64(obl_roram_create(&r, &rp), OBL_ERR_TOO_LARGE);
+    rp.n = (uint64_t)1 << 38; /* 2 TiB: no memory for that */
+    e = obl_roram_create(&r, &rp);
+    CHECK(e == OBL_ERR_NOMEM || e == OBL_ERR_TOO_LARGE);
+    CHECK_EQ_U64(obl_roram_create(NULL, &rp), OBL_ERR_INVALID_ARG);
+    CHECK_EQ_U64(obl_roram_create(&r, NULL), OBL_ERR_INVALID_ARG);
+    rp.n = 5;
+    CHECK_EQ_U64(obl_roram_create_from(&r, &rp, NULL), OBL_ERR_INVALID_ARG);
+    CHECK_EQ_U64(obl_roram_read(NULL, 0, &v), OBL_ERR_INVALID_ARG);
+    obl_roram_destroy(NULL);
+
+    /* out of range: a public error, the array unchanged */
+    for (int scan = 0; scan < 2; scan++) {
+        rp.n = 100;
+        rp.scan_max = scan ? 0 : 2;
+        CHECK_EQ_U64(obl_roram_create(&r, &rp), OBL_OK);
+        uint64_t one = 1, got = 9;
+        CHECK_EQ_U64(obl_roram_write(r, 99, &one), OBL_OK);
+        CHECK_EQ_U64(obl_roram_write(r, 100, &one), OBL_ERR_RANGE);
+        CHECK_EQ_U64(obl_roram_read(r, UINT64_MAX, &got), OBL_ERR_RANGE);
+        CHECK_EQ_U64(got, 9);
+        CHECK_EQ_U64(obl_roram_write(r, 0, NULL), OBL_ERR_INVALID_ARG);
+        CHECK_EQ_U64(obl_roram_update(r, 0, NULL, NULL), OBL_ERR_INVALID_ARG);
+        CHECK_EQ_U64(obl_roram_read(r, 99, &got), OBL_OK);
+        OBL_DECLASSIFY(&got, sizeof(got));
+        CHECK_EQ_U64(got, 1);
+        obl_roram_destroy(r);
+    }
+}
+
+/* Allocation failure at every allocation point: a clean error, nothing
+ * leaked; the first budget that succeeds ends the loop. */
+static void alloc_failure(void)
+{
+    for (int kind = 0; kind < 3; kind++) {
+        long budget = 0;
+        for (;; budget++) {
+            test_failing_alloc fa = {budget, 0, 0};
+            obl_allocator a = {test_fa_alloc, test_fa_free, &fa};
+            obl_err e;
+            if (kind == 0) {
+                obl_nroram_params p;
+                memset(&p, 0, sizeof(p));
+                p.capacity = 100;
+                p.value_size = 16;
+                p.use_seed = 1;
+                p.alloc = &a;
+                obl_nroram *o = NULL;
+                e = obl_nroram_create(&o, &p);
+                if (e == OBL_OK) {
+                    CHECK(obl_nroram_memory_bytes(o) == fa.live_bytes);
+                    obl_nroram_destroy(o);
+                }
+            } else {
+                obl_roram_params p;
+                memset(&p, 0, sizeof(p));
+                p.n = 3000;
+                p.value_size = 8;
+                p.scan_max = 8;
+                p.use_seed = 1;
+                p.alloc = &a;
+                obl_roram *r = NULL;
+                uint64_t *vals = (uint64_t *)calloc(3000, 8);
+                e = kind == 1 ? obl_roram_create(&r, &p) : obl_roram_create_from(&r, &p, vals);
+                free(vals);
+                if (e == OBL_OK) {
+                    CHECK_EQ_U64(obl_roram_levels(r), 3);
+                    CHECK(obl_roram_memory_bytes(r) == fa.live_bytes);
+                    obl_roram_destroy(r);
+                } else {
+                    CHECK(r == NULL);
+                }
+            }
+            CHECK_EQ_U64(fa.live, 0);
+            CHECK_EQ_U64(fa.live_bytes, 0);
+            if (e == OBL_OK)
+                break;
+            CHECK_EQ_U64(e, OBL_ERR_NOMEM);
+            if (budget > 100) {
+                CHECK(0);
+                break;
+            }
+        }
+        printf("  allocation failure: kind %d survived %ld failing allocation points\n", kind,
+               budget);
+        CHECK(budget >= 3);
+    }
+}
+
+/* ------------------------------------------------------------ stash soak -- */
+
+/*
+ * >= 10^8 accesses on one NRORAM of 2^16 blocks with random ids, printing
+ * the stash histogram (docs/oram.md). --long only.
+ */
+static void stash_soak(void)
+{
+    const uint64_t cap = (uint64_t)1 << 16;
+    const long ops = 100000000L;
+    obl_nroram_params p;
+    memset(&p, 0, sizeof(p));
+    p.capacity = cap;
+    p.value_size = 8;
+    p.stash_size = 64; /* measure the distribution, not the default's bound */
+    p.track_histogram = 1;
+    p.use_seed = 1;
+    p.seed = T.seed;
+    obl_nroram *o = NULL;
+    CHECK_EQ_U64(obl_nroram_create(&o, &p), OBL_OK);
+    uint64_t *pos = (uint64_t *)xmalloc(cap * sizeof(uint64_t));
+    for (uint64_t i = 0; i < cap; i++)
+        CHECK_EQ_U64(obl_nroram_insert(o, i, &i, &pos[i]), OBL_OK);
+    time_t t0 = time(NULL);
+    for (long t = 0; t < ops; t++) {
+        uint64_t id = test_rng_below(&R, cap), v;
+        uint64_t np = obl_nroram_random_pos(o);
+        obl_err e = obl_nroram_access(o, id, pos[id], np, OBL_ORAM_READ, NULL, &v, NULL);
+        if (e != OBL_OK || v != id) {
+            CHECK(0);
+            break;
+        }
+        pos[id] = np;
+        if ((t + 1) % 10000000 == 0) {
+            obl_oram_stats st;
+            obl_nroram_stats(o, &st);
+            printf("  %ld accesses (%lds): stash max %" PRIu64 "\n", t + 1,
+                   (long)(time(NULL) - t0), st.stash_max);
+            fflush(stdout);
+        }
+    }
+    obl_oram_stats st;
+    obl_nroram_stats(o, &st);
+    printf("  stash soak: N=%" PRIu64 ", %" PRIu64 " accesses, 2 evictions each, max %" PRIu64
+           "\n  histogram (occupancy after an access: count):\n",
+           cap, st.accesses, st.stash_max);
+    for (int k = 0; k <= 64; k++)
+        if (st.hist[k])
+            printf("    %2d: %" PRIu64 "\n", k, st.hist[k]);
+    free(pos);
+    obl_nroram_destroy(o);
+}
+
+int main(int argc, char **argv)
+{
+    test_init(argc, argv, "test_oram");
+    test_rng_seed(&R, T.seed);
+    if (T.long_run) {
+        stash_soak();
+        return test_done("test_oram");
+    }
+    static const size_t vsz[] = {1, 4, 8, 32, 56, 64, 100, 4096};
+    const int ct = T.ct;
+
+    printf("NRORAM model\n");
+    {
+        static const uint64_t caps[] = {1, 2, 3, 1000, 1024, 65536, 777};
+        for (size_t c = 0; c < sizeof(caps) / sizeof(caps[0]); c++)
+            for (size_t v = 0; v < 8; v++) {
+                uint64_t cap = caps[c];
+                size_t vs = vsz[v];
+                if (ct && (cap > 1024 || vs > 100))
+                    continue;
+                if (cap * vs > ((size_t)16 << 20)) /* 2^16 x 4096: too big here */
+                    continue;
+                long ops = ct ? 60 : (cap >= 65536 ? 30000 : 4000);
+                nroram_model(cap, vs, ops, 0, 0);
+            }
+        nroram_model(ct ? 100 : 3000, 8, ct ? 100 : 20000, 0, 8); /* 8-byte metadata */
+        if (ct)
+            nroram_model(3, 4096, 40, 0, 0);
+    }
+    printf("NRORAM stash overflow\n");
+    nroram_overflow();
+    printf("NRORAM update\n");
+    nroram_update();
+    printf("NRORAM trace equality\n");
+    nroram_trace();
+
+    printf("RORAM model\n");
+    {
+        static const uint64_t ns[] = {1, 2, 3, 1000, 1024, 65536, 5003};
+        for (size_t c = 0; c < sizeof(ns) / sizeof(ns[0]); c++)
+            for (size_t v = 0; v < 8; v++) {
+                uint64_t n = ns[c];
+                size_t vs = vsz[v];
+                if (ct && (n > 1024 || vs > 100))
+                    continue;
+                if (n * vs > ((size_t)8 << 20))
+                    continue;
+                long ops = ct ? 40 : (n >= 65536 ? 20000 : 3000);
+                /* the default crossover, and a tiny one forcing recursion */
+                roram_model(n, vs, ops, 0, (int)(v & 1));
+                roram_model(n, vs, ops, 2, (int)((v + 1) & 1));
+            }
+        if (ct)
+            roram_model(20, 4096, 20, 2, 1);
+    }
+    printf("RORAM update\n");
+    roram_update();
+    printf("RORAM chi-square of revealed leaves\n");
+    roram_chisq();
+    printf("bad input\n");
+    bad_input();
+    printf("allocation failure\n");
+    alloc_failure();
+    return test_done("test_oram");
+}
