@@ -31,6 +31,48 @@ static inline uint64_t nr_bitrev64(uint64_t x)
     return __builtin_bswap64(x);
 }
 
+/*
+ * Short comparisons for the hot loops. nr_lt needs a, b < 2^63 (levels,
+ * slots, reach values); nr_eq is exact for any words (it compares a ^ b
+ * with zero through the sign of its halves). Both produce 0/1 without a
+ * branch.
+ */
+static inline uint64_t nr_lt(uint64_t a, uint64_t b) { return obl_ct_barrier64((a - b) >> 63); }
+
+/* a == b for a, b < 2^63 (levels, slots, NR_NONE) */
+static inline uint64_t nr_eqs(uint64_t a, uint64_t b)
+{
+    return obl_ct_barrier64(((a ^ b) - 1) >> 63);
+}
+
+static inline uint64_t nr_eq(uint64_t a, uint64_t b)
+{
+    uint64_t x = a ^ b;
+    return obl_ct_barrier64(((x | (x >> 1)) - 1) >> 63 & ~(x >> 63));
+}
+
+/* Conditional block moves, with the 8-byte case in one register. */
+static inline void nr_cmov_blk(uint64_t c, void *dst, const void *src, size_t vs)
+{
+    obl_ct_cmov(c, dst, src, vs);
+}
+
+static inline void nr_cswap_blk(uint64_t c, void *a, void *b, size_t vs)
+{
+    if (vs == 8) { /* public */
+        uint64_t x, y, m = obl_ct_mask(c), t;
+        memcpy(&x, a, 8);
+        memcpy(&y, b, 8);
+        t = m & (x ^ y);
+        x ^= t;
+        y ^= t;
+        memcpy(a, &x, 8);
+        memcpy(b, &y, 8);
+        return;
+    }
+    obl_ct_cswap(c, a, b, vs);
+}
+
 #define NRW 32
 #include "oram/nroram_impl.h"
 #undef NRW

@@ -33,6 +33,8 @@
 
 #define NR_Z 2
 #define NR_MAX_LEVELS 64
+/* path buffer slots: stash (at most 65) + Z * levels */
+#define NR_MAX_SLOTS (65 + NR_Z * NR_MAX_LEVELS)
 
 typedef struct nr_meta32 {
     uint32_t id;   /* NR_DUMMY32 for an empty slot */

@@ -125,10 +125,15 @@ static void nroram_model(uint64_t cap, size_t vs, long ops, uint32_t stash, uint
     free(zero);
 }
 
-/* A tiny stash forces overflows: each must be reported and lose nothing. */
+/*
+ * A tiny stash (S = 2) and more blocks than the capacity (1.5x, about 75%
+ * of the tree's slots) force overflows: each must be reported, lose
+ * nothing, and leave the structure usable. An access refused with
+ * OBL_ERR_STATE must not have happened at all.
+ */
 static void nroram_overflow(void)
 {
-    uint64_t cap = T.ct ? 64 : 512;
+    uint64_t cap = T.ct ? 64 : 512, nb = cap + cap / 2;
     nroram_model(cap, 8, T.ct ? 400 : 20000, 2, 0);
     obl_nroram_params p;
     memset(&p, 0, sizeof(p));
@@ -139,32 +144,52 @@ static void nroram_overflow(void)
     p.seed = 5;
     obl_nroram *o = NULL;
     CHECK_EQ_U64(obl_nroram_create(&o, &p), OBL_OK);
-    /* fill it completely: with S = 2 overflows are frequent */
-    uint64_t *pos = (uint64_t *)xmalloc(cap * sizeof(uint64_t));
-    long of = 0;
-    for (uint64_t i = 0; i < cap; i++) {
-        uint64_t v = i * 3 + 1;
-        obl_err e = obl_nroram_insert(o, i, &v, &pos[i]);
+    uint64_t *pos = (uint64_t *)xmalloc(nb * sizeof(uint64_t));
+    uint64_t *val = (uint64_t *)xmalloc(nb * sizeof(uint64_t));
+    unsigned char *present = (unsigned char *)calloc(nb, 1);
+    uint64_t L = obl_nroram_num_leaves(o);
+    long of = 0, refused = 0;
+    for (uint64_t i = 0; i < nb; i++) {
+        val[i] = i * 3 + 1;
+        obl_err e = obl_nroram_insert(o, i, &val[i], &pos[i]);
         OBL_DECLASSIFY(&pos[i], sizeof(pos[i]));
-        CHECK(e == OBL_OK || e == OBL_ERR_STASH_OVERFLOW);
+        CHECK(e == OBL_OK || e == OBL_ERR_STASH_OVERFLOW || e == OBL_ERR_STATE);
         of += e == OBL_ERR_STASH_OVERFLOW;
+        refused += e == OBL_ERR_STATE;
+        present[i] = e != OBL_ERR_STATE;
     }
-    for (uint64_t i = 0; i < cap; i++) {
-        uint64_t v = 0, np = obl_nroram_random_pos(o);
+    for (long t = 0; t < (T.ct ? 300 : 5000); t++) {
+        uint64_t i = test_rng_below(&R, nb), v = 0, found = 9, w = test_rng_next(&R);
+        uint64_t op = test_rng_below(&R, 2), np = obl_nroram_random_pos(o);
         OBL_DECLASSIFY(&np, sizeof(np));
-        obl_err e = obl_nroram_access(o, i, pos[i], np, OBL_ORAM_READ, NULL, &v, NULL);
-        CHECK(e == OBL_OK || e == OBL_ERR_STASH_OVERFLOW);
+        uint64_t ps = present[i] ? pos[i] : test_rng_below(&R, L);
+        obl_err e = obl_nroram_access(o, i, ps, np, op, &w, &v, &found);
+        CHECK(e == OBL_OK || e == OBL_ERR_STASH_OVERFLOW || e == OBL_ERR_STATE);
+        if (e == OBL_ERR_STATE) {
+            refused++;
+            continue;
+        }
+        of += e == OBL_ERR_STASH_OVERFLOW;
         OBL_DECLASSIFY(&v, sizeof(v));
-        CHECK_EQ_U64(v, i * 3 + 1);
+        OBL_DECLASSIFY(&found, sizeof(found));
+        CHECK_EQ_U64(found, present[i]);
+        CHECK_EQ_U64(v, present[i] ? val[i] : 0);
+        if (op == OBL_ORAM_WRITE) {
+            val[i] = w;
+            present[i] = 1;
+        }
         pos[i] = np;
     }
     obl_oram_stats st;
     obl_nroram_stats(o, &st);
-    printf("  tiny stash (S=2, %" PRIu64 " blocks): %ld overflows on insert, %" PRIu64
-           " in total, stash max %" PRIu64 "\n",
-           cap, of, st.overflows, st.stash_max);
-    CHECK(st.overflows > 0); /* the test must exercise the overflow path */
+    printf("  tiny stash (S=2, %" PRIu64 " blocks for capacity %" PRIu64 "): %ld overflows, %ld"
+           " refused, stash max %" PRIu64 "\n",
+           nb, cap, of, refused, st.stash_max);
+    CHECK_EQ_U64(st.overflows, (uint64_t)of);
+    CHECK(of > 0); /* the test must exercise the overflow path */
     free(pos);
+    free(val);
+    free(present);
     obl_nroram_destroy(o);
 }
 
@@ -241,7 +266,7 @@ static void nroram_trace(void)
         if (run == 0)
             for (int t = 0; t < ops; t++)
                 pubpos[t] = test_rng_below(&R, L);
-        CHECK_EQ_U64(obl_trace_init(&tr[run], 1u << 20), 0);
+        CHECK(obl_trace_init(&tr[run], 1u << 20));
         test_rng sr;
         test_rng_seed(&sr, 1000 + run);
         obl_trace_begin(&tr[run]);
@@ -391,7 +416,7 @@ static void roram_chisq(void)
     memset(&p, 0, sizeof(p));
     p.n = 1024; /* 128 data blocks: L = 64 leaves */
     p.value_size = 8;
-    p.scan_max = 4; /* levels: 128, 8 blocks; base 1 */
+    p.scan_max = 8; /* levels: 128 and 8 blocks; base of 8 */
     p.use_seed = 1;
     p.seed = test_rng_next(&R);
     obl_roram *r = NULL;
@@ -403,15 +428,16 @@ static void roram_chisq(void)
     const int reps = T.ct ? 640 : 6400;
     uint64_t counts[64] = {0};
     obl_trace tr;
-    CHECK_EQ_U64(obl_trace_init(&tr, 4096), 0);
+    CHECK(obl_trace_init(&tr, 4096));
     uint64_t v;
     for (int t = 0; t < reps; t++) {
         obl_trace_reset(&tr);
         obl_trace_begin(&tr);
         CHECK_EQ_U64(obl_roram_read(r, 5, &v), OBL_OK);
         obl_trace_end();
-        /* tree reads: level 1 (2 paths of D1), then level 0's accessed path */
-        uint64_t k = 0, want = 2 * D1 + D0, leaf = UINT64_MAX;
+        /* tree reads: level 1 (3 paths of D1: accessed, 2 evictions), then
+         * level 0's accessed path */
+        uint64_t k = 0, want = 3 * D1 + D0, leaf = UINT64_MAX;
         for (size_t i = 0; i < tr.n; i++) {
             if (tr.ev[i].region != OBL_TRACE_REGION_ORAM_TREE || tr.ev[i].kind != OBL_TRACE_READ)
                 continue;

@@ -1,0 +1,360 @@
+/*
+ * Benchmark types of the ORAM module (obl/oram.h):
+ *
+ * `nroram` (REPORT type NRORAM, impl obl): Circuit ORAM with caller-kept
+ *   positions. K = 4 or 8 selects 4- or 8-byte positions and ids. One
+ *   repetition: create, insert all N blocks (Initialization_time_us: the
+ *   NRORAM has no bulk build, a caller fills it by inserts), Q reads at
+ *   shuffled ids (each with its position and a fresh one), Q writes at
+ *   other shuffled ids.
+ * `roram` (REPORT type RORAM, impl obl): the recursive ORAM over N values;
+ *   Initialization_time_us is the complete oblivious build from the
+ *   caller's array (every tree filled, no lazy initialisation), and
+ *   Zero_init_time_us the build of an all-zero array; then Q reads and Q
+ *   writes at shuffled indices.
+ *
+ * Both also time the plain array (baselines/plain_array.h) on the same
+ * index sequence in the same run (Baseline_read_latency_us) and report the
+ * ratio (Read_slowdown_ratio). Indices are shuffled passes over [0, N),
+ * never one fixed index; values come from a pre-generated pool; every read
+ * is checked against the expected value after the timed phase.
+ */
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <obl/oram.h>
+
+#include "harness.h"
+#include "plain_array.h"
+
+typedef struct {
+    uint64_t *read_idx, *write_idx;
+    unsigned char *pool;
+    unsigned char *init; /* roram: the initial values */
+    uint64_t *pos;       /* nroram: positions, one per id */
+} oram_state;
+
+static int oram_check(const bench_params *p, char *msg, size_t len, int nr)
+{
+    if (nr && p->key_bytes != 4 && p->key_bytes != 8) {
+        snprintf(msg, len, "nroram takes 4- or 8-byte positions (--key-bytes 4 or 8)");
+        return 1;
+    }
+    if (nr && p->key_bytes == 4 && p->n >= UINT32_MAX) {
+        snprintf(msg, len, "4-byte positions hold at most 2^32 - 2 blocks");
+        return 1;
+    }
+    if (!nr && p->key_bytes > 8) {
+        snprintf(msg, len, "roram indices are at most 8 bytes");
+        return 1;
+    }
+    if (p->value_bytes == 0 || p->value_bytes > OBL_ORAM_MAX_VALUE_SIZE) {
+        snprintf(msg, len, "value size must be 1 .. %zu", (size_t)OBL_ORAM_MAX_VALUE_SIZE);
+        return 1;
+    }
+    /* tree: about 2N slots of (metadata + value); roram packs values */
+    double per = nr ? 2.0 * (2.0 * p->key_bytes + p->value_bytes) + 8
+                    : 2.0 * ((double)p->value_bytes + 8) + 2 * (double)p->value_bytes;
+    double need = (double)p->n * per + 16.0 * (double)p->queries;
+    double have = (double)bench_get_env()->memory_kb * 1024.0;
+    if (have > 0 && need > have * 0.8) {
+        snprintf(msg, len, "N=%" PRIu64 " needs about %.0f MiB, the machine has %.0f MiB", p->n,
+                 need / 1048576.0, have / 1048576.0);
+        return 1;
+    }
+    return 0;
+}
+
+static int nroram_check(const bench_params *p, char *msg, size_t len)
+{
+    return oram_check(p, msg, len, 1);
+}
+
+static int roram_check(const bench_params *p, char *msg, size_t len)
+{
+    return oram_check(p, msg, len, 0);
+}
+
+static void oram_teardown(void *state)
+{
+    oram_state *s = (oram_state *)state;
+    if (!s)
+        return;
+    free(s->read_idx);
+    free(s->write_idx);
+    free(s->pool);
+    free(s->init);
+    free(s->pos);
+    free(s);
+}
+
+static void *oram_setup(const bench_case *c)
+{
+    oram_state *s = calloc(1, sizeof(*s));
+    if (!s)
+        return NULL;
+    s->read_idx = malloc(c->p.queries * sizeof(uint64_t));
+    s->write_idx = malloc(c->p.queries * sizeof(uint64_t));
+    s->pool = bench_value_pool(c->p.value_bytes, c->p.seed);
+    s->pos = malloc(c->p.n * sizeof(uint64_t));
+    s->init = malloc(c->p.n * c->p.value_bytes);
+    if (!s->read_idx || !s->write_idx || !s->pool || !s->pos || !s->init) {
+        oram_teardown(s);
+        return NULL;
+    }
+    bench_shuffled_indices(s->read_idx, c->p.queries, c->p.n, c->p.seed * 3 + 1);
+    bench_shuffled_indices(s->write_idx, c->p.queries, c->p.n, c->p.seed * 3 + 2);
+    size_t vb = (size_t)c->p.value_bytes;
+    for (uint64_t i = 0; i < c->p.n; i++)
+        memcpy(s->init + i * vb, s->pool + (i % BENCH_POOL) * vb, vb);
+    return s;
+}
+
+/* The plain array on the same reads: the baseline of this run. */
+static double baseline_read_us(const oram_state *s, const bench_case *c)
+{
+    size_t vb = (size_t)c->p.value_bytes;
+    plain_array *a = NULL;
+    if (plain_array_create(&a, c->p.n, vb, NULL) != OBL_OK)
+        return -1;
+    for (uint64_t i = 0; i < c->p.n; i++)
+        (void)plain_array_write(a, i, s->init + i * vb);
+    unsigned char *buf = malloc(vb);
+    if (!buf) {
+        plain_array_destroy(a);
+        return -1;
+    }
+    uint64_t acc = 0, t0 = bench_now_ns();
+    for (uint64_t i = 0; i < c->p.queries; i++) {
+        (void)plain_array_read(a, s->read_idx[i], buf);
+        acc += buf[0] ^ buf[vb - 1];
+    }
+    uint64_t t1 = bench_now_ns();
+    bench_consume(acc);
+    free(buf);
+    plain_array_destroy(a);
+    return bench_us_per_op(t0, t1, c->p.queries);
+}
+
+static int nroram_run(bench_case *c, void *state)
+{
+    oram_state *s = (oram_state *)state;
+    uint64_t n = c->p.n, q = c->p.queries;
+    size_t vb = (size_t)c->p.value_bytes;
+    bench_counter cnt = {0};
+    obl_allocator al = bench_counting_allocator(&cnt);
+    unsigned char *buf = malloc(vb);
+    if (!buf)
+        return 1;
+    obl_nroram_params p;
+    memset(&p, 0, sizeof(p));
+    p.capacity = n;
+    p.value_size = vb;
+    p.pos_bytes = (uint32_t)c->p.key_bytes;
+    p.alloc = &al;
+    int ok = 1;
+
+    size_t rss0 = bench_rss_bytes();
+    uint64_t t0 = bench_now_ns();
+    obl_nroram *o = NULL;
+    if (obl_nroram_create(&o, &p) != OBL_OK) {
+        fprintf(stderr, "obl-bench: nroram: cannot create N=%" PRIu64 "\n", n);
+        free(buf);
+        return 1;
+    }
+    for (uint64_t i = 0; i < n && ok; i++)
+        ok = obl_nroram_insert(o, i, s->init + i * vb, &s->pos[i]) == OBL_OK;
+    uint64_t t1 = bench_now_ns();
+    size_t rss1 = bench_rss_bytes();
+    bench_record(c, "Initialization_time_us", (double)(t1 - t0) / 1000.0);
+
+    uint64_t acc = 0;
+    t0 = bench_now_ns();
+    for (uint64_t i = 0; i < q; i++) {
+        uint64_t id = s->read_idx[i], np = obl_nroram_random_pos(o);
+        ok &= obl_nroram_access(o, id, s->pos[id], np, OBL_ORAM_READ, NULL, buf, NULL) == OBL_OK;
+        s->pos[id] = np;
+        acc += buf[0] ^ buf[vb - 1];
+    }
+    t1 = bench_now_ns();
+    bench_consume(acc);
+    double rl = bench_us_per_op(t0, t1, q);
+    bench_record(c, "Read_latency_us", rl);
+    bench_record(c, "Read_throughput_qps", (double)q * 1e9 / (double)(t1 - t0));
+    /* the reads above must have returned the initial values */
+    for (uint64_t i = 0; i < 64 && i < q; i++) {
+        uint64_t id = s->read_idx[q - 1 - i], np = obl_nroram_random_pos(o);
+        ok &= obl_nroram_access(o, id, s->pos[id], np, OBL_ORAM_READ, NULL, buf, NULL) == OBL_OK;
+        s->pos[id] = np;
+        ok &= !memcmp(buf, s->init + id * vb, vb);
+    }
+
+    t0 = bench_now_ns();
+    for (uint64_t i = 0; i < q; i++) {
+        uint64_t id = s->write_idx[i], np = obl_nroram_random_pos(o);
+        ok &= obl_nroram_access(o, id, s->pos[id], np, OBL_ORAM_WRITE,
+                                s->pool + (i % BENCH_POOL) * vb, NULL, NULL) == OBL_OK;
+        s->pos[id] = np;
+    }
+    t1 = bench_now_ns();
+    bench_record(c, "Write_latency_us", bench_us_per_op(t0, t1, q));
+    bench_record(c, "Write_throughput_qps", (double)q * 1e9 / (double)(t1 - t0));
+    {
+        uint64_t last = q - 1, id = s->write_idx[last], np = obl_nroram_random_pos(o);
+        ok &= obl_nroram_access(o, id, s->pos[id], np, OBL_ORAM_READ, NULL, buf, NULL) == OBL_OK;
+        s->pos[id] = np;
+        ok &= !memcmp(buf, s->pool + (last % BENCH_POOL) * vb, vb);
+    }
+    obl_oram_stats st;
+    obl_nroram_stats(o, &st);
+    bench_record(c, "Stash_max_blocks", (double)st.stash_max);
+    bench_record_memory(c, obl_nroram_memory_bytes(o), rss0, rss1);
+    obl_nroram_destroy(o);
+    double bl = baseline_read_us(s, c);
+    bench_record(c, "Baseline_read_latency_us", bl);
+    bench_record(c, "Read_slowdown_ratio", bl > 0 ? rl / bl : 0);
+    free(buf);
+    if (cnt.live != 0 || !ok) {
+        fprintf(stderr, "obl-bench: nroram: self-check failed\n");
+        return 1;
+    }
+    return 0;
+}
+
+static int roram_run(bench_case *c, void *state)
+{
+    oram_state *s = (oram_state *)state;
+    uint64_t n = c->p.n, q = c->p.queries;
+    size_t vb = (size_t)c->p.value_bytes;
+    bench_counter cnt = {0};
+    obl_allocator al = bench_counting_allocator(&cnt);
+    unsigned char *buf = malloc(vb);
+    if (!buf)
+        return 1;
+    obl_roram_params p;
+    memset(&p, 0, sizeof(p));
+    p.n = n;
+    p.value_size = vb;
+    p.alloc = &al;
+    int ok = 1;
+
+    /* the all-zero build, timed on its own */
+    {
+        uint64_t t0 = bench_now_ns();
+        obl_roram *z = NULL;
+        ok = obl_roram_create(&z, &p) == OBL_OK;
+        uint64_t t1 = bench_now_ns();
+        bench_record(c, "Zero_init_time_us", (double)(t1 - t0) / 1000.0);
+        obl_roram_destroy(z);
+    }
+
+    size_t rss0 = bench_rss_bytes();
+    uint64_t t0 = bench_now_ns();
+    obl_roram *r = NULL;
+    if (!ok || obl_roram_create_from(&r, &p, s->init) != OBL_OK) {
+        fprintf(stderr, "obl-bench: roram: cannot create N=%" PRIu64 "\n", n);
+        free(buf);
+        return 1;
+    }
+    uint64_t t1 = bench_now_ns();
+    size_t rss1 = bench_rss_bytes();
+    bench_record(c, "Initialization_time_us", (double)(t1 - t0) / 1000.0);
+
+    uint64_t acc = 0;
+    t0 = bench_now_ns();
+    for (uint64_t i = 0; i < q; i++) {
+        ok &= obl_roram_read(r, s->read_idx[i], buf) == OBL_OK;
+        acc += buf[0] ^ buf[vb - 1];
+    }
+    t1 = bench_now_ns();
+    bench_consume(acc);
+    double rl = bench_us_per_op(t0, t1, q);
+    bench_record(c, "Read_latency_us", rl);
+    bench_record(c, "Read_throughput_qps", (double)q * 1e9 / (double)(t1 - t0));
+    for (uint64_t i = 0; i < 64 && i < q; i++) {
+        uint64_t idx = s->read_idx[q - 1 - i];
+        ok &= obl_roram_read(r, idx, buf) == OBL_OK && !memcmp(buf, s->init + idx * vb, vb);
+    }
+
+    t0 = bench_now_ns();
+    for (uint64_t i = 0; i < q; i++)
+        ok &= obl_roram_write(r, s->write_idx[i], s->pool + (i % BENCH_POOL) * vb) == OBL_OK;
+    t1 = bench_now_ns();
+    bench_record(c, "Write_latency_us", bench_us_per_op(t0, t1, q));
+    bench_record(c, "Write_throughput_qps", (double)q * 1e9 / (double)(t1 - t0));
+    {
+        uint64_t last = q - 1;
+        ok &= obl_roram_read(r, s->write_idx[last], buf) == OBL_OK &&
+              !memcmp(buf, s->pool + (last % BENCH_POOL) * vb, vb);
+    }
+    obl_oram_stats st;
+    obl_roram_stats(r, &st);
+    bench_record(c, "Stash_max_blocks", (double)st.stash_max);
+    bench_record_memory(c, obl_roram_memory_bytes(r), rss0, rss1);
+    obl_roram_destroy(r);
+    double bl = baseline_read_us(s, c);
+    bench_record(c, "Baseline_read_latency_us", bl);
+    bench_record(c, "Read_slowdown_ratio", bl > 0 ? rl / bl : 0);
+    free(buf);
+    if (cnt.live != 0 || !ok) {
+        fprintf(stderr, "obl-bench: roram: self-check failed\n");
+        return 1;
+    }
+    return 0;
+}
+
+static void nroram_plan(bench_plan *pl, uint64_t n)
+{
+    extern const bench_type bench_nroram;
+    double q = (double)bench_nroram.default_queries, reps = (double)bench_nroram.default_reps + 1;
+    for (uint64_t kb = 4; kb <= 8; kb += 4) {
+        double mem = (double)n * (2.0 * (2.0 * kb + 8) + 24) + 16 * q + 65536;
+        double secs = reps * ((double)n * 3e-6 + 2 * q * 3e-6);
+        bench_plan_add(pl, &bench_nroram, n, kb, 8, NULL, mem, secs);
+    }
+}
+
+static void roram_plan(bench_plan *pl, uint64_t n)
+{
+    extern const bench_type bench_roram;
+    static const uint64_t vbs[] = {8, 32, 56};
+    double q = (double)bench_roram.default_queries, reps = (double)bench_roram.default_reps + 1;
+    for (int i = 0; i < 3; i++) {
+        double mem = (double)n * (3.0 * (double)vbs[i] + 16) + 16 * q + 65536;
+        double secs = reps * ((double)n * 1e-6 + 2 * q * 1e-5);
+        bench_plan_add(pl, &bench_roram, n, 8, vbs[i], NULL, mem, secs);
+    }
+}
+
+const bench_type bench_nroram = {
+    .name = "nroram",
+    .report_type = "NRORAM",
+    .impl = "obl",
+    .summary = "Circuit ORAM, caller-kept positions (obl/oram.h): N inserts, Q shuffled reads and writes",
+    .default_key_bytes = 8,
+    .default_value_bytes = 8,
+    .default_queries = 100000,
+    .default_reps = 5,
+    .check = nroram_check,
+    .setup = oram_setup,
+    .run = nroram_run,
+    .teardown = oram_teardown,
+    .plan = nroram_plan,
+};
+
+const bench_type bench_roram = {
+    .name = "roram",
+    .report_type = "RORAM",
+    .impl = "obl",
+    .summary = "recursive ORAM array (obl/oram.h): oblivious build, Q shuffled reads and writes",
+    .default_key_bytes = 8,
+    .default_value_bytes = 8,
+    .default_queries = 100000,
+    .default_reps = 5,
+    .check = roram_check,
+    .setup = oram_setup,
+    .run = roram_run,
+    .teardown = oram_teardown,
+    .plan = roram_plan,
+};
