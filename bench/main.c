@@ -7,11 +7,12 @@
  */
 #include "harness.h"
 
-extern const bench_type bench_array, bench_hashmap;
+extern const bench_type bench_array, bench_hashmap, bench_nroram, bench_roram;
 
 static const bench_type *const bench_types[] = {
     &bench_array,   /* RORAM baseline_array */
     &bench_hashmap, /* UMAP baseline_hashmap */
+    &bench_nroram, &bench_roram, /* NRORAM obl, RORAM obl (bench_oram.c) */
 };
 
 int main(int argc, char **argv)
