@@ -1,0 +1,227 @@
+/*
+ * Bulk build of the oblivious map (obl_omap_build, obl/omap.h).
+ *
+ * The tables are filled in plain memory and the ORAM is built from them
+ * with obl_roram_create_from, so the cost is O(n) hashing and placement
+ * plus the ORAM's own bulk build, instead of n oblivious puts.
+ *
+ * What the build reveals (docs/omap.md): the memory trace of this file
+ * depends on the keys only through their SipHash values under the map's
+ * fresh secret key: the bucket pair (h0(k_i), h1(k_i)) of each input
+ * position i, the order of the 64-bit hashes (duplicate detection), and
+ * the random-walk choices (from the map's PRG). For distinct keys these
+ * hashes are pseudo-random and independent of the keys (SipHash is a PRF),
+ * and later operations go through the ORAM, which hides the bucket they
+ * touch, so knowing the graph does not link a later access to an input
+ * position. Keys and values themselves are only copied, never compared
+ * except with constant-time equality whose result is public only as the
+ * OBL_ERR_DUPLICATE_KEY outcome.
+ *
+ * Placement: each entry goes to the less loaded of its two buckets (two
+ * choices balance the tables); when both are full, a random-walk cuckoo
+ * insertion (Fotakis et al., STACS 2003, section 3) of at most
+ * OMAP_BUILD_MAX_KICKS moves; an entry still homeless joins the queue.
+ */
+#include <string.h>
+
+#include <obl/omap.h>
+
+#include "ct.h"
+#include "common/secret.h"
+#include "omap/omap_internal.h"
+
+#define OMAP_BUILD_MAX_KICKS 512
+
+__extension__ typedef unsigned __int128 build_u128;
+
+typedef struct {
+    uint64_t h;   /* table 0 SipHash */
+    uint64_t i;   /* input position */
+} build_rec;
+
+/* LSD radix sort of recs by h, 16 bits per pass; tmp has n records.
+ * Vartime: the hashes are public at this point (see the top). */
+static void radix_sort_vartime(build_rec *recs, build_rec *tmp, uint64_t n, uint32_t *cnt)
+{
+    for (unsigned sh = 0; sh < 64; sh += 16) {
+        memset(cnt, 0, sizeof(uint32_t) << 16);
+        for (uint64_t i = 0; i < n; i++)
+            cnt[(recs[i].h >> sh) & 0xffff]++;
+        uint32_t sum = 0;
+        for (uint32_t d = 0; d < 65536; d++) {
+            uint32_t c = cnt[d];
+            cnt[d] = sum;
+            sum += c;
+        }
+        for (uint64_t i = 0; i < n; i++)
+            tmp[cnt[(recs[i].h >> sh) & 0xffff]++] = recs[i];
+        build_rec *t = recs;
+        recs = tmp;
+        tmp = t;
+    }
+    /* four passes: the sorted data is back in the caller's recs */
+}
+
+/* see obl/omap.h */
+obl_err obl_omap_build(obl_omap **out, const obl_omap_params *p, const void *keys,
+                       const void *values, uint64_t n)
+{
+    /*
+     * Secret: keys, values. Public: n, p, the error code, and the hash graph
+     * described at the top of this file.
+     */
+    if (!out)
+        return OBL_ERR_INVALID_ARG;
+    *out = NULL;
+    if (!p || (n && (!keys || !values)))
+        return OBL_ERR_INVALID_ARG;
+    if (n > p->capacity)
+        return OBL_ERR_INVALID_ARG;
+    obl_omap *m;
+    obl_err err = omap_alloc(&m, p);
+    if (err != OBL_OK)
+        return err;
+    const unsigned char *K = (const unsigned char *)keys, *V = (const unsigned char *)values;
+    const size_t ks = m->ks, vs = m->vs, kv = m->kv, B = m->B;
+    const uint64_t nb = 2 * m->M;
+    size_t rec_bytes = 0, b_bytes = 0, own_bytes = 0, fill_bytes = nb, arr_bytes = 0;
+    size_t cnt_bytes = sizeof(uint32_t) << 16;
+    int ok = obl_mul_ok((size_t)(n ? n : 1), sizeof(build_rec), &rec_bytes) &&
+             obl_mul_ok((size_t)(n ? n : 1), 2 * sizeof(uint64_t), &b_bytes) &&
+             obl_mul_ok((size_t)nb * B, sizeof(uint64_t), &own_bytes) &&
+             obl_mul_ok((size_t)nb, m->bsz, &arr_bytes);
+    if (!ok) {
+        omap_free(m);
+        return OBL_ERR_TOO_LARGE;
+    }
+    build_rec *recs = (build_rec *)obl_alloc(&m->ac, rec_bytes, 64);
+    build_rec *tmp = (build_rec *)obl_alloc(&m->ac, rec_bytes, 64);
+    uint32_t *cnt = (uint32_t *)obl_alloc(&m->ac, cnt_bytes, 64);
+    uint64_t *bk = (uint64_t *)obl_alloc(&m->ac, b_bytes, 64);       /* 2 buckets per entry */
+    uint64_t *own = (uint64_t *)obl_alloc(&m->ac, own_bytes, 64);    /* entry + 1 per slot */
+    unsigned char *fill = (unsigned char *)obl_alloc(&m->ac, fill_bytes, 64);
+    unsigned char *arr = NULL;
+    uint64_t qn = 0;
+    if (!recs || !tmp || !cnt || !bk || !own || !fill) {
+        err = OBL_ERR_NOMEM;
+        goto done;
+    }
+
+    /* Hashes. LEAK: the bucket pair and 64-bit hash of each input position,
+     * pseudo-random for distinct keys (see the top of this file). */
+    for (uint64_t i = 0; i < n; i++) {
+        const unsigned char *k = K + i * ks;
+        uint64_t h = omap_hash(m, 0, k);
+        recs[i].h = h;
+        recs[i].i = i;
+        bk[2 * i] = (uint64_t)(((build_u128)h * m->M) >> 64);
+        bk[2 * i + 1] = omap_bucket(m, 1, k);
+        OBL_DECLASSIFY(&recs[i].h, sizeof(recs[i].h));
+        OBL_DECLASSIFY(&bk[2 * i], 2 * sizeof(uint64_t));
+    }
+
+    /* Duplicates: equal keys have equal hashes, so after sorting by hash a
+     * duplicate pair sits inside a run of equal hashes; runs longer than one
+     * (a duplicate, or a 64-bit PRF collision, probability ~ n^2 / 2^65) are
+     * compared pairwise in constant time. */
+    radix_sort_vartime(recs, tmp, n, cnt);
+    uint64_t dup = 0;
+    for (uint64_t s = 0; s < n;) {
+        uint64_t e = s + 1;
+        while (e < n && recs[e].h == recs[s].h)
+            e++;
+        for (uint64_t a = s; a < e; a++)
+            for (uint64_t b = a + 1; b < e; b++)
+                dup |= obl_ct_memeq(K + recs[a].i * ks, K + recs[b].i * ks, ks);
+        s = e;
+    }
+    /* LEAK: whether the input holds a duplicate key: the public error. */
+    if (OBL_DECLASSIFY_VAL(dup)) {
+        err = OBL_ERR_DUPLICATE_KEY;
+        goto done;
+    }
+
+    /* Placement on the (public) hash graph. own[b * B + s] = entry + 1. */
+    for (uint64_t i = 0; i < n; i++) {
+        uint64_t cur = i;
+        uint64_t b0 = bk[2 * i], b1 = bk[2 * i + 1];
+        uint64_t b = fill[b1] < fill[b0] ? b1 : b0;
+        if (fill[b] < B) {
+            own[b * B + fill[b]++] = cur + 1;
+            continue;
+        }
+        unsigned t = 0;
+        int placed = 0;
+        for (int k = 0; k < OMAP_BUILD_MAX_KICKS; k++) {
+            uint64_t bb = bk[2 * cur + t];
+            uint64_t r = obl_prg_below(&m->prg, B);
+            OBL_DECLASSIFY(&r, sizeof(r)); /* PRG choice, independent of data */
+            uint64_t v = own[bb * B + r] - 1;
+            own[bb * B + r] = cur + 1;
+            cur = v;
+            /* the victim sat in table t: it goes to its table 1 - t bucket */
+            t ^= 1;
+            uint64_t nbk = bk[2 * cur + t];
+            if (fill[nbk] < B) {
+                own[nbk * B + fill[nbk]++] = cur + 1;
+                placed = 1;
+                break;
+            }
+        }
+        if (!placed) {
+            /* LEAK: the queue's fill after the build, a function of the
+             * public graph. */
+            if (qn == m->Q) {
+                err = OBL_ERR_FULL;
+                goto done;
+            }
+            unsigned char *q = m->queue + qn * m->qes;
+            uint64_t h = 1 | ((uint64_t)(t ^ 1) << 1);
+            memcpy(q, &h, 8);
+            memcpy(q + OMAP_HDR, K + cur * ks, ks);
+            memcpy(q + OMAP_HDR + ks, V + cur * vs, vs);
+            qn++;
+        }
+    }
+
+    /* The buckets, then the ORAM over them. */
+    obl_free(&m->ac, recs, rec_bytes);
+    obl_free(&m->ac, tmp, rec_bytes);
+    recs = tmp = NULL;
+    arr = (unsigned char *)obl_alloc(&m->ac, arr_bytes, 64);
+    if (!arr) {
+        err = OBL_ERR_NOMEM;
+        goto done;
+    }
+    for (uint64_t b = 0; b < nb; b++) {
+        unsigned char *bp = arr + b * m->bsz;
+        uint64_t hdr = ((uint64_t)1 << fill[b]) - 1;
+        memcpy(bp, &hdr, 8);
+        for (unsigned s = 0; s < fill[b]; s++) {
+            uint64_t i = own[b * B + s] - 1;
+            memcpy(bp + OMAP_HDR + s * kv, K + i * ks, ks);
+            memcpy(bp + OMAP_HDR + s * kv + ks, V + i * vs, vs);
+        }
+    }
+    m->st.queue_max = qn;
+    {
+        obl_roram_params rp;
+        omap_oram_params(m, &rp, p);
+        err = obl_roram_create_from(&m->oram, &rp, arr);
+    }
+
+done:
+    obl_free(&m->ac, recs, rec_bytes);
+    obl_free(&m->ac, tmp, rec_bytes);
+    obl_free(&m->ac, cnt, cnt_bytes);
+    obl_free(&m->ac, bk, b_bytes);
+    obl_free(&m->ac, own, own_bytes);
+    obl_free(&m->ac, fill, fill_bytes);
+    obl_free(&m->ac, arr, arr_bytes);
+    if (err != OBL_OK) {
+        omap_free(m);
+        return err;
+    }
+    *out = m;
+    return OBL_OK;
+}

@@ -1,0 +1,61 @@
+/*
+ * Private layout of the oblivious map (src/omap/omap.c, src/omap/build.c).
+ *
+ * One RORAM of 2M buckets holds both cuckoo tables: table t's bucket b is
+ * ORAM index t * M + b, so the ORAM hides which table an access touches.
+ * A bucket is an 8-byte header (bit i set = slot i holds an entry) and
+ * B slots of key_size + value_size bytes. The queue (stash) is Q entries of
+ * an 8-byte header (bit 0: valid, bit 1: the table its next kick tries)
+ * and the key and value; it lives in plain memory and is always scanned
+ * whole.
+ */
+#ifndef OBL_SRC_OMAP_INTERNAL_H
+#define OBL_SRC_OMAP_INTERNAL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <obl/omap.h>
+#include <obl/oram.h>
+
+#include "common/alloc.h"
+#include "common/prg.h"
+
+#define OMAP_HDR 8u /* bytes of a bucket or queue entry header */
+
+struct obl_omap {
+    obl_alloc_ctx ac;
+    obl_prg prg;
+    uint64_t sk[4];       /* SipHash keys: (sk[0], sk[1]) table 0, (sk[2], sk[3]) table 1 */
+    uint64_t capacity;
+    uint64_t M;           /* buckets per table */
+    size_t ks, vs, kv;    /* key, value, key + value bytes */
+    size_t bsz;           /* bucket bytes: OMAP_HDR + B * kv */
+    size_t qes;           /* queue entry bytes: OMAP_HDR + kv */
+    uint32_t B, Q, kicks;
+    uint32_t scan_max;
+    obl_roram *oram;      /* 2M buckets */
+    unsigned char *queue; /* Q * qes */
+    unsigned char *scratch; /* qes (kick entry) + 2 * vs (in, out) */
+    size_t queue_bytes, scratch_bytes;
+    obl_omap_stats st;
+};
+
+/* Validates p and allocates everything but the ORAM (m->oram stays NULL).
+ * Public: p. */
+obl_err omap_alloc(obl_omap **out, const obl_omap_params *p);
+
+/* The ORAM's parameters for map m. */
+void omap_oram_params(obl_omap *m, obl_roram_params *rp, const obl_omap_params *p);
+
+/* Bucket index of key in table t (0 or 1), in [t * M, (t + 1) * M).
+ * Secret: key and the result. Public: t. */
+uint64_t omap_bucket(const obl_omap *m, unsigned t, const void *key);
+
+/* Full 64-bit SipHash of key under table t's key. Secret. */
+uint64_t omap_hash(const obl_omap *m, unsigned t, const void *key);
+
+/* Frees everything; NULL is fine. */
+void omap_free(obl_omap *m);
+
+#endif /* OBL_SRC_OMAP_INTERNAL_H */

@@ -1,0 +1,531 @@
+/*
+ * Tests of the oblivious map (obl/omap.h) against a plain reference model:
+ * the model is a pool of candidate keys (present and absent ones) with a
+ * present flag and a value per key, driven by the same seeded stream as the
+ * map and compared after every operation. In the ct build (--ct) the key,
+ * the value, and the operation code are marked secret before every call and
+ * only the outputs are declassified, so memcheck fails the run on any
+ * secret-dependent branch or address inside the map; sizes shrink there.
+ *
+ * --long: the queue failure measurement at maximum load (docs/omap.md).
+ */
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <obl/omap.h>
+
+#include "common/secret.h"
+#include "omap/siphash.h"
+#include "testutil.h"
+
+static test_rng R;
+
+static void *xmalloc(size_t n)
+{
+    void *p = calloc(n ? n : 1, 1);
+    if (!p) {
+        fprintf(stderr, "out of memory\n");
+        exit(2);
+    }
+    return p;
+}
+
+/* ------------------------------------------------------------- SipHash -- */
+
+static void test_siphash(void)
+{
+    /* Aumasson, Bernstein 2012, appendix A: key 00..0f, message 00..0e. */
+    unsigned char key[16], msg[64];
+    for (int i = 0; i < 16; i++)
+        key[i] = (unsigned char)i;
+    for (int i = 0; i < 64; i++)
+        msg[i] = (unsigned char)i;
+    uint64_t k0 = 0, k1 = 0;
+    for (int i = 0; i < 8; i++) {
+        k0 |= (uint64_t)key[i] << (8 * i);
+        k1 |= (uint64_t)key[8 + i] << (8 * i);
+    }
+    CHECK_EQ_U64(obl_siphash24(k0, k1, msg, 15), 0xa129ca6149be45e5ULL);
+    /* First and last entries of the reference vectors.h (lengths 0, 63). */
+    CHECK_EQ_U64(obl_siphash24(k0, k1, msg, 0), 0x726fdb47dd0e0e31ULL);
+    CHECK_EQ_U64(obl_siphash24(k0, k1, msg, 63), 0x958a324ceb064572ULL);
+    /* The key matters. */
+    CHECK(obl_siphash24(k0 ^ 1, k1, msg, 15) != 0xa129ca6149be45e5ULL);
+}
+
+/* ---------------------------------------------------------------- model -- */
+
+typedef struct {
+    uint64_t U;           /* candidate keys */
+    size_t ks, vs;
+    unsigned char *keys;  /* U * ks, distinct */
+    unsigned char *vals;  /* U * vs */
+    unsigned char *present;
+    uint64_t count;
+} model;
+
+/* Distinct keys: the first 8 bytes hold the candidate's number (scrambled
+ * or, for the adversarial set, a multiple of 2^20), the rest random. */
+static void model_init(model *md, uint64_t U, size_t ks, size_t vs, int adversarial)
+{
+    md->U = U;
+    md->ks = ks;
+    md->vs = vs;
+    md->keys = (unsigned char *)xmalloc(U * ks);
+    md->vals = (unsigned char *)xmalloc(U * vs);
+    md->present = (unsigned char *)xmalloc(U);
+    md->count = 0;
+    uint64_t salt = test_rng_next(&R);
+    for (uint64_t i = 0; i < U; i++) {
+        unsigned char *k = md->keys + i * ks;
+        test_rng_fill(&R, k, ks);
+        /* adversarial: every key has the same low 20 bits (zero) and the
+         * same other bytes, so h(k) = k mod 2^20 (or any hash of the low
+         * bits or of the tail) sends all of them to one bucket. */
+        uint64_t id = adversarial ? (i + 1) << 20 : (i * 0x9e3779b97f4a7c15ULL) ^ salt;
+        if (adversarial)
+            memset(k, 0, ks);
+        unsigned char b[8];
+        memcpy(b, &id, 8);
+        for (size_t j = 0; j < ks; j++)
+            k[j] = (unsigned char)(j < 8 ? b[j] : k[j]);
+        if (ks < 8) /* short keys: the number's low bytes must be distinct */
+            for (size_t j = 0; j < ks; j++)
+                k[j] = (unsigned char)(i >> (8 * j));
+    }
+}
+
+static void model_free(model *md)
+{
+    free(md->keys);
+    free(md->vals);
+    free(md->present);
+}
+
+typedef struct {
+    long ops, full, errors, mismatches;
+} stream_res;
+
+/* One operation through the combined call with everything secret; checks
+ * the outputs against the model and updates it. */
+static void do_op(obl_omap *m, model *md, uint64_t op, uint64_t idx, stream_res *r)
+{
+    size_t ks = md->ks, vs = md->vs;
+    unsigned char *key = (unsigned char *)xmalloc(ks), *in = (unsigned char *)xmalloc(vs);
+    unsigned char *out = (unsigned char *)xmalloc(vs), *zero = (unsigned char *)xmalloc(vs);
+    memcpy(key, md->keys + idx * ks, ks);
+    test_rng_fill(&R, in, vs);
+    uint64_t sop = op, found = 7;
+    OBL_SECRET(key, ks);
+    OBL_SECRET(in, vs);
+    OBL_SECRET(&sop, sizeof(sop));
+    obl_err e;
+    unsigned form = (unsigned)test_rng_below(&R, 4); /* wrappers are checked too */
+    if (form == 0 && op == OBL_OMAP_GET)
+        e = obl_omap_get(m, key, out, &found);
+    else if (form == 0 && op == OBL_OMAP_PUT)
+        e = obl_omap_put(m, key, in, &found);
+    else if (form == 0 && op == OBL_OMAP_ERASE)
+        e = obl_omap_erase(m, key, &found);
+    else
+        e = obl_omap_access(m, sop, key, in, out, &found);
+    OBL_DECLASSIFY(out, vs);
+    OBL_DECLASSIFY(&found, sizeof(found));
+    OBL_DECLASSIFY(in, vs);
+    OBL_DECLASSIFY(key, ks);
+    r->ops++;
+    unsigned char *mv = md->vals + idx * vs;
+    uint64_t was = md->present[idx];
+    if (e == OBL_ERR_FULL) {
+        /* Only a put of a new key may report FULL; the model stays. */
+        r->full++;
+        CHECK(op == OBL_OMAP_PUT && !was);
+        goto out;
+    }
+    if (e != OBL_OK && e != OBL_ERR_STASH_OVERFLOW) {
+        r->errors++;
+        CHECK_EQ_U64(e, OBL_OK);
+        goto out;
+    }
+    int bad = found != was;
+    if (!(form == 0 && op != OBL_OMAP_GET)) /* wrappers other than get give no value */
+        bad |= memcmp(out, was ? mv : zero, vs) != 0;
+    if (bad) {
+        r->mismatches++;
+        CHECK(!bad);
+    }
+    if (op == OBL_OMAP_PUT) {
+        memcpy(mv, in, vs);
+        md->present[idx] = 1;
+        md->count += !was;
+    } else if (op == OBL_OMAP_ERASE) {
+        md->present[idx] = 0;
+        md->count -= was;
+    }
+out:
+    free(key);
+    free(in);
+    free(out);
+    free(zero);
+}
+
+static obl_omap_params base_params(uint64_t cap, size_t ks, size_t vs)
+{
+    obl_omap_params p;
+    memset(&p, 0, sizeof(p));
+    p.capacity = cap;
+    p.key_size = ks;
+    p.value_size = vs;
+    p.use_seed = 1;
+    p.seed = test_rng_next(&R);
+    p.oram_scan_max = 16; /* force real ORAM recursion even for small maps */
+    return p;
+}
+
+/* Every candidate is looked up once: a full comparison with the model. */
+static void check_all(obl_omap *m, model *md, stream_res *r)
+{
+    for (uint64_t i = 0; i < md->U; i++)
+        do_op(m, md, OBL_OMAP_GET, i, r);
+}
+
+/*
+ * Fill to `fill` (fraction of capacity) with puts of new keys, then a mixed
+ * stream of gets, puts and erases of present and absent keys that keeps the
+ * number of entries at most the capacity.
+ */
+static void stream_test(uint64_t cap, size_t ks, size_t vs, double fill, long ops,
+                        int adversarial, const obl_omap_params *override)
+{
+    obl_omap_params p = override ? *override : base_params(cap, ks, vs);
+    model md;
+    model_init(&md, 2 * cap + 8, ks, vs, adversarial);
+    obl_omap *m = NULL;
+    CHECK_EQ_U64(obl_omap_create(&m, &p), OBL_OK);
+    if (!m) {
+        model_free(&md);
+        return;
+    }
+    stream_res r = {0, 0, 0, 0};
+    uint64_t target = (uint64_t)(fill * (double)cap);
+    for (uint64_t i = 0; md.count < target && i < md.U; i++)
+        do_op(m, &md, OBL_OMAP_PUT, i, &r);
+    for (long t = 0; t < ops; t++) {
+        uint64_t idx = test_rng_below(&R, md.U);
+        uint64_t c = test_rng_below(&R, 10);
+        uint64_t op = c < 4 ? OBL_OMAP_GET : c < 7 ? OBL_OMAP_PUT : OBL_OMAP_ERASE;
+        if (op == OBL_OMAP_PUT && !md.present[idx] && md.count >= target)
+            op = OBL_OMAP_ERASE; /* stay at the fill level */
+        do_op(m, &md, op, idx, &r);
+    }
+    check_all(m, &md, &r);
+    obl_omap_stats st;
+    obl_omap_get_stats(m, &st);
+    uint64_t qmax = st.queue_max;
+    OBL_DECLASSIFY(&qmax, sizeof(qmax));
+    CHECK_EQ_U64(st.operations, (uint64_t)r.ops);
+    CHECK_EQ_U64(st.oram_accesses, (uint64_t)r.ops * (st.kicks_per_op + 2));
+    CHECK_EQ_U64(r.full, 0);
+    CHECK_EQ_U64(r.mismatches, 0);
+    printf("  stream cap %" PRIu64 " k/v %zu/%zu fill %.2f%s: %ld ops, queue max %" PRIu64
+           ", full %ld\n",
+           cap, ks, vs, fill, adversarial ? " adversarial" : "", r.ops, qmax, r.full);
+    obl_omap_destroy(m);
+    model_free(&md);
+}
+
+/* ----------------------------------------------------------- bulk build -- */
+
+static void build_test(uint64_t cap, size_t ks, size_t vs, uint64_t n, long ops)
+{
+    obl_omap_params p = base_params(cap, ks, vs);
+    model md;
+    model_init(&md, 2 * cap + 8, ks, vs, 0);
+    /* the first n candidates go in, in a shuffled order */
+    uint64_t *perm = (uint64_t *)xmalloc(n * sizeof(uint64_t));
+    for (uint64_t i = 0; i < n; i++)
+        perm[i] = i;
+    for (uint64_t i = n; i > 1; i--) {
+        uint64_t j = test_rng_below(&R, i), t = perm[i - 1];
+        perm[i - 1] = perm[j];
+        perm[j] = t;
+    }
+    unsigned char *K = (unsigned char *)xmalloc(n * ks), *V = (unsigned char *)xmalloc(n * vs);
+    for (uint64_t i = 0; i < n; i++) {
+        uint64_t c = perm[i];
+        test_rng_fill(&R, md.vals + c * vs, vs);
+        memcpy(K + i * ks, md.keys + c * ks, ks);
+        memcpy(V + i * vs, md.vals + c * vs, vs);
+        md.present[c] = 1;
+    }
+    md.count = n;
+    OBL_SECRET(K, n * ks);
+    OBL_SECRET(V, n * vs);
+    obl_omap *m = NULL;
+    CHECK_EQ_U64(obl_omap_build(&m, &p, K, V, n), OBL_OK);
+    if (m) {
+        stream_res r = {0, 0, 0, 0};
+        check_all(m, &md, &r);
+        for (long t = 0; t < ops; t++) {
+            uint64_t idx = test_rng_below(&R, md.U);
+            uint64_t c = test_rng_below(&R, 3);
+            if (c == OBL_OMAP_PUT && !md.present[idx] && md.count >= cap)
+                c = OBL_OMAP_ERASE;
+            do_op(m, &md, c, idx, &r);
+        }
+        check_all(m, &md, &r);
+        CHECK_EQ_U64(r.mismatches, 0);
+        CHECK_EQ_U64(r.full, 0);
+        printf("  build cap %" PRIu64 " n %" PRIu64 " k/v %zu/%zu: ok\n", cap, n, ks, vs);
+        obl_omap_destroy(m);
+    }
+    /* A duplicate anywhere is detected and nothing is created. */
+    if (n >= 2) {
+        uint64_t a = test_rng_below(&R, n), b = test_rng_below(&R, n - 1);
+        b += b >= a;
+        OBL_DECLASSIFY(K, n * ks);
+        memcpy(K + b * ks, K + a * ks, ks);
+        OBL_SECRET(K, n * ks);
+        obl_omap *d = (obl_omap *)&md; /* must be reset to NULL */
+        CHECK_EQ_U64(obl_omap_build(&d, &p, K, V, n), OBL_ERR_DUPLICATE_KEY);
+        CHECK(d == NULL);
+    }
+    free(K);
+    free(V);
+    free(perm);
+    model_free(&md);
+}
+
+/* ------------------------------------------------------- queue overflow -- */
+
+/*
+ * A tiny queue and one slot per bucket at 95% load, then far more new keys
+ * than slots: FULL must come, and after each FULL the map still holds
+ * exactly the model's entries.
+ */
+static void overflow_test(void)
+{
+    obl_omap_params p = base_params(32, 8, 8);
+    p.slots_per_bucket = 1;
+    p.load_percent = 95;
+    p.queue_size = 2;
+    model md;
+    model_init(&md, 200, 8, 8, 0);
+    obl_omap *m = NULL;
+    CHECK_EQ_U64(obl_omap_create(&m, &p), OBL_OK);
+    if (!m) {
+        model_free(&md);
+        return;
+    }
+    stream_res r = {0, 0, 0, 0};
+    for (uint64_t i = 0; i < md.U; i++)
+        do_op(m, &md, OBL_OMAP_PUT, i, &r);
+    CHECK(r.full > 0);
+    /* the table has 2 * ceil(32 / 0.95 / 2) = 34 slots and a 2-entry queue */
+    CHECK(md.count <= 36);
+    check_all(m, &md, &r);
+    CHECK_EQ_U64(r.mismatches, 0);
+    obl_omap_stats st;
+    obl_omap_get_stats(m, &st);
+    CHECK_EQ_U64(st.full_errors, (uint64_t)r.full);
+    printf("  overflow: %" PRIu64 " entries held, %ld FULL reports\n", md.count, r.full);
+    obl_omap_destroy(m);
+    model_free(&md);
+}
+
+/* ------------------------------------------------------------ bad input -- */
+
+static void bad_input_test(void)
+{
+    obl_omap_params p = base_params(100, 8, 8);
+    obl_omap *m = (obl_omap *)&p;
+    CHECK_EQ_U64(obl_omap_create(NULL, &p), OBL_ERR_INVALID_ARG);
+    CHECK_EQ_U64(obl_omap_create(&m, NULL), OBL_ERR_INVALID_ARG);
+    CHECK(m == NULL);
+    obl_omap_params q = p;
+    q.capacity = 0;
+    CHECK_EQ_U64(obl_omap_create(&m, &q), OBL_ERR_INVALID_ARG);
+    q = p;
+    q.key_size = 0;
+    CHECK_EQ_U64(obl_omap_create(&m, &q), OBL_ERR_INVALID_ARG);
+    q = p;
+    q.value_size = 0;
+    CHECK_EQ_U64(obl_omap_create(&m, &q), OBL_ERR_INVALID_ARG);
+    q = p;
+    q.key_size = OBL_OMAP_MAX_KEY_SIZE + 1;
+    CHECK_EQ_U64(obl_omap_create(&m, &q), OBL_ERR_INVALID_ARG);
+    q = p;
+    q.slots_per_bucket = 9;
+    CHECK_EQ_U64(obl_omap_create(&m, &q), OBL_ERR_INVALID_ARG);
+    q = p;
+    q.load_percent = 99;
+    CHECK_EQ_U64(obl_omap_create(&m, &q), OBL_ERR_INVALID_ARG);
+    q = p;
+    q.capacity = UINT64_MAX;
+    CHECK_EQ_U64(obl_omap_create(&m, &q), OBL_ERR_TOO_LARGE);
+    CHECK(m == NULL);
+
+    unsigned char k[8] = {1}, v[8] = {2};
+    uint64_t f = 0;
+    CHECK_EQ_U64(obl_omap_build(&m, &p, NULL, v, 1), OBL_ERR_INVALID_ARG);
+    CHECK_EQ_U64(obl_omap_build(&m, &p, k, NULL, 1), OBL_ERR_INVALID_ARG);
+    CHECK_EQ_U64(obl_omap_build(&m, &p, k, v, 101), OBL_ERR_INVALID_ARG);
+    CHECK_EQ_U64(obl_omap_build(NULL, &p, k, v, 1), OBL_ERR_INVALID_ARG);
+
+    CHECK_EQ_U64(obl_omap_create(&m, &p), OBL_OK);
+    CHECK_EQ_U64(obl_omap_get(NULL, k, v, &f), OBL_ERR_INVALID_ARG);
+    CHECK_EQ_U64(obl_omap_get(m, NULL, v, &f), OBL_ERR_INVALID_ARG);
+    CHECK_EQ_U64(obl_omap_put(m, NULL, v, &f), OBL_ERR_INVALID_ARG);
+    /* the rejected calls changed nothing: the map is empty */
+    f = 7;
+    CHECK_EQ_U64(obl_omap_get(m, k, v, &f), OBL_OK);
+    CHECK_EQ_U64(OBL_DECLASSIFY_VAL(f), 0);
+    /* NULL outputs are allowed */
+    CHECK_EQ_U64(obl_omap_access(m, OBL_OMAP_PUT, k, NULL, NULL, NULL), OBL_OK);
+    CHECK_EQ_U64(obl_omap_get(m, k, v, &f), OBL_OK);
+    CHECK_EQ_U64(OBL_DECLASSIFY_VAL(f), 1);
+    OBL_DECLASSIFY(v, 8);
+    CHECK_EQ_U64(v[0] | v[7], 0); /* value_in NULL stored zeros */
+    CHECK(obl_omap_memory_bytes(m) > 0);
+    CHECK_EQ_U64(obl_omap_capacity(m), 100);
+    obl_omap_destroy(m);
+    obl_omap_destroy(NULL);
+    CHECK_EQ_U64(obl_omap_memory_bytes(NULL), 0);
+}
+
+/* Every allocation point fails once, for create and for build. */
+static void alloc_fail_test(void)
+{
+    unsigned char K[64 * 8], V[64 * 8];
+    for (int i = 0; i < 64; i++) {
+        uint64_t k = (uint64_t)i * 0x100000001ULL + 5;
+        memcpy(K + i * 8, &k, 8);
+    }
+    test_rng_fill(&R, V, sizeof(V));
+    for (int which = 0; which < 2; which++) {
+        int succeeded = 0;
+        for (long budget = 0; budget < 200 && !succeeded; budget++) {
+            test_failing_alloc fa = {budget, 0, 0};
+            obl_allocator a = {test_fa_alloc, test_fa_free, &fa};
+            obl_omap_params p = base_params(64, 8, 8);
+            p.alloc = &a;
+            obl_omap *m = NULL;
+            obl_err e = which ? obl_omap_build(&m, &p, K, V, 64) : obl_omap_create(&m, &p);
+            if (e == OBL_OK) {
+                succeeded = 1;
+                uint64_t f = 0;
+                unsigned char out[8];
+                CHECK_EQ_U64(obl_omap_get(m, K + 8 * 63, out, &f), OBL_OK);
+                CHECK_EQ_U64(OBL_DECLASSIFY_VAL(f), (uint64_t)which);
+                obl_omap_destroy(m);
+            } else {
+                CHECK_EQ_U64(e, OBL_ERR_NOMEM);
+                CHECK(m == NULL);
+            }
+            CHECK_EQ_U64(fa.live, 0);
+            CHECK_EQ_U64(fa.live_bytes, 0);
+        }
+        CHECK(succeeded);
+    }
+}
+
+/* ---------------------------------------------------- queue failure rate -- */
+
+/*
+ * At the maximum load (capacity entries), a long stream of erases of a
+ * present key followed by puts of an absent one (occupancy stays at
+ * capacity): counts FULL events and the largest queue occupancy.
+ */
+static void queue_rate(uint64_t cap, long ops, uint32_t B, uint32_t load, uint32_t Q)
+{
+    obl_omap_params p = base_params(cap, 8, 8);
+    p.slots_per_bucket = B;
+    p.load_percent = load;
+    p.queue_size = Q;
+    p.oram_scan_max = 0;
+    obl_omap *m = NULL;
+    if (obl_omap_create(&m, &p) != OBL_OK) {
+        CHECK(0);
+        return;
+    }
+    uint64_t U = 2 * cap, *keys = (uint64_t *)xmalloc(U * 8);
+    unsigned char *pres = (unsigned char *)xmalloc(U);
+    uint64_t salt = test_rng_next(&R);
+    for (uint64_t i = 0; i < U; i++)
+        keys[i] = (i * 0x9e3779b97f4a7c15ULL) ^ salt;
+    long full = 0;
+    uint64_t v = 0, f;
+    for (uint64_t i = 0; i < cap; i++) {
+        full += obl_omap_put(m, &keys[i], &v, &f) == OBL_ERR_FULL;
+        pres[i] = 1;
+    }
+    for (long t = 0; t < ops; t++) {
+        uint64_t a;
+        do
+            a = test_rng_below(&R, U);
+        while (!pres[a]);
+        (void)obl_omap_erase(m, &keys[a], &f);
+        pres[a] = 0;
+        uint64_t b;
+        do
+            b = test_rng_below(&R, U);
+        while (pres[b]);
+        obl_err e = obl_omap_put(m, &keys[b], &v, &f);
+        full += e == OBL_ERR_FULL;
+        pres[b] = e != OBL_ERR_FULL;
+    }
+    obl_omap_stats st;
+    obl_omap_get_stats(m, &st);
+    printf("  queue rate: cap %" PRIu64 " B %u load %u%% Q %u: %" PRIu64
+           " ops, FULL %ld, queue max %" PRIu64 "\n",
+           cap, B, load, Q, st.operations, full, st.queue_max);
+    obl_omap_destroy(m);
+    free(keys);
+    free(pres);
+}
+
+int main(int argc, char **argv)
+{
+    test_init(argc, argv, "test_omap");
+    test_rng_seed(&R, T.seed);
+    test_siphash();
+    bad_input_test();
+    alloc_fail_test();
+    overflow_test();
+    if (T.ct) {
+        stream_test(40, 8, 8, 1.0, 300, 0, NULL);
+        stream_test(24, 32, 32, 1.0, 150, 0, NULL);
+        stream_test(20, 5, 3, 1.0, 100, 1, NULL);
+        build_test(40, 8, 8, 40, 100);
+    } else {
+        stream_test(1, 8, 8, 1.0, 500, 0, NULL);
+        stream_test(3, 4, 1, 1.0, 500, 0, NULL);
+        stream_test(100, 8, 8, 0.5, 4000, 0, NULL);
+        stream_test(1000, 8, 8, 1.0, 20000, 0, NULL);
+        stream_test(1000, 8, 56, 1.0, 10000, 0, NULL);
+        stream_test(300, 32, 32, 1.0, 5000, 0, NULL);
+        stream_test(777, 16, 100, 0.9, 5000, 0, NULL);
+        stream_test(2000, 8, 8, 1.0, 10000, 1, NULL);
+        {
+            obl_omap_params p = base_params(500, 8, 8);
+            p.slots_per_bucket = 2;
+            p.kicks_per_op = 2;
+            p.queue_size = 16;
+            p.load_percent = 70;
+            stream_test(500, 8, 8, 1.0, 8000, 0, &p);
+        }
+        build_test(1000, 8, 8, 1000, 5000);
+        build_test(4096, 8, 56, 3000, 2000);
+        build_test(200, 32, 32, 200, 2000);
+        build_test(10, 8, 8, 0, 100);
+        queue_rate(4096, 20000, 4, 80, 32);
+    }
+    if (T.long_run) {
+        queue_rate(1 << 16, 2000000, 4, 80, 32);
+        queue_rate(1 << 16, 2000000, 4, 90, 32);
+        queue_rate(1 << 16, 2000000, 2, 80, 32);
+    }
+    return test_done("test_omap");
+}
