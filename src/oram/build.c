@@ -34,7 +34,9 @@
 #include "common/secret.h"
 #include "oram/nroram_internal.h"
 
-#define BUILD_EMPTY UINT64_MAX
+/* Sort keys stay below 2^63 (leaf << 32 | id with leaf < 2^31, or a slot
+ * number), so a comparison is the sign of a difference. */
+#define BUILD_EMPTY (UINT64_MAX >> 1)
 
 /* The arrays being sorted: keys, an optional aux word, an optional
  * payload of vs bytes per element. */
@@ -50,7 +52,7 @@ typedef struct bsort {
 static inline void bs_ce(const bsort *s, size_t i, size_t j)
 {
     uint64_t a = s->key[i], b = s->key[j];
-    uint64_t c = obl_ct_gt64(a, b);
+    uint64_t c = obl_ct_barrier64((b - a) >> 63); /* a > b, keys < 2^63 */
     uint64_t m = obl_ct_mask(c), t = m & (a ^ b);
     s->key[i] = a ^ t;
     s->key[j] = b ^ t;
@@ -64,6 +66,25 @@ static inline void bs_ce(const bsort *s, size_t i, size_t j)
 }
 
 #if OBL_CT_AVX512
+/* Eight mirror compare-exchanges: i .. i+7 against j+7 .. j (reversed). */
+static inline void bs_ce8_mirror(const bsort *s, size_t i, size_t j)
+{
+    const __m512i rev = _mm512_set_epi64(0, 1, 2, 3, 4, 5, 6, 7);
+    __m512i a = _mm512_loadu_si512((const void *)(s->key + i));
+    __m512i b = _mm512_permutexvar_epi64(rev, _mm512_loadu_si512((const void *)(s->key + j)));
+    if (s->aux) {
+        __mmask8 k = _mm512_cmpgt_epu64_mask(a, b);
+        __m512i x = _mm512_loadu_si512((const void *)(s->aux + i));
+        __m512i y = _mm512_permutexvar_epi64(rev, _mm512_loadu_si512((const void *)(s->aux + j)));
+        _mm512_storeu_si512((void *)(s->aux + i), _mm512_mask_blend_epi64(k, x, y));
+        _mm512_storeu_si512((void *)(s->aux + j),
+                            _mm512_permutexvar_epi64(rev, _mm512_mask_blend_epi64(k, y, x)));
+    }
+    _mm512_storeu_si512((void *)(s->key + i), _mm512_min_epu64(a, b));
+    _mm512_storeu_si512((void *)(s->key + j),
+                        _mm512_permutexvar_epi64(rev, _mm512_max_epu64(a, b)));
+}
+
 /* Eight compare-exchanges (i .. i+7 against j .. j+7) at once. */
 static inline void bs_ce8(const bsort *s, size_t i, size_t j)
 {
@@ -91,9 +112,16 @@ static void bs_sort(const bsort *s, size_t m)
 {
     for (size_t k = 2; k <= m; k <<= 1) {
         /* mirror step: blocks of k, element b + i against b + k - 1 - i */
-        for (size_t b = 0; b < m; b += k)
-            for (size_t i = 0; i < k / 2; i++)
+        for (size_t b = 0; b < m; b += k) {
+            size_t i = 0;
+#if OBL_CT_AVX512
+            if (!s->pay)
+                for (; i + 8 <= k / 2; i += 8)
+                    bs_ce8_mirror(s, b + i, b + k - 8 - i);
+#endif
+            for (; i < k / 2; i++)
                 bs_ce(s, b + i, b + k - 1 - i);
+        }
         for (size_t j = k / 4; j > 0; j >>= 1) {
             for (size_t b = 0; b < m; b += 2 * j) {
                 size_t i = 0;
@@ -221,17 +249,22 @@ obl_err nr_build32(obl_nroram *o, uint64_t n, const unsigned char *data, size_t 
 
     /* 5. write the stash and the tree, slot by slot */
     {
-        nr_meta32 *bm = (nr_meta32 *)o->bmeta, *tm = (nr_meta32 *)o->tmeta;
+        nr_meta32 *bm = (nr_meta32 *)o->bmeta;
         for (size_t i = 0; i < (size_t)T; i++) {
             uint64_t valid = obl_ct_neq64(key[i], BUILD_EMPTY);
             nr_meta32 me;
             me.id = obl_ct_select32(valid, (uint32_t)aux[i], NR_DUMMY32);
             me.leaf = (uint32_t)obl_ct_select64(valid, aux[i] >> 32, 0);
-            unsigned char *dst = i < P ? o->bdata + i * vs : o->tdata + (i - P) * vs;
-            if (i < P)
+            unsigned char *dst;
+            if (i < P) {
                 bm[i] = me;
-            else
-                tm[i - P] = me;
+                dst = o->bdata + i * vs;
+            } else {
+                size_t b = (i - P) / NR_Z, z = (i - P) % NR_Z; /* public */
+                unsigned char *bp = o->tree + b * o->bstride;
+                memcpy(bp + z * sizeof(nr_meta32), &me, sizeof(me));
+                dst = bp + o->doff + z * vs;
+            }
             if (pay)
                 memcpy(dst, pay + i * vs, vs);
             else

@@ -83,8 +83,7 @@ static inline void nr_cswap_blk(uint64_t c, void *a, void *b, size_t vs)
 static void nr_free_all(obl_nroram *o)
 {
     obl_alloc_ctx ac = o->ac;
-    obl_free(&ac, o->tmeta, o->tmeta_bytes);
-    obl_free(&ac, o->tdata, o->tdata_bytes);
+    obl_free(&ac, o->tree, o->tree_bytes);
     obl_free(&ac, o->bmeta, o->bmeta_bytes);
     obl_free(&ac, o->bdata, o->bdata_bytes);
     obl_free(&ac, o->tmp, o->tmp_bytes);
@@ -96,7 +95,7 @@ static void nr_free_all(obl_nroram *o)
 static void nr_clear(obl_nroram *o)
 {
     /* all-ones ids are the dummy id for both word sizes */
-    memset(o->tmeta, 0xff, o->tmeta_bytes);
+    memset(o->tree, 0xff, o->tree_bytes); /* data of empty slots: any bytes */
     memset(o->bmeta, 0xff, o->bmeta_bytes);
 }
 
@@ -129,10 +128,9 @@ obl_err nr_create(obl_nroram **out, const obl_nroram_params *p)
 
     size_t vs = p->value_size, msz = pb == 4 ? sizeof(nr_meta32) : sizeof(nr_meta64);
     uint64_t nbuckets = 2 * L - 1;
-    size_t nslots_tree, tmeta_bytes, tdata_bytes;
-    if (!obl_mul_ok((size_t)nbuckets, NR_Z, &nslots_tree) ||
-        !obl_mul_ok(nslots_tree, msz, &tmeta_bytes) ||
-        !obl_mul_ok(nslots_tree, vs, &tdata_bytes))
+    size_t bdat, bstride, tree_bytes;
+    if (!obl_mul_ok(vs, NR_Z, &bdat) || !obl_add_ok(bdat, NR_Z * msz, &bstride) ||
+        !obl_mul_ok((size_t)nbuckets, bstride, &tree_bytes))
         return OBL_ERR_TOO_LARGE;
     uint32_t P = S + 1, D = logL + 1;
     uint32_t nslots = P + NR_Z * D;
@@ -154,8 +152,9 @@ obl_err nr_create(obl_nroram **out, const obl_nroram_params *p)
     o->nbuckets = nbuckets;
     o->track_hist = p->track_histogram != 0;
     o->st.stash_size = S;
-    o->tmeta_bytes = tmeta_bytes;
-    o->tdata_bytes = tdata_bytes;
+    o->tree_bytes = tree_bytes;
+    o->bstride = bstride;
+    o->doff = NR_Z * msz;
     o->bmeta_bytes = (size_t)nslots * msz;
     o->bdata_bytes = (size_t)nslots * vs;
     o->tmp_bytes = vs;
@@ -170,9 +169,8 @@ obl_err nr_create(obl_nroram **out, const obl_nroram_params *p)
         nr_free_all(o);
         return err;
     }
-    o->tmeta = obl_alloc(&ac, tmeta_bytes, 64);
-    o->tdata = o->tmeta ? (unsigned char *)obl_alloc(&ac, tdata_bytes, 64) : NULL;
-    o->bmeta = o->tdata ? obl_alloc(&ac, o->bmeta_bytes, 64) : NULL;
+    o->tree = (unsigned char *)obl_alloc(&ac, tree_bytes, 64);
+    o->bmeta = o->tree ? obl_alloc(&ac, o->bmeta_bytes, 64) : NULL;
     o->bdata = o->bmeta ? (unsigned char *)obl_alloc(&ac, o->bdata_bytes, 64) : NULL;
     o->tmp = o->bdata ? (unsigned char *)obl_alloc(&ac, vs, 64) : NULL;
     o->ac = ac;
@@ -183,8 +181,7 @@ obl_err nr_create(obl_nroram **out, const obl_nroram_params *p)
     nr_clear(o);
     /* The tree, the buffer (stash) and the scratch hold secrets from here
      * on: ids, leaves and values. */
-    OBL_SECRET(o->tmeta, o->tmeta_bytes);
-    OBL_SECRET(o->tdata, o->tdata_bytes);
+    OBL_SECRET(o->tree, o->tree_bytes);
     OBL_SECRET(o->bmeta, o->bmeta_bytes);
     OBL_SECRET(o->bdata, o->bdata_bytes);
     OBL_SECRET(o->tmp, vs);
@@ -265,7 +262,7 @@ static obl_err nr_access_common(obl_nroram *o, uint64_t id, uint64_t pos, uint64
     }
     if (found_out)
         *found_out = found;
-    return o->pb == 4 ? nr_put32(o, keep, id, pos, new_pos) : nr_put64(o, keep, id, pos, new_pos);
+    return o->pb == 4 ? nr_put32(o, keep, id, new_pos) : nr_put64(o, keep, id, new_pos);
 }
 
 /* see obl/oram.h */

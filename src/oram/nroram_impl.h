@@ -33,47 +33,74 @@
 #define NR_SEL(c, a, b) obl_ct_select64((c), (a), (b))
 #endif
 
-/* Heap index of the bucket at level k on the path to `leaf` (public). */
-static inline uint64_t NR_F(nr_bucket)(const obl_nroram *o, uint64_t leaf, uint32_t k)
+/* Copies a bucket's Z data blocks; fixed sizes for the common block sizes
+ * so that the copy is a few vector moves instead of a call. Public: vs. */
+static inline void NR_F(nr_copy_data)(unsigned char *dst, const unsigned char *src, size_t vs)
 {
-    return (((uint64_t)1 << k) - 1) + (leaf >> (o->logL - k));
+    switch (vs) {
+    case 8:
+        memcpy(dst, src, NR_Z * 8);
+        break;
+    case 32:
+        memcpy(dst, src, NR_Z * 32);
+        break;
+    case 56:
+        memcpy(dst, src, NR_Z * 56);
+        break;
+    case 64:
+        memcpy(dst, src, NR_Z * 64);
+        break;
+    default:
+        memcpy(dst, src, NR_Z * vs);
+    }
+}
+
+/* Bucket indices of path `leaf` into o->pathb, prefetching every bucket:
+ * the deep levels miss the caches, and the misses overlap instead of
+ * queueing behind each other. Public: leaf. */
+static inline void NR_F(nr_path_index)(obl_nroram *o, uint64_t leaf)
+{
+    const uint32_t D = o->D, logL = o->logL;
+    const size_t bstride = o->bstride;
+    uint64_t *bk = o->pathb;
+    for (uint32_t k = 0; k < D; k++) {
+        uint64_t b = (((uint64_t)1 << k) - 1) + (leaf >> (logL - k));
+        bk[k] = b;
+        const unsigned char *p = o->tree + b * bstride;
+        __builtin_prefetch(p);
+        for (size_t off = 64; off < bstride && off <= 256; off += 64)
+            __builtin_prefetch(p + off);
+    }
 }
 
 /* Copies path `leaf` into the buffer after the stash. Public: leaf. */
 static void NR_F(nr_load_path)(obl_nroram *o, uint64_t leaf)
 {
-    NR_META *tm = (NR_META *)o->tmeta;
     NR_META *bm = (NR_META *)o->bmeta;
-    const size_t vs = o->vs;
-    /* Prefetch every level first: the deep levels miss the caches, and the
-     * misses overlap instead of queueing behind each copy. */
+    const size_t vs = o->vs, bstride = o->bstride, doff = o->doff;
+    NR_F(nr_path_index)(o, leaf);
     for (uint32_t k = 0; k < o->D; k++) {
-        uint64_t b = NR_F(nr_bucket)(o, leaf, k);
-        __builtin_prefetch(&tm[b * NR_Z]);
-        const unsigned char *d = o->tdata + b * NR_Z * vs;
-        for (size_t off = 0; off < NR_Z * vs && off < 256; off += 64)
-            __builtin_prefetch(d + off);
-    }
-    for (uint32_t k = 0; k < o->D; k++) {
-        uint64_t b = NR_F(nr_bucket)(o, leaf, k);
+        uint64_t b = o->pathb[k];
         size_t s = o->P + (size_t)k * NR_Z;
+        const unsigned char *src = o->tree + b * bstride;
         OBL_TRACE_TOUCH(OBL_TRACE_REGION_ORAM_TREE, OBL_TRACE_READ, b, 1);
-        memcpy(&bm[s], &tm[b * NR_Z], NR_Z * sizeof(NR_META));
-        memcpy(o->bdata + s * vs, o->tdata + b * NR_Z * vs, NR_Z * vs);
+        memcpy(&bm[s], src, NR_Z * sizeof(NR_META));
+        NR_F(nr_copy_data)(o->bdata + s * vs, src + doff, vs);
     }
 }
 
-static void NR_F(nr_store_path)(obl_nroram *o, uint64_t leaf)
+/* Writes the buffer back to the path last loaded. Public: that path. */
+static void NR_F(nr_store_path)(obl_nroram *o)
 {
-    NR_META *tm = (NR_META *)o->tmeta;
     const NR_META *bm = (const NR_META *)o->bmeta;
-    const size_t vs = o->vs;
+    const size_t vs = o->vs, bstride = o->bstride, doff = o->doff;
     for (uint32_t k = 0; k < o->D; k++) {
-        uint64_t b = NR_F(nr_bucket)(o, leaf, k);
+        uint64_t b = o->pathb[k];
         size_t s = o->P + (size_t)k * NR_Z;
+        unsigned char *dst = o->tree + b * bstride;
         OBL_TRACE_TOUCH(OBL_TRACE_REGION_ORAM_TREE, OBL_TRACE_WRITE, b, 1);
-        memcpy(&tm[b * NR_Z], &bm[s], NR_Z * sizeof(NR_META));
-        memcpy(o->tdata + b * NR_Z * vs, o->bdata + s * vs, NR_Z * vs);
+        memcpy(dst, &bm[s], NR_Z * sizeof(NR_META));
+        NR_F(nr_copy_data)(dst + doff, o->bdata + s * vs, vs);
     }
 }
 
@@ -88,6 +115,27 @@ static inline uint64_t NR_F(nr_reach)(uint64_t leaf, uint64_t e, uint32_t logL)
 {
     uint64_t x = ((leaf ^ e) << 1 | 1) << (63 - logL);
     return (uint64_t)__builtin_clzll(x) + 1;
+}
+
+/* if (c) swap the metadata entries *a and *b. */
+static inline void NR_F(nr_meta_cswap)(uint64_t c, NR_META *a, NR_META *b)
+{
+#if NRW == 32
+    uint64_t x, y, m = obl_ct_mask(c), t;
+    memcpy(&x, a, 8);
+    memcpy(&y, b, 8);
+    t = m & (x ^ y);
+    x ^= t;
+    y ^= t;
+    memcpy(a, &x, 8);
+    memcpy(b, &y, 8);
+#else
+    uint64_t m = obl_ct_mask(c), ti = m & (a->id ^ b->id), tl = m & (a->leaf ^ b->leaf);
+    a->id ^= ti;
+    b->id ^= ti;
+    a->leaf ^= tl;
+    b->leaf ^= tl;
+#endif
 }
 
 #define NR_NONE ((uint64_t)0xff)
@@ -119,9 +167,15 @@ static void NR_F(nr_evict_buf)(obl_nroram *o, uint64_t e)
     /* reach of every slot: 0 for an empty slot, else 1 + the common prefix
      * length of its leaf and e (see nr_reach) */
     for (uint32_t s = 0; s < ns; s++) {
-        NR_WORD isd = (NR_WORD)0 - (NR_WORD)(bm[s].id == NR_DUMMY);
+        uint32_t isd = (uint32_t)0 - (uint32_t)(bm[s].id == NR_DUMMY);
+#if NRW == 32
+        /* logL <= 31 for 32-bit metadata: 32-bit lanes (vplzcntd) */
+        uint32_t x = ((bm[s].leaf ^ (uint32_t)e) << 1 | 1) << (31 - logL);
+        rr[s] = ((uint32_t)__builtin_clz(x) + 1) & ~isd;
+#else
         uint64_t x = (((uint64_t)bm[s].leaf ^ e) << 1 | 1) << (63 - logL);
-        rr[s] = (uint32_t)(((uint64_t)__builtin_clzll(x) + 1) & ~(uint64_t)isd);
+        rr[s] = ((uint32_t)__builtin_clzll(x) + 1) & ~isd;
+#endif
     }
 
     /* PrepareDeepest, plus per level the slot of its deepest-going block
@@ -213,17 +267,12 @@ static void NR_F(nr_evict_buf)(obl_nroram *o, uint64_t e)
         uint64_t tg = nr_eqs(target[lv], NR_NONE) ^ 1;
         uint64_t s = obl_ct_select64(tg, best[lv], empty[lv]);
         uint64_t doswap = tg | towrite;
-        uint64_t c1 = doswap & (s - s0), cc[2] = {doswap ^ c1, c1}; /* s - s0 is 0 or 1 */
-        for (uint32_t j = s0; j < s0 + NR_Z; j++) {
-            uint64_t c = cc[j - s0];
-            NR_WORD m = (NR_WORD)obl_ct_mask(c);
-            NR_WORD ti = m & (hm.id ^ bm[j].id), tl = m & (hm.leaf ^ bm[j].leaf);
-            hm.id ^= ti;
-            bm[j].id ^= ti;
-            hm.leaf ^= tl;
-            bm[j].leaf ^= tl;
-            nr_cswap_blk(c, hold, o->bdata + (size_t)j * vs, vs);
-        }
+        uint64_t c1 = doswap & (s - s0); /* s - s0 is 0 or 1 */
+        uint64_t c0 = doswap ^ c1;
+        NR_F(nr_meta_cswap)(c0, &hm, &bm[s0]);
+        NR_F(nr_meta_cswap)(c1, &hm, &bm[s0 + 1]);
+        nr_cswap_blk(c0, hold, o->bdata + (size_t)s0 * vs, vs);
+        nr_cswap_blk(c1, hold, o->bdata + (size_t)(s0 + 1) * vs, vs);
         holddest = obl_ct_select64(tg, target[lv], obl_ct_select64(towrite, NR_NONE, holddest));
     }
     o->st.evictions++;
@@ -233,17 +282,18 @@ static void NR_F(nr_evict_buf)(obl_nroram *o, uint64_t e)
 uint64_t NR_F(nr_fetch)(obl_nroram *o, uint64_t id, uint64_t pos)
 {
     NR_META *bm = (NR_META *)o->bmeta;
-    const size_t vs = o->vs;
-    NR_F(nr_load_path)(o, pos);
-    OBL_TRACE_TOUCH(OBL_TRACE_REGION_ORAM_STASH, OBL_TRACE_RW, 0, o->P);
-    uint64_t found = 0;
+    const size_t vs = o->vs, bstride = o->bstride, doff = o->doff;
     const NR_WORD wid = (NR_WORD)id;
-    const uint32_t ns = o->nslots;
-    /* mask arithmetic the compiler vectorises, see nr_evict_buf */
+    const uint32_t P = o->P, D = o->D;
+    NR_F(nr_path_index)(o, pos);
+    OBL_TRACE_TOUCH(OBL_TRACE_REGION_ORAM_STASH, OBL_TRACE_RW, 0, P);
+    /* ReadAndRemove over the stash and then the path, in place: the block
+     * is OR-ed into tmp under its match mask and its id set to the dummy
+     * (all ones); mask arithmetic as in nr_evict_buf */
+    NR_WORD f = 0;
     if (vs == 8) { /* public */
         uint64_t acc = 0;
-        NR_WORD f = 0;
-        for (uint32_t s = 0; s < ns; s++) {
+        for (uint32_t s = 0; s < P; s++) {
             NR_WORD m = (NR_WORD)0 - (NR_WORD)(bm[s].id == wid);
             uint64_t v;
             memcpy(&v, o->bdata + (size_t)s * 8, 8);
@@ -251,18 +301,43 @@ uint64_t NR_F(nr_fetch)(obl_nroram *o, uint64_t id, uint64_t pos)
             bm[s].id |= m;
             f |= m;
         }
+        for (uint32_t k = 0; k < D; k++) {
+            uint64_t b = o->pathb[k];
+            unsigned char *bp = o->tree + b * bstride;
+            NR_META *tm = (NR_META *)bp;
+            OBL_TRACE_TOUCH(OBL_TRACE_REGION_ORAM_TREE, OBL_TRACE_RW, b, 1);
+            for (uint32_t z = 0; z < NR_Z; z++) {
+                NR_WORD m = (NR_WORD)0 - (NR_WORD)(tm[z].id == wid);
+                uint64_t v;
+                memcpy(&v, bp + doff + z * 8, 8);
+                acc |= v & ((uint64_t)0 - (uint64_t)(tm[z].id == wid));
+                tm[z].id |= m;
+                f |= m;
+            }
+        }
         memcpy(o->tmp, &acc, 8);
-        found = f & 1;
     } else {
         memset(o->tmp, 0, vs);
-        for (uint32_t s = 0; s < ns; s++) {
-            uint64_t m = nr_eq(bm[s].id, wid);
-            obl_ct_cmov(m, o->tmp, o->bdata + (size_t)s * vs, vs);
-            bm[s].id = NR_SEL(m, NR_DUMMY, bm[s].id);
-            found |= m;
+        for (uint32_t s = 0; s < P; s++) {
+            NR_WORD m = (NR_WORD)0 - (NR_WORD)(bm[s].id == wid);
+            obl_ct_cmov(m & 1, o->tmp, o->bdata + (size_t)s * vs, vs);
+            bm[s].id |= m;
+            f |= m;
+        }
+        for (uint32_t k = 0; k < D; k++) {
+            uint64_t b = o->pathb[k];
+            unsigned char *bp = o->tree + b * bstride;
+            NR_META *tm = (NR_META *)bp;
+            OBL_TRACE_TOUCH(OBL_TRACE_REGION_ORAM_TREE, OBL_TRACE_RW, b, 1);
+            for (uint32_t z = 0; z < NR_Z; z++) {
+                NR_WORD m = (NR_WORD)0 - (NR_WORD)(tm[z].id == wid);
+                obl_ct_cmov(m & 1, o->tmp, bp + doff + z * vs, vs);
+                tm[z].id |= m;
+                f |= m;
+            }
         }
     }
-    return found;
+    return (uint64_t)(f & 1);
 }
 
 /* Stash occupancy (secret). */
@@ -283,7 +358,7 @@ static void NR_F(nr_evict_next)(obl_nroram *o)
     uint64_t e = o->logL ? nr_bitrev64(g) >> (64 - o->logL) : 0;
     NR_F(nr_load_path)(o, e);
     NR_F(nr_evict_buf)(o, e);
-    NR_F(nr_store_path)(o, e);
+    NR_F(nr_store_path)(o);
 }
 
 /*
@@ -305,7 +380,7 @@ static int NR_F(nr_drain)(obl_nroram *o, uint32_t budget)
 }
 
 /* see nroram_internal.h */
-obl_err NR_F(nr_put)(obl_nroram *o, uint64_t keep, uint64_t id, uint64_t pos, uint64_t new_pos)
+obl_err NR_F(nr_put)(obl_nroram *o, uint64_t keep, uint64_t id, uint64_t new_pos)
 {
     NR_META *bm = (NR_META *)o->bmeta;
     const size_t vs = o->vs;
@@ -327,7 +402,6 @@ obl_err NR_F(nr_put)(obl_nroram *o, uint64_t keep, uint64_t id, uint64_t pos, ui
     for (uint32_t s = 0; s < o->P; s++)
         nr_cmov_blk(nr_eq(s, first), o->bdata + (size_t)s * vs, o->tmp, vs);
 
-    NR_F(nr_store_path)(o, pos);
     NR_F(nr_evict_next)(o);
     NR_F(nr_evict_next)(o);
     o->st.accesses++;

@@ -5,14 +5,16 @@
  *
  * Layout. The tree has L = 2^logL leaves and D = logL + 1 levels of buckets
  * with Z = 2 slots each, stored in heap order (root first; bucket b of level
- * k at index 2^k - 1 + b). Metadata (block id, leaf) and data live in two
- * arrays, meta[2 * bucket + z] and data[(2 * bucket + z) * vs], so that the
- * metadata-first eviction reads a dense array and data blocks stay aligned.
+ * k at index 2^k - 1 + b). A bucket is [Z metadata entries (block id, leaf)
+ * | Z data blocks], contiguous: with 8-byte values and 32-bit metadata it is
+ * 32 bytes, so a path costs one cache line per level, not two.
  *
  * The path buffer is one contiguous area of P + Z * D slots:
  * [stash (P slots) | root bucket | ... | leaf bucket]. The stash lives there
- * permanently; an access copies a path in, works on the buffer only, and
- * copies it back. Its metadata and data are again separate arrays.
+ * permanently; an eviction copies a path in, works on the buffer only, and
+ * copies it back. Its metadata and its data are two arrays, so that the
+ * metadata passes read one dense array. The read of the accessed block
+ * (ReadAndRemove) scans the path in place: it changes one id only.
  *
  * P = stash_size + 1: stash_size blocks may stay in the stash between
  * accesses; the extra slot receives the accessed block before eviction.
@@ -65,18 +67,20 @@ struct obl_nroram {
     uint64_t evict_ctr; /* reverse-lexicographic eviction counter (public) */
     int full;           /* public: extra evictions could not drain the stash */
     int track_hist;
-    void *tmeta;        /* nbuckets * Z metadata entries */
-    unsigned char *tdata; /* nbuckets * Z * vs bytes */
+    unsigned char *tree; /* nbuckets buckets of bstride bytes: Z metadata
+                            entries, then Z data blocks (at doff) */
+    size_t bstride, doff;
     void *bmeta;        /* nslots entries: the path buffer's metadata */
     unsigned char *bdata; /* nslots * vs */
     unsigned char *tmp; /* vs bytes: the block being accessed */
-    size_t tmeta_bytes, tdata_bytes, bmeta_bytes, bdata_bytes, tmp_bytes;
+    size_t tree_bytes, bmeta_bytes, bdata_bytes, tmp_bytes;
     /* eviction scratch, D + 1 entries (index 0 = stash, k + 1 = level k) */
     uint64_t deepest[NR_MAX_LEVELS + 1];
     uint64_t target[NR_MAX_LEVELS + 1];
     uint64_t best[NR_MAX_LEVELS + 1];
     uint64_t empty[NR_MAX_LEVELS + 1];
     uint64_t hasempty[NR_MAX_LEVELS + 1];
+    uint64_t pathb[NR_MAX_LEVELS];  /* bucket indices of the loaded path */
     obl_oram_stats st;  /* secret fields: stash_max, hist */
 };
 
@@ -90,14 +94,14 @@ obl_err nr_create(obl_nroram **out, const obl_nroram_params *p);
  * nr_fetch reads path `pos` into the buffer and removes block `id`,
  * leaving its value in o->tmp (zeros if absent); returns found (secret).
  * nr_put stores o->tmp as block `id` (a dummy unless keep) with leaf
- * new_pos into the stash, evicts on path `pos` (still in the buffer) and on
- * the next reverse-lexicographic path, and checks the stash.
+ * new_pos into the stash, writes the fetched path back, evicts on the next
+ * two reverse-lexicographic paths, and checks the stash.
  * Returns OBL_OK or OBL_ERR_STASH_OVERFLOW (completed, see oram.h).
  */
 uint64_t nr_fetch32(obl_nroram *o, uint64_t id, uint64_t pos);
-obl_err nr_put32(obl_nroram *o, uint64_t keep, uint64_t id, uint64_t pos, uint64_t new_pos);
+obl_err nr_put32(obl_nroram *o, uint64_t keep, uint64_t id, uint64_t new_pos);
 uint64_t nr_fetch64(obl_nroram *o, uint64_t id, uint64_t pos);
-obl_err nr_put64(obl_nroram *o, uint64_t keep, uint64_t id, uint64_t pos, uint64_t new_pos);
+obl_err nr_put64(obl_nroram *o, uint64_t keep, uint64_t id, uint64_t new_pos);
 
 /* Before an access: if the structure is in the `full` state, tries extra
  * evictions; OBL_ERR_STATE if the stash still has no free slot. Public. */

@@ -313,7 +313,7 @@ static obl_err ro_access(obl_roram *r, uint64_t index, uint64_t is_write, const 
             next |= q[j] & (uint32_t)obl_ct_mask(m);
             q[j] = obl_ct_select32(m, (uint32_t)np[l - 1], q[j]);
         }
-        obl_err e = nr_put32(o, 1, b, pub, np[l]);
+        obl_err e = nr_put32(o, 1, b, np[l]);
         if (e != OBL_OK)
             ret = e;
         p = next;
@@ -325,7 +325,7 @@ static obl_err ro_access(obl_roram *r, uint64_t index, uint64_t is_write, const 
         nr_fetch32(o, bi, pub);
         uint64_t slot = index & (((uint64_t)1 << r->lk) - 1);
         ro_slot_rmw(o->tmp, (uint64_t)1 << r->lk, vs, slot, r->val, out, w, in, fn, ctx);
-        obl_err e = nr_put32(o, 1, bi, pub, np[0]);
+        obl_err e = nr_put32(o, 1, bi, np[0]);
         if (e != OBL_OK)
             ret = e;
     }

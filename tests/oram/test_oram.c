@@ -425,6 +425,7 @@ static void roram_chisq(void)
         return;
     CHECK_EQ_U64(obl_roram_levels(r), 2);
     const uint64_t L = 64, D0 = 7, D1 = 3; /* level 1: 8 blocks, L = 4 */
+    (void)D1;
     const int reps = T.ct ? 640 : 6400;
     uint64_t counts[64] = {0};
     obl_trace tr;
@@ -435,15 +436,16 @@ static void roram_chisq(void)
         obl_trace_begin(&tr);
         CHECK_EQ_U64(obl_roram_read(r, 5, &v), OBL_OK);
         obl_trace_end();
-        /* tree reads: level 1 (3 paths of D1: accessed, 2 evictions), then
-         * level 0's accessed path */
-        uint64_t k = 0, want = 3 * D1 + D0, leaf = UINT64_MAX;
+        /* the in-place path scans of the accesses (kind RW): level 1's path
+         * (D1 buckets), then level 0's; its last bucket is the leaf */
+        uint64_t k = 0, want = D1 + D0, leaf = UINT64_MAX;
         for (size_t i = 0; i < tr.n; i++) {
-            if (tr.ev[i].region != OBL_TRACE_REGION_ORAM_TREE || tr.ev[i].kind != OBL_TRACE_READ)
+            if (tr.ev[i].region != OBL_TRACE_REGION_ORAM_TREE || tr.ev[i].kind != OBL_TRACE_RW)
                 continue;
             if (++k == want)
                 leaf = tr.ev[i].offset - (L - 1);
         }
+        CHECK_EQ_U64(k, D1 + D0);
         CHECK(leaf < L);
         if (leaf < L)
             counts[leaf]++;
