@@ -54,6 +54,10 @@ extern "C" {
 /* Largest value size the ORAMs accept. */
 #define OBL_ORAM_MAX_VALUE_SIZE ((size_t)1 << 20)
 
+/* Largest tree one structure allocates (1 TiB): larger sizes are
+ * OBL_ERR_TOO_LARGE before any allocation. */
+#define OBL_ORAM_MAX_BYTES ((size_t)1 << 40)
+
 /* Default stash size in blocks (Circuit ORAM, Z = 2; see docs/oram.md). */
 #define OBL_ORAM_DEFAULT_STASH 20
 

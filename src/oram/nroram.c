@@ -128,9 +128,14 @@ obl_err nr_create(obl_nroram **out, const obl_nroram_params *p)
 
     size_t vs = p->value_size, msz = pb == 4 ? sizeof(nr_meta32) : sizeof(nr_meta64);
     uint64_t nbuckets = 2 * L - 1;
+    /* bucket stride rounded up to 8 bytes so that every bucket's metadata
+     * is aligned */
     size_t bdat, bstride, tree_bytes;
-    if (!obl_mul_ok(vs, NR_Z, &bdat) || !obl_add_ok(bdat, NR_Z * msz, &bstride) ||
-        !obl_mul_ok((size_t)nbuckets, bstride, &tree_bytes))
+    if (!obl_mul_ok(vs, NR_Z, &bdat) || !obl_add_ok(bdat, NR_Z * msz + 7, &bstride) ||
+        !obl_mul_ok((size_t)nbuckets, bstride & ~(size_t)7, &tree_bytes))
+        return OBL_ERR_TOO_LARGE;
+    bstride &= ~(size_t)7;
+    if (tree_bytes > OBL_ORAM_MAX_BYTES)
         return OBL_ERR_TOO_LARGE;
     uint32_t P = S + 1, D = logL + 1;
     uint32_t nslots = P + NR_Z * D;
