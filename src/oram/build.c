@@ -85,6 +85,43 @@ static inline void bs_ce8_mirror(const bsort *s, size_t i, size_t j)
                         _mm512_permutexvar_epi64(rev, _mm512_max_epu64(a, b)));
 }
 
+/* One in-register step on 8 consecutive elements: lane i against lane
+ * i ^ px; lanes with bit ub set keep the larger key. */
+static inline void bs_lane_step(__m512i *x, __m512i *a, int has_aux, int px, int ub)
+{
+    const __m512i idx = _mm512_set_epi64(7, 6, 5, 4, 3, 2, 1, 0);
+    const __m512i perm = _mm512_xor_si512(idx, _mm512_set1_epi64(px));
+    const __mmask8 upper = (__mmask8)_mm512_test_epi64_mask(idx, _mm512_set1_epi64(ub));
+    __m512i y = _mm512_permutexvar_epi64(perm, *x);
+    if (has_aux) {
+        __mmask8 gt = _mm512_cmpgt_epu64_mask(*x, y), lt = _mm512_cmpgt_epu64_mask(y, *x);
+        __mmask8 sw = (__mmask8)((~upper & gt) | (upper & lt));
+        *a = _mm512_mask_blend_epi64(sw, *a, _mm512_permutexvar_epi64(perm, *a));
+    }
+    *x = _mm512_mask_blend_epi64(upper, _mm512_min_epu64(*x, y), _mm512_max_epu64(*x, y));
+}
+
+/* The steps of stage k that stay within aligned groups of 8: for k <= 8
+ * the whole stage (mirror, then half-cleaners), else j = 4, 2, 1. */
+static void bs_small8(const bsort *s, size_t m, size_t k)
+{
+    int has_aux = s->aux != NULL;
+    for (size_t b = 0; b < m; b += 8) {
+        __m512i x = _mm512_loadu_si512((const void *)(s->key + b));
+        __m512i a = has_aux ? _mm512_loadu_si512((const void *)(s->aux + b)) : x;
+        size_t j = 4;
+        if (k <= 8) {
+            bs_lane_step(&x, &a, has_aux, (int)k - 1, (int)k / 2);
+            j = k / 4;
+        }
+        for (; j > 0; j >>= 1)
+            bs_lane_step(&x, &a, has_aux, (int)j, (int)j);
+        _mm512_storeu_si512((void *)(s->key + b), x);
+        if (has_aux)
+            _mm512_storeu_si512((void *)(s->aux + b), a);
+    }
+}
+
 /* Eight compare-exchanges (i .. i+7 against j .. j+7) at once. */
 static inline void bs_ce8(const bsort *s, size_t i, size_t j)
 {
@@ -111,29 +148,30 @@ static inline void bs_ce8(const bsort *s, size_t i, size_t j)
 static void bs_sort(const bsort *s, size_t m)
 {
     for (size_t k = 2; k <= m; k <<= 1) {
-        /* mirror step: blocks of k, element b + i against b + k - 1 - i */
-        for (size_t b = 0; b < m; b += k) {
-            size_t i = 0;
 #if OBL_CT_AVX512
-            if (!s->pay)
-                for (; i + 8 <= k / 2; i += 8)
-                    bs_ce8_mirror(s, b + i, b + k - 8 - i);
-#endif
-            for (; i < k / 2; i++)
-                bs_ce(s, b + i, b + k - 1 - i);
-        }
-        for (size_t j = k / 4; j > 0; j >>= 1) {
-            for (size_t b = 0; b < m; b += 2 * j) {
-                size_t i = 0;
-#if OBL_CT_AVX512
-                if (!s->pay)
-                    for (; i + 8 <= j; i += 8)
-                        bs_ce8(s, b + i, b + i + j);
-#endif
-                for (; i < j; i++)
-                    bs_ce(s, b + i, b + i + j);
+        /* vector path: no payload and whole groups of 8 */
+        if (!s->pay && m >= 8) {
+            if (k > 8) {
+                for (size_t b = 0; b < m; b += k)
+                    for (size_t i = 0; i < k / 2; i += 8)
+                        bs_ce8_mirror(s, b + i, b + k - 8 - i);
+                for (size_t j = k / 4; j >= 8; j >>= 1)
+                    for (size_t b = 0; b < m; b += 2 * j)
+                        for (size_t i = 0; i < j; i += 8)
+                            bs_ce8(s, b + i, b + i + j);
             }
+            bs_small8(s, m, k);
+            continue;
         }
+#endif
+        /* mirror step: blocks of k, element b + i against b + k - 1 - i */
+        for (size_t b = 0; b < m; b += k)
+            for (size_t i = 0; i < k / 2; i++)
+                bs_ce(s, b + i, b + k - 1 - i);
+        for (size_t j = k / 4; j > 0; j >>= 1)
+            for (size_t b = 0; b < m; b += 2 * j)
+                for (size_t i = 0; i < j; i++)
+                    bs_ce(s, b + i, b + i + j);
     }
 }
 
@@ -231,7 +269,31 @@ obl_err nr_build32(obl_nroram *o, uint64_t n, const unsigned char *data, size_t 
             size_t d = (size_t)1 << j;
             if (d >= W)
                 continue;
-            for (size_t i = W - d; i-- > 0;) {
+            size_t i = W - d;
+#if OBL_CT_AVX512
+            /* chunks of 8 from the right: with d >= 8 a chunk's targets lie
+             * beyond it and were processed before, as in the scalar order */
+            if (!pay && d >= 8) {
+                const __m512i lane = _mm512_set_epi64(7, 6, 5, 4, 3, 2, 1, 0);
+                const __m512i empty = _mm512_set1_epi64((long long)BUILD_EMPTY);
+                const __m512i bit = _mm512_set1_epi64((long long)d);
+                for (; i >= 8; i -= 8) {
+                    size_t b = i - 8;
+                    __m512i k0 = _mm512_loadu_si512((const void *)(key + b));
+                    __m512i k1 = _mm512_loadu_si512((const void *)(key + b + d));
+                    __m512i a0 = _mm512_loadu_si512((const void *)(aux + b));
+                    __m512i a1 = _mm512_loadu_si512((const void *)(aux + b + d));
+                    __m512i posv = _mm512_add_epi64(lane, _mm512_set1_epi64((long long)b));
+                    __mmask8 c = _mm512_test_epi64_mask(_mm512_sub_epi64(k0, posv), bit) &
+                                 _mm512_cmpneq_epu64_mask(k0, empty);
+                    _mm512_storeu_si512((void *)(key + b), _mm512_mask_blend_epi64(c, k0, k1));
+                    _mm512_storeu_si512((void *)(key + b + d), _mm512_mask_blend_epi64(c, k1, k0));
+                    _mm512_storeu_si512((void *)(aux + b), _mm512_mask_blend_epi64(c, a0, a1));
+                    _mm512_storeu_si512((void *)(aux + b + d), _mm512_mask_blend_epi64(c, a1, a0));
+                }
+            }
+#endif
+            for (; i-- > 0;) {
                 /* remaining shift of the element now at i is key - i */
                 uint64_t valid = obl_ct_neq64(key[i], BUILD_EMPTY);
                 uint64_t c = valid & (((key[i] - i) >> j) & 1);

@@ -30,7 +30,7 @@
 #define RO_MAX_LEVELS 16
 #define RO_FAN_LOG 4 /* 16 positions per 64-byte block */
 /* Default base-level size: see docs/oram.md, "Crossover". */
-#define RO_SCAN_MAX_DEFAULT 2048u
+#define RO_SCAN_MAX_DEFAULT 8192u
 
 struct obl_roram {
     obl_alloc_ctx ac;
