@@ -73,6 +73,30 @@ static inline void NR_F(nr_path_index)(obl_nroram *o, uint64_t leaf)
     }
 }
 
+/* Leaf of the g-th eviction: reverse-lexicographic order (public). */
+static inline uint64_t NR_F(nr_evict_leaf)(const obl_nroram *o, uint64_t g)
+{
+    return o->logL ? nr_bitrev64(g) >> (64 - o->logL) : 0;
+}
+
+/* Prefetches the buckets of the next two eviction paths: they are known in
+ * advance (public), so their cache misses overlap the read of the accessed
+ * path instead of stalling the evictions. */
+static inline void NR_F(nr_prefetch_evictions)(const obl_nroram *o)
+{
+    const uint32_t D = o->D, logL = o->logL;
+    for (uint64_t g = o->evict_ctr; g < o->evict_ctr + 2; g++) {
+        uint64_t leaf = NR_F(nr_evict_leaf)(o, g);
+        for (uint32_t k = 0; k < D; k++) {
+            uint64_t b = (((uint64_t)1 << k) - 1) + (leaf >> (logL - k));
+            const unsigned char *p = o->tree + b * o->bstride;
+            __builtin_prefetch(p, 1);
+            for (size_t off = 64; off < o->bstride && off <= 256; off += 64)
+                __builtin_prefetch(p + off, 1);
+        }
+    }
+}
+
 /* Copies path `leaf` into the buffer after the stash. Public: leaf. */
 static void NR_F(nr_load_path)(obl_nroram *o, uint64_t leaf)
 {
@@ -286,6 +310,7 @@ uint64_t NR_F(nr_fetch)(obl_nroram *o, uint64_t id, uint64_t pos)
     const NR_WORD wid = (NR_WORD)id;
     const uint32_t P = o->P, D = o->D;
     NR_F(nr_path_index)(o, pos);
+    NR_F(nr_prefetch_evictions)(o);
     OBL_TRACE_TOUCH(OBL_TRACE_REGION_ORAM_STASH, OBL_TRACE_RW, 0, P);
     /* ReadAndRemove over the stash and then the path, in place: the block
      * is OR-ed into tmp under its match mask and its id set to the dummy
@@ -353,9 +378,7 @@ static inline uint64_t NR_F(nr_stash_count)(const obl_nroram *o)
 /* One extra eviction on the next reverse-lexicographic path. Public. */
 static void NR_F(nr_evict_next)(obl_nroram *o)
 {
-    uint64_t g = o->evict_ctr++;
-    /* reverse the low logL bits of g: paths in reverse-lexicographic order */
-    uint64_t e = o->logL ? nr_bitrev64(g) >> (64 - o->logL) : 0;
+    uint64_t e = NR_F(nr_evict_leaf)(o, o->evict_ctr++);
     NR_F(nr_load_path)(o, e);
     NR_F(nr_evict_buf)(o, e);
     NR_F(nr_store_path)(o);
