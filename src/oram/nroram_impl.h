@@ -141,25 +141,16 @@ static inline uint64_t NR_F(nr_reach)(uint64_t leaf, uint64_t e, uint32_t logL)
     return (uint64_t)__builtin_clzll(x) + 1;
 }
 
-/* if (c) swap the metadata entries *a and *b. */
+/* if (c) swap the metadata entries *a and *b. Field by field: the entries
+ * were just written field by field, and a wider load would wait for the
+ * stores to retire (no store-to-load forwarding across widths). */
 static inline void NR_F(nr_meta_cswap)(uint64_t c, NR_META *a, NR_META *b)
 {
-#if NRW == 32
-    uint64_t x, y, m = obl_ct_mask(c), t;
-    memcpy(&x, a, 8);
-    memcpy(&y, b, 8);
-    t = m & (x ^ y);
-    x ^= t;
-    y ^= t;
-    memcpy(a, &x, 8);
-    memcpy(b, &y, 8);
-#else
-    uint64_t m = obl_ct_mask(c), ti = m & (a->id ^ b->id), tl = m & (a->leaf ^ b->leaf);
+    NR_WORD m = (NR_WORD)obl_ct_mask(c), ti = m & (a->id ^ b->id), tl = m & (a->leaf ^ b->leaf);
     a->id ^= ti;
     b->id ^= ti;
     a->leaf ^= tl;
     b->leaf ^= tl;
-#endif
 }
 
 #define NR_NONE ((uint64_t)0xff)
@@ -436,8 +427,9 @@ obl_err NR_F(nr_put)(obl_nroram *o, uint64_t keep, uint64_t id, uint64_t new_pos
             o->st.hist[k] += obl_ct_eq64(k, cnt);
 
     /* LEAK: whether the stash is over its bound after this access. This is
-     * the overflow event, of probability below 2^-40 at the default size
-     * (docs/oram.md); revealing it is how it gets reported. */
+     * the overflow event (measured tail: about 2^-30 per access at S = 20,
+     * 2^-40 at S = 29; docs/oram.md); revealing it is how it gets
+     * reported. */
     uint64_t over = obl_ct_gt64(cnt, o->S);
     if (OBL_DECLASSIFY_VAL(over)) {
         o->st.overflows++;

@@ -31,6 +31,7 @@
 #define RO_FAN_LOG 4 /* 16 positions per 64-byte block */
 /* Default base-level size: see docs/oram.md, "Crossover". */
 #define RO_SCAN_MAX_DEFAULT 8192u
+#define RO_SCAN_VALUES_MAX 4096u
 
 struct obl_roram {
     obl_alloc_ctx ac;
@@ -85,9 +86,10 @@ static obl_err ro_create(obl_roram **out, const obl_roram_params *p, const void 
     /* Level sizes: the data ORAM, then position maps until the base fits. */
     uint64_t cnt[RO_MAX_LEVELS];
     uint32_t T = 0;
-    /* a tree is worth it only when scanning the values costs more than
-     * scanning scan_max positions */
-    if (total > scan_max * 4) {
+    /* Arrays of at most RO_SCAN_VALUES_MAX bytes are a scanned array of
+     * values (measured: a 4 KiB scan costs about one small tree access);
+     * tests force trees with scan_max < 64. */
+    if (total > RO_SCAN_VALUES_MAX || (p->scan_max && p->scan_max < 64 && p->n > 1)) {
         cnt[T++] = nb;
         while (cnt[T - 1] > scan_max) {
             if (T == RO_MAX_LEVELS)
