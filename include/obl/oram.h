@@ -70,8 +70,8 @@ extern "C" {
  *   OBL_ORAM_READ:   out = value; the block stays (remapped to new_pos).
  *   OBL_ORAM_WRITE:  out = old value (zeros if absent); value = in. For the
  *                    NRORAM, writing an absent id inserts it.
- *   OBL_ORAM_REMOVE: out = old value; the block is removed (NRORAM only; for
- *                    the RORAM it behaves as a write of zeros).
+ *   OBL_ORAM_REMOVE: out = old value; the block is removed (NRORAM only:
+ *                    the RORAM takes a 0/1 is_write flag instead).
  * Any other code behaves as OBL_ORAM_READ.
  */
 #define OBL_ORAM_READ 0u
@@ -137,8 +137,8 @@ uint64_t obl_nroram_random_pos(obl_nroram *o);
 /*
  * One oblivious access (Circuit ORAM, section 3): reads the path to leaf
  * `pos`, removes block `id` from it or from the stash, applies `op`, stores
- * the block with position `new_pos` and evicts on two paths (the accessed
- * one and the next in reverse-lexicographic order).
+ * the block with position `new_pos` and evicts on the next two paths in
+ * reverse-lexicographic order.
  * Secret: id, new_pos, op, the contents of in and out, whether id was found
  *         (*found, if found != NULL).
  * Public: pos (revealed: it is the path read; it must be the position the
@@ -186,9 +186,11 @@ typedef struct obl_roram_params {
     uint64_t n;               /* public: number of values, >= 1 */
     size_t value_size;        /* public: 1 .. OBL_ORAM_MAX_VALUE_SIZE */
     uint32_t stash_size;      /* 0 = default, per level */
-    uint32_t scan_max;        /* 0 = the measured crossover: largest number of
-                                 base-level entries kept in a linear scan; tests
-                                 set it small to force recursion */
+    uint32_t scan_max;        /* 0 = the measured crossover (8192): largest
+                                 number of base-level positions kept in a
+                                 linear scan. Arrays of at most 4 KiB are a
+                                 scanned array of values, unless scan_max is
+                                 below 64 (tests: it forces the trees) */
     int track_histogram;      /* histogram of the data level's stash */
     obl_random_fn random;
     void *random_opaque;

@@ -215,8 +215,11 @@ obl_err nr_build32(obl_nroram *o, uint64_t n, const unsigned char *data, size_t 
             memset(pay, 0, pb);
             size_t len = data_len < n * vs ? data_len : n * vs;
             memcpy(pay, data, len);
+            OBL_SECRET(pay, pb);
         }
+        /* the leaves and everything derived from them are secret */
         OBL_SECRET(key, kb);
+        OBL_SECRET(leaves_out, n * sizeof(uint32_t));
         /* 2. sort by (leaf, id) */
         bsort s1 = {key, NULL, pay, vs};
         bs_sort(&s1, m);

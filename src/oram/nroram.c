@@ -8,10 +8,12 @@
  * - Z = 2 slots per bucket and L = 2^ceil(log2(ceil(capacity / 2))) leaves:
  *   the paper's choice (section 5, "Z = 2 suffices"), about 2 * capacity
  *   slots in the tree;
- * - two evictions per access (section 3.2), the accessed path and one in
- *   reverse-lexicographic order;
- * - stash 20 blocks by default: the paper's stash bound (Theorem 1 gives
- *   P[stash > R] = e^-Omega(R)) and our measured histogram.
+ * - two evictions per access on the next two paths in reverse-
+ *   lexicographic order (section 3.2; measured: one eviction per access lets
+ *   the stash grow without bound at Z = 2, and evicting on the accessed path
+ *   instead is much weaker, docs/oram.md);
+ * - stash 20 blocks by default: the paper's stash bound (P[stash > R] =
+ *   e^-Omega(R)) and our measured histogram (docs/oram.md).
  */
 #include <string.h>
 

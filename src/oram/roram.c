@@ -297,6 +297,7 @@ static obl_err ro_access(obl_roram *r, uint64_t index, uint64_t is_write, const 
     uint64_t np[RO_MAX_LEVELS];
     for (uint32_t l = 0; l < r->T; l++)
         np[l] = obl_prg_bits(&r->prg, r->lv[l]->logL);
+    OBL_SECRET(np, sizeof(np[0]) * r->T); /* the new leaves stay secret until used */
     uint64_t bi = index >> r->lk;
     obl_err ret = OBL_OK;
     uint32_t top = r->T - 1;
