@@ -190,7 +190,6 @@ obl_err nr_build32(obl_nroram *o, uint64_t n, const unsigned char *data, size_t 
     size_t W = (size_t)T > m ? (size_t)T : m; /* working length */
     obl_alloc_ctx *ac = &o->ac;
     size_t kb = W * 8, pb = data ? W * vs : 0;
-    size_t before = ac->bytes;
     uint64_t *key = (uint64_t *)obl_alloc(ac, kb, 64);
     uint64_t *aux = key ? (uint64_t *)obl_alloc(ac, kb, 64) : NULL;
     unsigned char *pay = aux && data ? (unsigned char *)obl_alloc(ac, pb, 64) : NULL;
@@ -340,6 +339,5 @@ out:
     obl_free(ac, pay, pb);
     obl_free(ac, aux, kb);
     obl_free(ac, key, kb);
-    (void)before;
     return err;
 }

@@ -53,12 +53,8 @@ static inline uint64_t nr_eq(uint64_t a, uint64_t b)
     return obl_ct_barrier64(((x | (x >> 1)) - 1) >> 63 & ~(x >> 63));
 }
 
-/* Conditional block moves, with the 8-byte case in one register. */
-static inline void nr_cmov_blk(uint64_t c, void *dst, const void *src, size_t vs)
-{
-    obl_ct_cmov(c, dst, src, vs);
-}
-
+/* Conditional block swap, with the 8-byte case in registers (obl_ct_cswap
+ * has no 8-byte fast path). */
 static inline void nr_cswap_blk(uint64_t c, void *a, void *b, size_t vs)
 {
     if (vs == 8) { /* public */

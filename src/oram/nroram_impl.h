@@ -414,7 +414,7 @@ obl_err NR_F(nr_put)(obl_nroram *o, uint64_t keep, uint64_t id, uint64_t new_pos
         bm[s].leaf ^= m & (bm[s].leaf ^ nleaf);
     }
     for (uint32_t s = 0; s < o->P; s++)
-        nr_cmov_blk(nr_eq(s, first), o->bdata + (size_t)s * vs, o->tmp, vs);
+        obl_ct_cmov(nr_eq(s, first), o->bdata + (size_t)s * vs, o->tmp, vs);
 
     NR_F(nr_evict_next)(o);
     NR_F(nr_evict_next)(o);
