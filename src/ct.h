@@ -236,15 +236,12 @@ OBL_INLINE void obl_ct_cmov_avx512_inl(uint64_t ctl, void *dst, const void *src,
         __m512i b = _mm512_loadu_si512((const void *)(s + i));
         _mm512_storeu_si512((void *)(d + i), _mm512_mask_mov_epi64(a, k, b));
     }
-    if (i + 32 <= len) {
-        __m256i m = _mm256_set1_epi64x((long long)obl_ct_mask(ctl));
-        __m256i a = _mm256_loadu_si256((const __m256i *)(d + i));
-        __m256i b = _mm256_loadu_si256((const __m256i *)(s + i));
-        _mm256_storeu_si256((__m256i *)(d + i), _mm256_blendv_epi8(a, b, m));
-        i += 32;
+    if (i < len) { /* the tail under a byte mask of its public length */
+        __mmask64 lm = ((__mmask64)1 << (len - i)) - 1;
+        __m512i a = _mm512_maskz_loadu_epi8(lm, (const void *)(d + i));
+        __m512i b = _mm512_maskz_loadu_epi8(lm, (const void *)(s + i));
+        _mm512_mask_storeu_epi8((void *)(d + i), lm, _mm512_mask_mov_epi64(a, k, b));
     }
-    if (i < len)
-        obl_ct_cmov_portable(ctl, d + i, s + i, len - i);
 }
 
 OBL_INLINE void obl_ct_cswap_avx512_inl(uint64_t ctl, void *a, void *b, size_t len)
@@ -260,8 +257,14 @@ OBL_INLINE void obl_ct_cswap_avx512_inl(uint64_t ctl, void *a, void *b, size_t l
         _mm512_storeu_si512((void *)(x + i), _mm512_xor_si512(u, t));
         _mm512_storeu_si512((void *)(y + i), _mm512_xor_si512(v, t));
     }
-    if (i < len)
-        obl_ct_cswap_portable(ctl, x + i, y + i, len - i);
+    if (i < len) { /* the tail under a byte mask of its public length */
+        __mmask64 lm = ((__mmask64)1 << (len - i)) - 1;
+        __m512i u = _mm512_maskz_loadu_epi8(lm, (const void *)(x + i));
+        __m512i v = _mm512_maskz_loadu_epi8(lm, (const void *)(y + i));
+        __m512i t = _mm512_and_si512(m, _mm512_xor_si512(u, v));
+        _mm512_mask_storeu_epi8((void *)(x + i), lm, _mm512_xor_si512(u, t));
+        _mm512_mask_storeu_epi8((void *)(y + i), lm, _mm512_xor_si512(v, t));
+    }
 }
 #endif
 

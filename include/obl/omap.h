@@ -47,7 +47,8 @@ extern "C" {
 #define OBL_OMAP_MAX_VALUE_SIZE 65536u
 
 /* Defaults (docs/omap.md, "Parameters"). */
-#define OBL_OMAP_DEFAULT_SLOTS 4u        /* slots per bucket */
+#define OBL_OMAP_DEFAULT_SLOTS 4u        /* slots per bucket: the automatic minimum */
+#define OBL_OMAP_MAX_SLOTS 8u
 #define OBL_OMAP_DEFAULT_LOAD 80u        /* percent of all slots at capacity */
 #define OBL_OMAP_DEFAULT_QUEUE 32u       /* queue entries */
 #define OBL_OMAP_DEFAULT_KICKS 1u        /* kick-out steps per operation */
@@ -64,7 +65,9 @@ typedef struct obl_omap_params {
     uint64_t capacity;          /* public: entries the map is sized for, >= 1 */
     size_t key_size;            /* public: 1 .. OBL_OMAP_MAX_KEY_SIZE */
     size_t value_size;          /* public: 1 .. OBL_OMAP_MAX_VALUE_SIZE */
-    uint32_t slots_per_bucket;  /* 0 = default; 1 .. 8 */
+    uint32_t slots_per_bucket;  /* 1 .. OBL_OMAP_MAX_SLOTS; 0 = automatic:
+                                   4 .. 8, with a power-of-two bucket count
+                                   (docs/omap.md, "Sizing") */
     uint32_t load_percent;      /* 0 = default; 10 .. 95 */
     uint32_t queue_size;        /* 0 = default; 1 .. 1024 */
     uint32_t kicks_per_op;      /* 0 = default; 1 .. 8 */

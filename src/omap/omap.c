@@ -82,6 +82,45 @@ void omap_oram_params(obl_omap *m, obl_roram_params *rp, const obl_omap_params *
 }
 
 /* see omap_internal.h */
+/*
+ * Buckets per table M and slots per bucket *B for `capacity` entries at
+ * load percent `load` of the 2 * M * B slots. With *B given (non-zero) M is
+ * the smallest that fits. With *B = 0 (automatic), 2M is a power of two and
+ * B in 4 .. OBL_OMAP_MAX_SLOTS the one that needs the fewest bucket bytes:
+ * the ORAM of 2M buckets then fills its tree (a Circuit ORAM tree is sized
+ * to a power of two, so 2M just above one would leave almost half of it
+ * unused), and B >= 4 keeps the queue analysis of docs/omap.md valid.
+ * Public: every argument.
+ */
+static uint64_t omap_size(uint64_t capacity, uint32_t load, size_t kv, uint32_t *B)
+{
+    uint64_t need = (capacity * 100 + load - 1) / load; /* slots */
+    if (*B) {
+        uint64_t M = (need + 2 * (uint64_t)*B - 1) / (2 * (uint64_t)*B);
+        return M ? M : 1;
+    }
+    uint64_t bestM = 1, bestcost = UINT64_MAX;
+    uint32_t bestB = OBL_OMAP_DEFAULT_SLOTS;
+    for (uint32_t k = 1; k < 48; k++) {
+        uint64_t nb = (uint64_t)1 << k; /* 2M */
+        uint64_t b = (need + nb - 1) / nb;
+        if (b > OBL_OMAP_MAX_SLOTS)
+            continue;
+        if (b < OBL_OMAP_DEFAULT_SLOTS)
+            b = OBL_OMAP_DEFAULT_SLOTS;
+        uint64_t cost = nb * (OMAP_HDR + b * (uint64_t)kv);
+        if (cost < bestcost) {
+            bestcost = cost;
+            bestM = nb / 2;
+            bestB = (uint32_t)b;
+        }
+        if (b == OBL_OMAP_DEFAULT_SLOTS)
+            break; /* more buckets only cost more */
+    }
+    *B = bestB;
+    return bestM;
+}
+
 obl_err omap_alloc(obl_omap **out, const obl_omap_params *p)
 {
     if (!out)
@@ -90,20 +129,16 @@ obl_err omap_alloc(obl_omap **out, const obl_omap_params *p)
     if (!p || p->capacity == 0 || p->key_size == 0 || p->key_size > OBL_OMAP_MAX_KEY_SIZE ||
         p->value_size == 0 || p->value_size > OBL_OMAP_MAX_VALUE_SIZE)
         return OBL_ERR_INVALID_ARG;
-    uint32_t B = p->slots_per_bucket ? p->slots_per_bucket : OBL_OMAP_DEFAULT_SLOTS;
+    uint32_t B = p->slots_per_bucket;
     uint32_t load = p->load_percent ? p->load_percent : OBL_OMAP_DEFAULT_LOAD;
     uint32_t Q = p->queue_size ? p->queue_size : OBL_OMAP_DEFAULT_QUEUE;
     uint32_t kicks = p->kicks_per_op ? p->kicks_per_op : OBL_OMAP_DEFAULT_KICKS;
-    if (B > 8 || load < 10 || load > 95 || Q > 1024 || kicks > 8)
+    if (B > OBL_OMAP_MAX_SLOTS || load < 10 || load > 95 || Q > 1024 || kicks > 8)
         return OBL_ERR_INVALID_ARG;
-    /* Buckets per table: capacity entries fill load% of the 2 * M * B slots. */
     if (p->capacity > ((uint64_t)1 << 40))
         return OBL_ERR_TOO_LARGE;
-    uint64_t denom = (uint64_t)load * 2 * B;
-    uint64_t M = (p->capacity * 100 + denom - 1) / denom;
-    if (M == 0)
-        M = 1;
     size_t kv = p->key_size + p->value_size, bsz, qes = OMAP_HDR + kv, qb;
+    uint64_t M = omap_size(p->capacity, load, kv, &B);
     if (!obl_mul_ok(kv, B, &bsz) || !obl_add_ok(bsz, OMAP_HDR, &bsz) ||
         bsz > OBL_ORAM_MAX_VALUE_SIZE || !obl_mul_ok(qes, Q, &qb))
         return OBL_ERR_TOO_LARGE;

@@ -8,8 +8,9 @@
  * layout would reveal the position map. Instead (docs/oram.md, "Build"):
  *
  *  1. draw leaf_i for i = 0 .. n-1 (sequential, public addresses);
- *  2. bitonic-sort the keys (leaf_i << 32 | i) with their payloads (Batcher
- *     1968; a fixed network: the compare-exchange pattern is public);
+ *  2. bitonic-sort the keys (leaf_i << 32 | i), without the payloads
+ *     (Batcher 1968; a fixed network: the compare-exchange pattern is
+ *     public; blocked for the caches, see bs_sort);
  *  3. one sequential pass over the sorted blocks computes each block's slot
  *     by first fit from the leaf bucket upwards (every bucket on a block's
  *     path is legal for it): per level a counter of the bucket currently
@@ -17,7 +18,10 @@
  *     that fit nowhere go to the stash (at most S of them; else the whole
  *     build is redone with fresh leaves, a public event of negligible
  *     probability);
- *  4. bitonic-sort the blocks by slot, then route each to its slot with an
+ *  4. sort the (id, slot, leaf) triples back to id order (keys only), so
+ *     that they line up with the payloads, which have not moved; then
+ *     bitonic-sort the blocks with their payloads by slot (the only sort
+ *     that moves payloads), and route each to its slot with an
  *     oblivious expansion network: element i moves right by t_i - i, one
  *     power of two per pass from the highest, the reverse of the
  *     order-preserving compaction of Goodrich (SPAA 2011, section 2);
@@ -103,10 +107,10 @@ static inline void bs_lane_step(__m512i *x, __m512i *a, int has_aux, int px, int
 
 /* The steps of stage k that stay within aligned groups of 8: for k <= 8
  * the whole stage (mirror, then half-cleaners), else j = 4, 2, 1. */
-static void bs_small8(const bsort *s, size_t m, size_t k)
+static void bs_small8(const bsort *s, size_t lo, size_t hi, size_t k)
 {
     int has_aux = s->aux != NULL;
-    for (size_t b = 0; b < m; b += 8) {
+    for (size_t b = lo; b < hi; b += 8) {
         __m512i x = _mm512_loadu_si512((const void *)(s->key + b));
         __m512i a = has_aux ? _mm512_loadu_si512((const void *)(s->aux + b)) : x;
         size_t j = 4;
@@ -140,38 +144,80 @@ static inline void bs_ce8(const bsort *s, size_t i, size_t j)
 #endif
 
 /*
+ * Steps of stage k of the network on the elements [lo, hi) (hi - lo a
+ * multiple of the steps' spans): the mirror step if `mirror`, then the
+ * half-cleaner steps j = jtop, jtop / 2, ..., down to jbot (jbot >= 1).
+ * Public: every argument.
+ */
+static void bs_steps(const bsort *s, size_t lo, size_t hi, size_t k, int mirror, size_t jtop,
+                     size_t jbot)
+{
+#if OBL_CT_AVX512
+    /* vector path: no payload and whole groups of 8 */
+    if (!s->pay && hi - lo >= 8) {
+        if (k <= 8) {
+            bs_small8(s, lo, hi, k); /* the whole stage, in registers */
+            return;
+        }
+        if (mirror)
+            for (size_t b = lo; b < hi; b += k)
+                for (size_t i = 0; i < k / 2; i += 8)
+                    bs_ce8_mirror(s, b + i, b + k - 8 - i);
+        size_t j = jtop;
+        for (; j >= 8 && j >= jbot; j >>= 1)
+            for (size_t b = lo; b < hi; b += 2 * j)
+                for (size_t i = 0; i < j; i += 8)
+                    bs_ce8(s, b + i, b + i + j);
+        if (jbot < 8)
+            bs_small8(s, lo, hi, k); /* j = 4, 2, 1 */
+        return;
+    }
+#endif
+    if (mirror)
+        for (size_t b = lo; b < hi; b += k)
+            for (size_t i = 0; i < k / 2; i++)
+                bs_ce(s, b + i, b + k - 1 - i);
+    for (size_t j = jtop; j >= jbot && j > 0; j >>= 1)
+        for (size_t b = lo; b < hi; b += 2 * j)
+            for (size_t i = 0; i < j; i++)
+                bs_ce(s, b + i, b + i + j);
+}
+
+/* Elements per cache block of the blocked network: the largest power of
+ * two whose keys, aux words and payloads fit in about half of a 1 MiB L2. */
+#define BS_BLOCK_BYTES ((size_t)512 << 10)
+
+/*
  * Sorts m elements (m a power of two) ascending by key: Batcher's bitonic
- * network in its "all ascending" form, where the first step of each merge
- * compares i with the mirror element of its block, so that every
- * compare-exchange puts the smaller key first. Public: m and the network.
+ * network (1968) in its "all ascending" form, where the first step of each
+ * merge compares i with the mirror element of its block, so that every
+ * compare-exchange puts the smaller key first.
+ *
+ * Blocked for the caches: a step of span at most C (the block, C elements
+ * in BS_BLOCK_BYTES) pairs elements of one aligned C-block only, so the
+ * stages k <= C run block by block (each block sorted in cache), and every
+ * later stage makes full passes only for its steps of span above C, then
+ * finishes its short steps block by block. The compare-exchanges and their
+ * order within each pair's dependencies are those of the plain network:
+ * the result is the same, and the sequence of addresses is a function of m
+ * and the element size only. Public: m and the network.
  */
 static void bs_sort(const bsort *s, size_t m)
 {
-    for (size_t k = 2; k <= m; k <<= 1) {
-#if OBL_CT_AVX512
-        /* vector path: no payload and whole groups of 8 */
-        if (!s->pay && m >= 8) {
-            if (k > 8) {
-                for (size_t b = 0; b < m; b += k)
-                    for (size_t i = 0; i < k / 2; i += 8)
-                        bs_ce8_mirror(s, b + i, b + k - 8 - i);
-                for (size_t j = k / 4; j >= 8; j >>= 1)
-                    for (size_t b = 0; b < m; b += 2 * j)
-                        for (size_t i = 0; i < j; i += 8)
-                            bs_ce8(s, b + i, b + i + j);
-            }
-            bs_small8(s, m, k);
-            continue;
-        }
-#endif
-        /* mirror step: blocks of k, element b + i against b + k - 1 - i */
-        for (size_t b = 0; b < m; b += k)
-            for (size_t i = 0; i < k / 2; i++)
-                bs_ce(s, b + i, b + k - 1 - i);
-        for (size_t j = k / 4; j > 0; j >>= 1)
-            for (size_t b = 0; b < m; b += 2 * j)
-                for (size_t i = 0; i < j; i++)
-                    bs_ce(s, b + i, b + i + j);
+    size_t esz = 8 + (s->aux ? 8 : 0) + (s->pay ? s->vs : 0);
+    size_t C = 8;
+    while (C * 2 * esz <= BS_BLOCK_BYTES)
+        C <<= 1;
+    if (C > m)
+        C = m;
+    for (size_t b = 0; b < m; b += C)
+        for (size_t k = 2; k <= C; k <<= 1)
+            bs_steps(s, b, b + C, k, 1, k / 4, 1);
+    for (size_t k = 2 * C; k <= m; k <<= 1) {
+        bs_steps(s, 0, m, k, 1, k / 4, C); /* mirror and spans above C */
+        size_t jt = k / 4 < C / 2 ? k / 4 : C / 2;
+        for (size_t b = 0; b < m; b += C)
+            bs_steps(s, b, b + C, k, 0, jt, 1);
     }
 }
 
@@ -199,8 +245,15 @@ obl_err nr_build32(obl_nroram *o, uint64_t n, const unsigned char *data, size_t 
         goto out;
     }
 
+    /* the payloads stay in id order until step 4 */
+    if (pay) {
+        memset(pay, 0, pb);
+        size_t len = data_len < n * vs ? data_len : n * vs;
+        memcpy(pay, data, len);
+        OBL_SECRET(pay, pb);
+    }
     for (int attempt = 0;; attempt++) {
-        /* 1. leaves, keys and payloads, in id order */
+        /* 1. leaves and keys, in id order */
         for (size_t i = 0; i < W; i++) {
             if (i < n) {
                 uint64_t leaf = obl_prg_bits(&o->prg, logL);
@@ -209,18 +262,13 @@ obl_err nr_build32(obl_nroram *o, uint64_t n, const unsigned char *data, size_t 
             } else {
                 key[i] = BUILD_EMPTY;
             }
-        }
-        if (pay) {
-            memset(pay, 0, pb);
-            size_t len = data_len < n * vs ? data_len : n * vs;
-            memcpy(pay, data, len);
-            OBL_SECRET(pay, pb);
+            aux[i] = 0;
         }
         /* the leaves and everything derived from them are secret */
         OBL_SECRET(key, kb);
         OBL_SECRET(leaves_out, n * sizeof(uint32_t));
-        /* 2. sort by (leaf, id) */
-        bsort s1 = {key, NULL, pay, vs};
+        /* 2. sort the keys by (leaf, id) */
+        bsort s1 = {key, NULL, NULL, vs};
         bs_sort(&s1, m);
 
         /* 3. first fit: slot of each block */
@@ -244,8 +292,8 @@ obl_err nr_build32(obl_nroram *o, uint64_t n, const unsigned char *data, size_t 
             t = obl_ct_select64(to_stash, stash, t);
             stash += to_stash;
             prev = leaf;
-            key[i] = t;
-            aux[i] = leaf << 32 | id;
+            key[i] = id;
+            aux[i] = t << 32 | leaf;
         }
         /* LEAK: whether first fit overflowed the tree and the stash; it
          * needs more than S blocks above the root, probability far below the
@@ -258,10 +306,17 @@ obl_err nr_build32(obl_nroram *o, uint64_t n, const unsigned char *data, size_t 
         }
     }
 
-    /* 4. sort by slot, then expand: element at i goes to key[i] >= i */
+    /* 4. back to id order (keys only), where the payloads are; then sort
+     * by slot with the payloads and expand: element at i goes to
+     * key[i] >= i */
     {
-        for (size_t i = n; i < W; i++)
-            key[i] = BUILD_EMPTY, aux[i] = 0;
+        bsort s3 = {key, aux, NULL, vs};
+        bs_sort(&s3, m); /* key[i] = i for i < n now */
+        for (size_t i = 0; i < W; i++) {
+            uint64_t real = obl_ct_lt64(i, n); /* public */
+            key[i] = obl_ct_select64(real, aux[i] >> 32, BUILD_EMPTY);
+            aux[i] = obl_ct_select64(real, (aux[i] & 0xffffffffu) << 32 | i, 0);
+        }
         bsort s2 = {key, aux, pay, vs};
         bs_sort(&s2, m);
         unsigned top = 0;
