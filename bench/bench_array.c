@@ -13,13 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "harness.h"
-#include "plain_array.h"
-
-typedef struct {
-    uint64_t *read_idx, *write_idx;
-    unsigned char *pool;
-} array_state;
+#include "bench_array.h"
 
 static int array_check(const bench_params *p, char *msg, size_t len)
 {
@@ -30,46 +24,32 @@ static int array_check(const bench_params *p, char *msg, size_t len)
         return 1;
     }
     double need = (double)p->n * (double)p->value_bytes + 16.0 * (double)p->queries;
-    double have = (double)bench_get_env()->memory_kb * 1024.0;
-    if (have > 0 && need > have) {
-        snprintf(msg, len, "N=%" PRIu64 " x %" PRIu64 " bytes needs %.0f MiB, the machine has %.0f MiB",
-                 p->n, p->value_bytes, need / 1048576.0, have / 1048576.0);
-        return 1;
-    }
-    return 0;
+    return bench_check_memory(p, need, 1.0, msg, len);
 }
 
-static void array_teardown(void *state)
+double bench_plain_array_reads(bench_case *c, const plain_array *a, const uint64_t *idx,
+                               unsigned char *buf, const char *latency_name,
+                               const char *qps_name)
 {
-    array_state *s = (array_state *)state;
-    if (!s)
-        return;
-    free(s->read_idx);
-    free(s->write_idx);
-    free(s->pool);
-    free(s);
+    size_t vb = (size_t)c->p.value_bytes;
+    uint64_t q = c->p.queries, acc = 0, t0 = bench_now_ns();
+    for (uint64_t i = 0; i < q; i++) {
+        (void)plain_array_read(a, idx[i], buf);
+        acc += buf[0] ^ buf[vb - 1];
+    }
+    uint64_t t1 = bench_now_ns();
+    bench_consume(acc);
+    return bench_record_phase(c, latency_name, qps_name, t0, t1, q);
 }
 
 static void *array_setup(const bench_case *c)
 {
-    array_state *s = calloc(1, sizeof(*s));
-    if (!s)
-        return NULL;
-    s->read_idx = malloc(c->p.queries * sizeof(uint64_t));
-    s->write_idx = malloc(c->p.queries * sizeof(uint64_t));
-    s->pool = bench_value_pool(c->p.value_bytes, c->p.seed);
-    if (!s->read_idx || !s->write_idx || !s->pool) {
-        array_teardown(s);
-        return NULL;
-    }
-    bench_shuffled_indices(s->read_idx, c->p.queries, c->p.n, c->p.seed * 3 + 1);
-    bench_shuffled_indices(s->write_idx, c->p.queries, c->p.n, c->p.seed * 3 + 2);
-    return s;
+    return bench_rw_workload_new(&c->p);
 }
 
 static int array_run(bench_case *c, void *state)
 {
-    array_state *s = (array_state *)state;
+    const bench_rw_workload *s = (const bench_rw_workload *)state;
     uint64_t n = c->p.n, q = c->p.queries;
     size_t vb = (size_t)c->p.value_bytes;
     bench_counter cnt = {0};
@@ -78,8 +58,8 @@ static int array_run(bench_case *c, void *state)
     if (!buf)
         return 1;
 
-    size_t rss0 = bench_rss_bytes();
-    uint64_t t0 = bench_now_ns();
+    bench_build b;
+    bench_build_start(&b);
     plain_array *a = NULL;
     if (plain_array_create(&a, n, vb, &al) != OBL_OK) {
         fprintf(stderr, "obl-bench: array: cannot create N=%" PRIu64 "\n", n);
@@ -88,41 +68,25 @@ static int array_run(bench_case *c, void *state)
     }
     for (uint64_t i = 0; i < n; i++)
         (void)plain_array_write(a, i, s->pool + (i % BENCH_POOL) * vb);
-    uint64_t t1 = bench_now_ns();
-    size_t rss1 = bench_rss_bytes();
-    bench_record(c, "Initialization_time_us", (double)(t1 - t0) / 1000.0);
+    bench_build_done(c, &b);
 
-    uint64_t acc = 0;
-    t0 = bench_now_ns();
-    for (uint64_t i = 0; i < q; i++) {
-        (void)plain_array_read(a, s->read_idx[i], buf);
-        acc += buf[0] ^ buf[vb - 1];
-    }
-    t1 = bench_now_ns();
-    bench_consume(acc);
-    bench_record(c, "Read_latency_us", bench_us_per_op(t0, t1, q));
-    bench_record(c, "Read_throughput_qps", (double)q * 1e9 / (double)(t1 - t0));
+    bench_plain_array_reads(c, a, s->read_idx, buf, "Read_latency_us", "Read_throughput_qps");
 
-    t0 = bench_now_ns();
+    uint64_t t0 = bench_now_ns();
     for (uint64_t i = 0; i < q; i++)
         (void)plain_array_write(a, s->write_idx[i], s->pool + (i % BENCH_POOL) * vb);
-    t1 = bench_now_ns();
-    bench_record(c, "Write_latency_us", bench_us_per_op(t0, t1, q));
-    bench_record(c, "Write_throughput_qps", (double)q * 1e9 / (double)(t1 - t0));
+    uint64_t t1 = bench_now_ns();
+    bench_record_phase(c, "Write_latency_us", "Write_throughput_qps", t0, t1, q);
 
     /* the last write to an index is what a read must see: a cheap check
      * that the timed loops did what they claim */
     uint64_t last = q - 1, idx = s->write_idx[last];
     int ok = plain_array_read(a, idx, buf) == OBL_OK &&
              !memcmp(buf, s->pool + (last % BENCH_POOL) * vb, vb);
-    bench_record_memory(c, plain_array_memory_bytes(a), rss0, rss1);
-    plain_array_destroy(a);
     free(buf);
-    if (cnt.live != 0 || !ok) {
-        fprintf(stderr, "obl-bench: array: self-check failed\n");
-        return 1;
-    }
-    return 0;
+    bench_record_memory(c, plain_array_memory_bytes(a), &b);
+    plain_array_destroy(a);
+    return bench_rep_status(c, !ok, &cnt);
 }
 
 static void array_plan(bench_plan *pl, uint64_t n)
@@ -147,6 +111,6 @@ const bench_type bench_array = {
     .check = array_check,
     .setup = array_setup,
     .run = array_run,
-    .teardown = array_teardown,
+    .teardown = bench_rw_workload_delete,
     .plan = array_plan,
 };

@@ -25,14 +25,13 @@
 
 #include <obl/oram.h>
 
-#include "harness.h"
-#include "plain_array.h"
+#include "bench_array.h"
 
 typedef struct {
-    uint64_t *read_idx, *write_idx;
-    unsigned char *pool;
-    unsigned char *init; /* roram: the initial values */
+    bench_rw_workload *w;
+    unsigned char *init; /* the initial values, by index */
     uint64_t *pos;       /* nroram: positions, one per id */
+    unsigned char *buf;  /* one value: what reads return */
 } oram_state;
 
 static int oram_check(const bench_params *p, char *msg, size_t len, int nr)
@@ -57,13 +56,7 @@ static int oram_check(const bench_params *p, char *msg, size_t len, int nr)
     double per = nr ? 2.0 * (2.0 * p->key_bytes + p->value_bytes) + 8
                     : 2.0 * ((double)p->value_bytes + 8) + 2 * (double)p->value_bytes;
     double need = (double)p->n * per + 16.0 * (double)p->queries;
-    double have = (double)bench_get_env()->memory_kb * 1024.0;
-    if (have > 0 && need > have * 0.8) {
-        snprintf(msg, len, "N=%" PRIu64 " needs about %.0f MiB, the machine has %.0f MiB", p->n,
-                 need / 1048576.0, have / 1048576.0);
-        return 1;
-    }
-    return 0;
+    return bench_check_memory(p, need, 0.8, msg, len);
 }
 
 static int nroram_check(const bench_params *p, char *msg, size_t len)
@@ -81,11 +74,10 @@ static void oram_teardown(void *state)
     oram_state *s = (oram_state *)state;
     if (!s)
         return;
-    free(s->read_idx);
-    free(s->write_idx);
-    free(s->pool);
+    bench_rw_workload_delete(s->w);
     free(s->init);
     free(s->pos);
+    free(s->buf);
     free(s);
 }
 
@@ -94,59 +86,53 @@ static void *oram_setup(const bench_case *c)
     oram_state *s = calloc(1, sizeof(*s));
     if (!s)
         return NULL;
-    s->read_idx = malloc(c->p.queries * sizeof(uint64_t));
-    s->write_idx = malloc(c->p.queries * sizeof(uint64_t));
-    s->pool = bench_value_pool(c->p.value_bytes, c->p.seed);
     s->pos = malloc(c->p.n * sizeof(uint64_t));
     s->init = malloc(c->p.n * c->p.value_bytes);
-    if (!s->read_idx || !s->write_idx || !s->pool || !s->pos || !s->init) {
+    s->buf = malloc(c->p.value_bytes);
+    s->w = bench_rw_workload_new(&c->p);
+    if (!s->pos || !s->init || !s->buf || !s->w) {
         oram_teardown(s);
         return NULL;
     }
-    bench_shuffled_indices(s->read_idx, c->p.queries, c->p.n, c->p.seed * 3 + 1);
-    bench_shuffled_indices(s->write_idx, c->p.queries, c->p.n, c->p.seed * 3 + 2);
     size_t vb = (size_t)c->p.value_bytes;
     for (uint64_t i = 0; i < c->p.n; i++)
-        memcpy(s->init + i * vb, s->pool + (i % BENCH_POOL) * vb, vb);
+        memcpy(s->init + i * vb, s->w->pool + (i % BENCH_POOL) * vb, vb);
     return s;
 }
 
-/* The plain array on the same reads: the baseline of this run. */
-static double baseline_read_us(const oram_state *s, const bench_case *c)
+/*
+ * The end of a repetition, after the ORAM is destroyed: the plain array on
+ * the same reads, the baseline of this run (Baseline_read_latency_us), the
+ * ratio to the ORAM's read latency (Read_slowdown_ratio), and the checks.
+ * Returns the repetition's status.
+ */
+static int oram_finish(bench_case *c, const oram_state *s, double read_us, int ok,
+                       const bench_counter *cnt)
 {
     size_t vb = (size_t)c->p.value_bytes;
     plain_array *a = NULL;
-    if (plain_array_create(&a, c->p.n, vb, NULL) != OBL_OK)
-        return -1;
+    if (plain_array_create(&a, c->p.n, vb, NULL) != OBL_OK) {
+        fprintf(stderr, "obl-bench: %s: cannot create the baseline array\n", c->type->name);
+        return 1;
+    }
     for (uint64_t i = 0; i < c->p.n; i++)
         (void)plain_array_write(a, i, s->init + i * vb);
-    unsigned char *buf = malloc(vb);
-    if (!buf) {
-        plain_array_destroy(a);
-        return -1;
-    }
-    uint64_t acc = 0, t0 = bench_now_ns();
-    for (uint64_t i = 0; i < c->p.queries; i++) {
-        (void)plain_array_read(a, s->read_idx[i], buf);
-        acc += buf[0] ^ buf[vb - 1];
-    }
-    uint64_t t1 = bench_now_ns();
-    bench_consume(acc);
-    free(buf);
+    double bl =
+        bench_plain_array_reads(c, a, s->w->read_idx, s->buf, "Baseline_read_latency_us", NULL);
     plain_array_destroy(a);
-    return bench_us_per_op(t0, t1, c->p.queries);
+    bench_record(c, "Read_slowdown_ratio", read_us / bl);
+    return bench_rep_status(c, !ok, cnt);
 }
 
 static int nroram_run(bench_case *c, void *state)
 {
     oram_state *s = (oram_state *)state;
+    const bench_rw_workload *w = s->w;
     uint64_t n = c->p.n, q = c->p.queries;
     size_t vb = (size_t)c->p.value_bytes;
     bench_counter cnt = {0};
     obl_allocator al = bench_counting_allocator(&cnt);
-    unsigned char *buf = malloc(vb);
-    if (!buf)
-        return 1;
+    unsigned char *buf = s->buf;
     obl_nroram_params p;
     memset(&p, 0, sizeof(p));
     p.capacity = n;
@@ -155,36 +141,30 @@ static int nroram_run(bench_case *c, void *state)
     p.alloc = &al;
     int ok = 1;
 
-    size_t rss0 = bench_rss_bytes();
-    uint64_t t0 = bench_now_ns();
+    bench_build b;
+    bench_build_start(&b);
     obl_nroram *o = NULL;
     if (obl_nroram_create(&o, &p) != OBL_OK) {
         fprintf(stderr, "obl-bench: nroram: cannot create N=%" PRIu64 "\n", n);
-        free(buf);
         return 1;
     }
     for (uint64_t i = 0; i < n && ok; i++)
         ok = obl_nroram_insert(o, i, s->init + i * vb, &s->pos[i]) == OBL_OK;
-    uint64_t t1 = bench_now_ns();
-    size_t rss1 = bench_rss_bytes();
-    bench_record(c, "Initialization_time_us", (double)(t1 - t0) / 1000.0);
+    bench_build_done(c, &b);
 
-    uint64_t acc = 0;
-    t0 = bench_now_ns();
+    uint64_t acc = 0, t0 = bench_now_ns();
     for (uint64_t i = 0; i < q; i++) {
-        uint64_t id = s->read_idx[i], np = obl_nroram_random_pos(o);
+        uint64_t id = w->read_idx[i], np = obl_nroram_random_pos(o);
         ok &= obl_nroram_access(o, id, s->pos[id], np, OBL_ORAM_READ, NULL, buf, NULL) == OBL_OK;
         s->pos[id] = np;
         acc += buf[0] ^ buf[vb - 1];
     }
-    t1 = bench_now_ns();
+    uint64_t t1 = bench_now_ns();
     bench_consume(acc);
-    double rl = bench_us_per_op(t0, t1, q);
-    bench_record(c, "Read_latency_us", rl);
-    bench_record(c, "Read_throughput_qps", (double)q * 1e9 / (double)(t1 - t0));
+    double rl = bench_record_phase(c, "Read_latency_us", "Read_throughput_qps", t0, t1, q);
     /* the reads above must have returned the initial values */
     for (uint64_t i = 0; i < 64 && i < q; i++) {
-        uint64_t id = s->read_idx[q - 1 - i], np = obl_nroram_random_pos(o);
+        uint64_t id = w->read_idx[q - 1 - i], np = obl_nroram_random_pos(o);
         ok &= obl_nroram_access(o, id, s->pos[id], np, OBL_ORAM_READ, NULL, buf, NULL) == OBL_OK;
         s->pos[id] = np;
         ok &= !memcmp(buf, s->init + id * vb, vb);
@@ -192,116 +172,89 @@ static int nroram_run(bench_case *c, void *state)
 
     t0 = bench_now_ns();
     for (uint64_t i = 0; i < q; i++) {
-        uint64_t id = s->write_idx[i], np = obl_nroram_random_pos(o);
+        uint64_t id = w->write_idx[i], np = obl_nroram_random_pos(o);
         ok &= obl_nroram_access(o, id, s->pos[id], np, OBL_ORAM_WRITE,
-                                s->pool + (i % BENCH_POOL) * vb, NULL, NULL) == OBL_OK;
+                                w->pool + (i % BENCH_POOL) * vb, NULL, NULL) == OBL_OK;
         s->pos[id] = np;
     }
     t1 = bench_now_ns();
-    bench_record(c, "Write_latency_us", bench_us_per_op(t0, t1, q));
-    bench_record(c, "Write_throughput_qps", (double)q * 1e9 / (double)(t1 - t0));
+    bench_record_phase(c, "Write_latency_us", "Write_throughput_qps", t0, t1, q);
     {
-        uint64_t last = q - 1, id = s->write_idx[last], np = obl_nroram_random_pos(o);
+        uint64_t last = q - 1, id = w->write_idx[last], np = obl_nroram_random_pos(o);
         ok &= obl_nroram_access(o, id, s->pos[id], np, OBL_ORAM_READ, NULL, buf, NULL) == OBL_OK;
         s->pos[id] = np;
-        ok &= !memcmp(buf, s->pool + (last % BENCH_POOL) * vb, vb);
+        ok &= !memcmp(buf, w->pool + (last % BENCH_POOL) * vb, vb);
     }
     obl_oram_stats st;
     obl_nroram_stats(o, &st);
     bench_record(c, "Stash_max_blocks", (double)st.stash_max);
-    bench_record_memory(c, obl_nroram_memory_bytes(o), rss0, rss1);
+    bench_record_memory(c, obl_nroram_memory_bytes(o), &b);
     obl_nroram_destroy(o);
-    double bl = baseline_read_us(s, c);
-    bench_record(c, "Baseline_read_latency_us", bl);
-    bench_record(c, "Read_slowdown_ratio", bl > 0 ? rl / bl : 0);
-    free(buf);
-    if (cnt.live != 0 || !ok) {
-        fprintf(stderr, "obl-bench: nroram: self-check failed\n");
-        return 1;
-    }
-    return 0;
+    return oram_finish(c, s, rl, ok, &cnt);
 }
 
 static int roram_run(bench_case *c, void *state)
 {
     oram_state *s = (oram_state *)state;
+    const bench_rw_workload *w = s->w;
     uint64_t n = c->p.n, q = c->p.queries;
     size_t vb = (size_t)c->p.value_bytes;
     bench_counter cnt = {0};
     obl_allocator al = bench_counting_allocator(&cnt);
-    unsigned char *buf = malloc(vb);
-    if (!buf)
-        return 1;
+    unsigned char *buf = s->buf;
     obl_roram_params p;
     memset(&p, 0, sizeof(p));
     p.n = n;
     p.value_size = vb;
     p.alloc = &al;
-    int ok = 1;
 
     /* the all-zero build, timed on its own */
-    {
-        uint64_t t0 = bench_now_ns();
-        obl_roram *z = NULL;
-        ok = obl_roram_create(&z, &p) == OBL_OK;
-        uint64_t t1 = bench_now_ns();
-        bench_record(c, "Zero_init_time_us", (double)(t1 - t0) / 1000.0);
-        obl_roram_destroy(z);
-    }
-
-    size_t rss0 = bench_rss_bytes();
     uint64_t t0 = bench_now_ns();
     obl_roram *r = NULL;
+    int ok = obl_roram_create(&r, &p) == OBL_OK;
+    uint64_t t1 = bench_now_ns();
+    bench_record(c, "Zero_init_time_us", (double)(t1 - t0) / 1000.0);
+    obl_roram_destroy(r);
+    r = NULL;
+
+    bench_build b;
+    bench_build_start(&b);
     if (!ok || obl_roram_create_from(&r, &p, s->init) != OBL_OK) {
         fprintf(stderr, "obl-bench: roram: cannot create N=%" PRIu64 "\n", n);
-        free(buf);
         return 1;
     }
-    uint64_t t1 = bench_now_ns();
-    size_t rss1 = bench_rss_bytes();
-    bench_record(c, "Initialization_time_us", (double)(t1 - t0) / 1000.0);
+    bench_build_done(c, &b);
 
     uint64_t acc = 0;
     t0 = bench_now_ns();
     for (uint64_t i = 0; i < q; i++) {
-        ok &= obl_roram_read(r, s->read_idx[i], buf) == OBL_OK;
+        ok &= obl_roram_read(r, w->read_idx[i], buf) == OBL_OK;
         acc += buf[0] ^ buf[vb - 1];
     }
     t1 = bench_now_ns();
     bench_consume(acc);
-    double rl = bench_us_per_op(t0, t1, q);
-    bench_record(c, "Read_latency_us", rl);
-    bench_record(c, "Read_throughput_qps", (double)q * 1e9 / (double)(t1 - t0));
+    double rl = bench_record_phase(c, "Read_latency_us", "Read_throughput_qps", t0, t1, q);
     for (uint64_t i = 0; i < 64 && i < q; i++) {
-        uint64_t idx = s->read_idx[q - 1 - i];
+        uint64_t idx = w->read_idx[q - 1 - i];
         ok &= obl_roram_read(r, idx, buf) == OBL_OK && !memcmp(buf, s->init + idx * vb, vb);
     }
 
     t0 = bench_now_ns();
     for (uint64_t i = 0; i < q; i++)
-        ok &= obl_roram_write(r, s->write_idx[i], s->pool + (i % BENCH_POOL) * vb) == OBL_OK;
+        ok &= obl_roram_write(r, w->write_idx[i], w->pool + (i % BENCH_POOL) * vb) == OBL_OK;
     t1 = bench_now_ns();
-    bench_record(c, "Write_latency_us", bench_us_per_op(t0, t1, q));
-    bench_record(c, "Write_throughput_qps", (double)q * 1e9 / (double)(t1 - t0));
+    bench_record_phase(c, "Write_latency_us", "Write_throughput_qps", t0, t1, q);
     {
         uint64_t last = q - 1;
-        ok &= obl_roram_read(r, s->write_idx[last], buf) == OBL_OK &&
-              !memcmp(buf, s->pool + (last % BENCH_POOL) * vb, vb);
+        ok &= obl_roram_read(r, w->write_idx[last], buf) == OBL_OK &&
+              !memcmp(buf, w->pool + (last % BENCH_POOL) * vb, vb);
     }
     obl_oram_stats st;
     obl_roram_stats(r, &st);
     bench_record(c, "Stash_max_blocks", (double)st.stash_max);
-    bench_record_memory(c, obl_roram_memory_bytes(r), rss0, rss1);
+    bench_record_memory(c, obl_roram_memory_bytes(r), &b);
     obl_roram_destroy(r);
-    double bl = baseline_read_us(s, c);
-    bench_record(c, "Baseline_read_latency_us", bl);
-    bench_record(c, "Read_slowdown_ratio", bl > 0 ? rl / bl : 0);
-    free(buf);
-    if (cnt.live != 0 || !ok) {
-        fprintf(stderr, "obl-bench: roram: self-check failed\n");
-        return 1;
-    }
-    return 0;
+    return oram_finish(c, s, rl, ok, &cnt);
 }
 
 static void nroram_plan(bench_plan *pl, uint64_t n)

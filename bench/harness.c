@@ -204,6 +204,144 @@ unsigned char *bench_value_pool(uint64_t value_bytes, uint64_t seed)
     return p;
 }
 
+int bench_check_memory(const bench_params *p, double need, double fraction, char *msg,
+                       size_t len)
+{
+    double have = (double)bench_get_env()->memory_kb * 1024.0;
+    if (have <= 0 || need <= have * fraction)
+        return 0;
+    snprintf(msg, len, "N=%" PRIu64 " needs about %.0f MiB, the machine has %.0f MiB", p->n,
+             need / 1048576.0, have / 1048576.0);
+    return 1;
+}
+
+int bench_check_key_space(const bench_params *p, char *msg, size_t len)
+{
+    if (p->key_bytes >= 8 ||
+        (double)p->n + (double)p->queries <= (double)(UINT64_C(1) << (8 * p->key_bytes)))
+        return 0;
+    snprintf(msg, len,
+             "N=%" PRIu64 " present and Q=%" PRIu64 " absent keys do not fit in %" PRIu64
+             "-byte keys",
+             p->n, p->queries, p->key_bytes);
+    return 1;
+}
+
+void bench_rw_workload_delete(void *state)
+{
+    bench_rw_workload *w = (bench_rw_workload *)state;
+    if (!w)
+        return;
+    free(w->read_idx);
+    free(w->write_idx);
+    free(w->pool);
+    free(w);
+}
+
+bench_rw_workload *bench_rw_workload_new(const bench_params *p)
+{
+    bench_rw_workload *w = calloc(1, sizeof(*w));
+    if (!w)
+        return NULL;
+    w->read_idx = malloc(p->queries * sizeof(uint64_t));
+    w->write_idx = malloc(p->queries * sizeof(uint64_t));
+    w->pool = bench_value_pool(p->value_bytes, p->seed);
+    if (!w->read_idx || !w->write_idx || !w->pool) {
+        bench_rw_workload_delete(w);
+        return NULL;
+    }
+    bench_shuffled_indices(w->read_idx, p->queries, p->n, p->seed * 3 + 1);
+    bench_shuffled_indices(w->write_idx, p->queries, p->n, p->seed * 3 + 2);
+    return w;
+}
+
+uint64_t bench_erase_count(const bench_params *p)
+{
+    uint64_t e = p->n / 4;
+    e = e < p->queries ? e : p->queries;
+    return e ? e : 1;
+}
+
+void bench_map_workload_delete(void *state)
+{
+    bench_map_workload *w = (bench_map_workload *)state;
+    if (!w)
+        return;
+    free(w->keys);
+    free(w->hit);
+    free(w->miss);
+    free(w->upd);
+    free(w->era);
+    free(w->pool);
+    free(w->vals);
+    free(w->hit_id);
+    free(w);
+}
+
+/* dst[i] = keys[ids[i]], i < count: the keys in the order of use. */
+static void bench_gather_keys(unsigned char *dst, const unsigned char *keys, const uint64_t *ids,
+                              size_t count, size_t kb)
+{
+    for (size_t i = 0; i < count; i++)
+        memcpy(dst + i * kb, keys + ids[i] * kb, kb);
+}
+
+bench_map_workload *bench_map_workload_new(const bench_params *p, int keep_values)
+{
+    size_t kb = (size_t)p->key_bytes, vb = (size_t)p->value_bytes;
+    size_t n = (size_t)p->n, q = (size_t)p->queries;
+    bench_map_workload *w = calloc(1, sizeof(*w));
+    if (!w)
+        return NULL;
+    w->e = (size_t)bench_erase_count(p);
+    uint64_t *ids = malloc((n > q ? n : q) * sizeof(uint64_t));
+    w->keys = malloc(n * kb);
+    w->hit = malloc(q * kb);
+    w->miss = malloc(q * kb);
+    w->upd = malloc(q * kb);
+    w->era = malloc(w->e * kb);
+    w->pool = bench_value_pool(p->value_bytes, p->seed);
+    if (keep_values) {
+        w->vals = malloc(n * vb);
+        w->hit_id = malloc(q * sizeof(uint64_t));
+    }
+    if (!ids || !w->keys || !w->hit || !w->miss || !w->upd || !w->era || !w->pool ||
+        (keep_values && (!w->vals || !w->hit_id))) {
+        free(ids);
+        bench_map_workload_delete(w);
+        return NULL;
+    }
+    uint64_t kseed = p->seed * 0x9e3779b97f4a7c15ULL + 17;
+    for (size_t i = 0; i < n; i++)
+        bench_make_key(w->keys + i * kb, kb, i, kseed);
+    if (w->vals)
+        for (size_t i = 0; i < n; i++)
+            memcpy(w->vals + i * vb, w->pool + (i % BENCH_POOL) * vb, vb);
+    uint64_t *hit_id = w->hit_id ? w->hit_id : ids;
+    bench_shuffled_indices(hit_id, q, n, p->seed * 5 + 1);
+    bench_gather_keys(w->hit, w->keys, hit_id, q, kb);
+    bench_shuffled_indices(ids, q, n, p->seed * 5 + 2);
+    bench_gather_keys(w->upd, w->keys, ids, q, kb);
+    bench_shuffled_indices(ids, w->e, n, p->seed * 5 + 3); /* e <= n: distinct */
+    bench_gather_keys(w->era, w->keys, ids, w->e, kb);
+    bench_shuffled_indices(ids, q, q, p->seed * 5 + 4); /* ids n .. n+q-1: absent */
+    for (size_t i = 0; i < q; i++)
+        bench_make_key(w->miss + i * kb, kb, n + ids[i], kseed);
+    free(ids);
+    return w;
+}
+
+int bench_rep_status(const bench_case *c, int failed, const bench_counter *cnt)
+{
+    if (failed)
+        fprintf(stderr, "obl-bench: %s N=%" PRIu64 ": self-check failed (a wrong result or an "
+                "error)\n", c->type->name, c->p.n);
+    if (cnt->live != 0)
+        fprintf(stderr, "obl-bench: %s N=%" PRIu64 ": %zu bytes still allocated after destroy\n",
+                c->type->name, c->p.n, cnt->live);
+    return failed || cnt->live != 0;
+}
+
 /* ------------------------------------------------------------ stats -- */
 
 static int bench_cmp_double(const void *a, const void *b)
@@ -257,11 +395,35 @@ void bench_record(bench_case *c, const char *name, double value)
         m->samples[m->count++] = value;
 }
 
-void bench_record_memory(bench_case *c, size_t alloc_bytes, size_t rss_before, size_t rss_after)
+double bench_record_phase(bench_case *c, const char *latency_name, const char *qps_name,
+                          uint64_t t0, uint64_t t1, uint64_t ops)
+{
+    double us = bench_us_per_op(t0, t1, ops);
+    bench_record(c, latency_name, us);
+    if (qps_name)
+        bench_record(c, qps_name, (double)ops * 1e9 / (double)(t1 - t0));
+    return us;
+}
+
+void bench_build_start(bench_build *b)
+{
+    b->rss_before = bench_rss_bytes();
+    b->rss_after = 0;
+    b->t0 = bench_now_ns();
+}
+
+void bench_build_done(bench_case *c, bench_build *b)
+{
+    uint64_t t1 = bench_now_ns();
+    b->rss_after = bench_rss_bytes();
+    bench_record(c, "Initialization_time_us", (double)(t1 - b->t0) / 1000.0);
+}
+
+void bench_record_memory(bench_case *c, size_t alloc_bytes, const bench_build *b)
 {
     bench_record(c, "Memory_kb", (double)alloc_bytes / 1024.0);
     bench_record(c, "Bytes_per_entry", (double)alloc_bytes / (double)c->p.n);
-    double rss = rss_after > rss_before ? (double)(rss_after - rss_before) : 0.0;
+    double rss = b->rss_after > b->rss_before ? (double)(b->rss_after - b->rss_before) : 0.0;
     bench_record(c, "Rss_delta_kb", rss / 1024.0);
 }
 
@@ -386,6 +548,16 @@ void bench_json_number(FILE *f, double x)
         fprintf(f, "%.9g", x);
 }
 
+void bench_json_stats(FILE *f, const bench_stats *s)
+{
+    static const char *const names[] = {"median", "min", "max", "q1", "q3"};
+    const double values[] = {s->median, s->min, s->max, s->q1, s->q3};
+    for (int i = 0; i < 5; i++) {
+        fprintf(f, "%s\"%s\": ", i ? ", " : "", names[i]);
+        bench_json_number(f, values[i]);
+    }
+}
+
 void bench_json_env(FILE *f, const bench_env *e)
 {
     fputs("{\"cpu\": ", f);
@@ -451,24 +623,40 @@ static void bench_report_line(const bench_case *c, char *out, size_t len)
 #undef APPEND
 }
 
-static void bench_write_json(FILE *f, const bench_case *c, const char *report)
+/* "bench": .., "report_type": .., "impl": .. of a JSONL record or plan line. */
+static void bench_json_type(FILE *f, const bench_type *t)
 {
-    const bench_type *t = c->type;
-    fputs("{\"schema\": \"obl-bench/1\", \"bench\": ", f);
+    fputs("\"bench\": ", f);
     bench_json_string(f, t->name);
     fputs(", \"report_type\": ", f);
     bench_json_string(f, t->report_type);
     fputs(", \"impl\": ", f);
     bench_json_string(f, t->impl);
+}
+
+/* "params": {"N": .., "Key_bytes": .., "Value_bytes": .. and the extras
+ * (extra[i], or the flag's default if extra is NULL); the brace is left open. */
+static void bench_json_params(FILE *f, const bench_type *t, uint64_t n, uint64_t key_bytes,
+                              uint64_t value_bytes, const uint64_t *extra)
+{
     fprintf(f,
-            ", \"params\": {\"N\": %" PRIu64 ", \"Key_bytes\": %" PRIu64
+            "\"params\": {\"N\": %" PRIu64 ", \"Key_bytes\": %" PRIu64
             ", \"Value_bytes\": %" PRIu64,
-            c->p.n, c->p.key_bytes, c->p.value_bytes);
+            n, key_bytes, value_bytes);
     for (int i = 0; i < t->nextra; i++) {
         fputs(", ", f);
         bench_json_string(f, t->extra[i].param);
-        fprintf(f, ": %" PRIu64, c->p.extra[i]);
+        fprintf(f, ": %" PRIu64, extra ? extra[i] : t->extra[i].def);
     }
+}
+
+static void bench_write_json(FILE *f, const bench_case *c, const char *report)
+{
+    const bench_type *t = c->type;
+    fputs("{\"schema\": \"obl-bench/1\", ", f);
+    bench_json_type(f, t);
+    fputs(", ", f);
+    bench_json_params(f, t, c->p.n, c->p.key_bytes, c->p.value_bytes, c->p.extra);
     fprintf(f, ", \"queries\": %" PRIu64 ", \"reps\": %" PRIu64 ", \"seed\": %" PRIu64 "}",
             c->p.queries, c->p.reps, c->p.seed);
     fputs(", \"env\": ", f);
@@ -480,16 +668,8 @@ static void bench_write_json(FILE *f, const bench_case *c, const char *report)
         if (i)
             fputs(", ", f);
         bench_json_string(f, m->name);
-        fputs(": {\"median\": ", f);
-        bench_json_number(f, s.median);
-        fputs(", \"min\": ", f);
-        bench_json_number(f, s.min);
-        fputs(", \"max\": ", f);
-        bench_json_number(f, s.max);
-        fputs(", \"q1\": ", f);
-        bench_json_number(f, s.q1);
-        fputs(", \"q3\": ", f);
-        bench_json_number(f, s.q3);
+        fputs(": {", f);
+        bench_json_stats(f, &s);
         fprintf(f, ", \"reps\": %d, \"samples\": [", m->count);
         for (int k = 0; k < m->count; k++) {
             if (k)
@@ -623,24 +803,16 @@ void bench_plan_add(bench_plan *pl, const bench_type *t, uint64_t n, uint64_t ke
                     double est_seconds)
 {
     FILE *f = pl->out;
-    fputs("{\"bench\": ", f);
-    bench_json_string(f, t->name);
-    fputs(", \"report_type\": ", f);
-    bench_json_string(f, t->report_type);
-    fputs(", \"impl\": ", f);
-    bench_json_string(f, t->impl);
+    fputc('{', f);
+    bench_json_type(f, t);
     fprintf(f,
             ", \"args\": [\"--n\", \"%" PRIu64 "\", \"--key-bytes\", \"%" PRIu64
             "\", \"--value-bytes\", \"%" PRIu64 "\"",
             n, key_bytes, value_bytes);
     for (int i = 0; i < t->nextra; i++)
         fprintf(f, ", \"%s\", \"%" PRIu64 "\"", t->extra[i].flag, extra ? extra[i] : t->extra[i].def);
-    fprintf(f,
-            "], \"params\": {\"N\": %" PRIu64 ", \"Key_bytes\": %" PRIu64
-            ", \"Value_bytes\": %" PRIu64,
-            n, key_bytes, value_bytes);
-    for (int i = 0; i < t->nextra; i++)
-        fprintf(f, ", \"%s\": %" PRIu64, t->extra[i].param, extra ? extra[i] : t->extra[i].def);
+    fputs("], ", f);
+    bench_json_params(f, t, n, key_bytes, value_bytes, extra);
     fputs("}, \"est_memory_bytes\": ", f);
     bench_json_number(f, ceil(est_memory_bytes));
     fputs(", \"est_seconds\": ", f);

@@ -96,12 +96,33 @@ int bench_main(int argc, char **argv, const bench_type *const *types, size_t nty
 void bench_record(bench_case *c, const char *name, double value);
 
 /*
+ * Records a timed phase of `ops` operations that ran from t0 to t1
+ * (bench_now_ns() readings): its latency, the wall time over the operations
+ * in us, as latency_name, and, unless qps_name is NULL, its throughput,
+ * operations per second, as qps_name. Returns the latency.
+ */
+double bench_record_phase(bench_case *c, const char *latency_name, const char *qps_name,
+                          uint64_t t0, uint64_t t1, uint64_t ops);
+
+/*
+ * The build of a repetition's structure: bench_build_start() reads the
+ * resident set and then the clock; bench_build_done() the clock and then the
+ * resident set, and records Initialization_time_us.
+ */
+typedef struct bench_build {
+    size_t rss_before, rss_after;
+    uint64_t t0;
+} bench_build;
+void bench_build_start(bench_build *b);
+void bench_build_done(bench_case *c, bench_build *b);
+
+/*
  * Records the measured memory of the structure built in this repetition:
  * Memory_kb (bytes held through its allocator, from a bench_counter),
  * Bytes_per_entry (the same over N) and Rss_delta_kb (resident set growth
- * from before creation to after initialisation, from /proc/self/statm).
+ * over the build b, from /proc/self/statm).
  */
-void bench_record_memory(bench_case *c, size_t alloc_bytes, size_t rss_before, size_t rss_after);
+void bench_record_memory(bench_case *c, size_t alloc_bytes, const bench_build *b);
 
 /* Adds a case to the plan: its parameters (key/value bytes, extras; n as
  * given), the memory it needs and how long it should take. */
@@ -109,7 +130,31 @@ void bench_plan_add(bench_plan *pl, const bench_type *t, uint64_t n, uint64_t ke
                     uint64_t value_bytes, const uint64_t *extra, double est_memory_bytes,
                     double est_seconds);
 
+/* A counting obl_allocator: every byte a structure allocates through it is
+ * counted (live and peak), so memory is measured, not estimated. */
+typedef struct bench_counter {
+    size_t live, peak, calls;
+} bench_counter;
+obl_allocator bench_counting_allocator(bench_counter *c);
+
+/*
+ * The status a run() returns at the end of a repetition: 0, or 1 with a
+ * message on stderr if the repetition's own checks failed (a wrong answer
+ * fails the case, it is not a number) or the destroyed structure left bytes
+ * allocated through its counting allocator.
+ */
+int bench_rep_status(const bench_case *c, int failed, const bench_counter *cnt);
+
 /* ----------------------------------------------------------- helpers -- */
+
+/* For check(): if `need` bytes exceed `fraction` of the machine's memory,
+ * writes the message and returns 1; 0 otherwise (or if unknown). */
+int bench_check_memory(const bench_params *p, double need, double fraction, char *msg,
+                       size_t len);
+
+/* For check() of the map types: N present and Q absent keys must be
+ * distinct K-byte strings; 1 with the message if they cannot be. */
+int bench_check_key_space(const bench_params *p, char *msg, size_t len);
 
 /* CLOCK_MONOTONIC in nanoseconds. */
 uint64_t bench_now_ns(void);
@@ -118,12 +163,6 @@ uint64_t bench_now_ns(void);
  * unavailable. */
 size_t bench_rss_bytes(void);
 
-/* A counting obl_allocator: every byte a structure allocates through it is
- * counted (live and peak), so memory is measured, not estimated. */
-typedef struct bench_counter {
-    size_t live, peak, calls;
-} bench_counter;
-obl_allocator bench_counting_allocator(bench_counter *c);
 
 /* The workload generator (xoshiro256**, Blackman and Vigna 2018): seeded,
  * reproducible, independent of the structures' own PRGs. */
@@ -154,6 +193,37 @@ void bench_make_key(unsigned char *key, size_t kb, uint64_t id, uint64_t seed);
 #define BENCH_POOL 256
 unsigned char *bench_value_pool(uint64_t value_bytes, uint64_t seed);
 
+/*
+ * The workload of the array-like types: Q read and Q write indices (shuffled
+ * passes over [0, N), seeds 3S+1 and 3S+2) and the value pool (seed S).
+ * new returns NULL if out of memory; delete (a bench_type teardown) frees.
+ */
+typedef struct bench_rw_workload {
+    uint64_t *read_idx, *write_idx;
+    unsigned char *pool;
+} bench_rw_workload;
+bench_rw_workload *bench_rw_workload_new(const bench_params *p);
+void bench_rw_workload_delete(void *w);
+
+/*
+ * The workload of the map types, keys stored contiguously in the order the
+ * timed loops use them: N present keys (ids 0..N-1), Q present keys in
+ * shuffled order (hit), Q absent keys (ids N..N+Q-1, miss), Q present keys
+ * in another order (upd), E = bench_erase_count() distinct present keys
+ * (era), and the value pool. With keep_values also the N values by id
+ * (vals[i] = the pool's value i mod BENCH_POOL) and the ids of the hits.
+ * new returns NULL if out of memory; delete (a bench_type teardown) frees.
+ */
+typedef struct bench_map_workload {
+    size_t e;
+    unsigned char *keys, *hit, *miss, *upd, *era, *pool;
+    unsigned char *vals; /* keep_values only, else NULL */
+    uint64_t *hit_id;    /* keep_values only, else NULL */
+} bench_map_workload;
+uint64_t bench_erase_count(const bench_params *p); /* min(Q, N/4), at least 1 */
+bench_map_workload *bench_map_workload_new(const bench_params *p, int keep_values);
+void bench_map_workload_delete(void *w);
+
 /* Nanoseconds between two bench_now_ns() readings, per operation, in us. */
 static inline double bench_us_per_op(uint64_t t0, uint64_t t1, uint64_t ops)
 {
@@ -183,9 +253,11 @@ typedef struct bench_env {
 const bench_env *bench_get_env(void);
 
 /* JSON writers: a quoted, escaped string; a number (null if not finite);
- * the environment as an object. */
+ * the environment as an object; a summary as the members
+ * "median": .., "min": .., "max": .., "q1": .., "q3": .. (no braces). */
 void bench_json_string(FILE *f, const char *s);
 void bench_json_number(FILE *f, double x);
 void bench_json_env(FILE *f, const bench_env *e);
+void bench_json_stats(FILE *f, const bench_stats *s);
 
 #endif /* OBL_BENCH_HARNESS_H */

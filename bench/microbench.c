@@ -104,16 +104,8 @@ static void mb_json_row(FILE *f, const char *bench, const char *variant, uint64_
     fprintf(f, ", \"bytes\": %" PRIu64 ", \"entries\": %" PRIu64 ", \"metrics\": {", bytes,
             entries);
     bench_json_string(f, metric);
-    fputs(": {\"median\": ", f);
-    bench_json_number(f, st.median);
-    fputs(", \"min\": ", f);
-    bench_json_number(f, st.min);
-    fputs(", \"max\": ", f);
-    bench_json_number(f, st.max);
-    fputs(", \"q1\": ", f);
-    bench_json_number(f, st.q1);
-    fputs(", \"q3\": ", f);
-    bench_json_number(f, st.q3);
+    fputs(": {", f);
+    bench_json_stats(f, &st);
     fprintf(f, ", \"reps\": %d}}, \"env\": ", reps);
     bench_json_env(f, bench_get_env());
     fputs("}\n", f);

@@ -1,0 +1,21 @@
+/*
+ * What the plain-array baseline shares with the ORAM benchmark types, which
+ * time the same reads on it in the same run (bench/bench_oram.c).
+ */
+#ifndef OBL_BENCH_ARRAY_H
+#define OBL_BENCH_ARRAY_H
+
+#include "harness.h"
+#include "plain_array.h"
+
+/*
+ * The timed read phase on a plain array: Q reads at idx[0..Q) into buf (of
+ * V bytes), each result folded into a value the compiler must keep;
+ * recorded with bench_record_phase() under the given names (qps_name may be
+ * NULL). Returns the latency in us.
+ */
+double bench_plain_array_reads(bench_case *c, const plain_array *a, const uint64_t *idx,
+                               unsigned char *buf, const char *latency_name,
+                               const char *qps_name);
+
+#endif /* OBL_BENCH_ARRAY_H */
