@@ -1,7 +1,8 @@
 /*
  * Benchmark type `array` (REPORT type RORAM, implementation baseline_array):
  * the plain array of baselines/plain_array.h, the non-oblivious reference
- * for the recursive ORAM. One repetition: create the array and write all N
+ * for both ORAMs (nroram, roram); its default plan runs at every key/value
+ * size theirs do, so each ORAM case has its baseline. One repetition: create the array and write all N
  * indices (Initialization_time_us), Q reads at shuffled indices
  * (Read_latency_us, Read_throughput_qps), Q writes at other shuffled indices
  * (Write_latency_us). Index sequences and values are generated before
@@ -89,14 +90,41 @@ static int array_run(bench_case *c, void *state)
     return bench_rep_status(c, !ok, &cnt);
 }
 
+/* Adds kv to the set kvs[0..*count), kept sorted by key then value bytes. */
+static void array_plan_kv_add(bench_kv *kvs, size_t *count, bench_kv kv)
+{
+    size_t i = 0;
+    while (i < *count && (kvs[i].key_bytes < kv.key_bytes ||
+                          (kvs[i].key_bytes == kv.key_bytes && kvs[i].value_bytes < kv.value_bytes)))
+        i++;
+    if (i < *count && kvs[i].key_bytes == kv.key_bytes && kvs[i].value_bytes == kv.value_bytes)
+        return;
+    memmove(kvs + i + 1, kvs + i, (*count - i) * sizeof(*kvs));
+    kvs[i] = kv;
+    (*count)++;
+}
+
+/* The baseline of the ORAM types: at every key/value size their plans use. */
 static void array_plan(bench_plan *pl, uint64_t n)
 {
     extern const bench_type bench_array;
-    double mem = (double)n * 8 + 16.0 * (double)bench_array.default_queries + 4096;
+    bench_kv kvs[16];
+    size_t count = 0;
+    if (bench_nroram_plan_nkv + bench_roram_plan_nkv > sizeof(kvs) / sizeof(kvs[0])) {
+        fprintf(stderr, "obl-bench: array: too many ORAM plan sizes for its plan\n");
+        abort();
+    }
+    for (size_t i = 0; i < bench_nroram_plan_nkv; i++)
+        array_plan_kv_add(kvs, &count, bench_nroram_plan_kv[i]);
+    for (size_t i = 0; i < bench_roram_plan_nkv; i++)
+        array_plan_kv_add(kvs, &count, bench_roram_plan_kv[i]);
+    double q = (double)bench_array.default_queries;
     double reps = (double)(bench_array.default_reps + 1);
-    double secs = reps * ((double)n * 3e-9 + (double)bench_array.default_queries * 2 * 5e-9) +
-                  (double)bench_array.default_queries * 2 * 1e-8;
-    bench_plan_add(pl, &bench_array, n, 8, 8, NULL, mem, secs);
+    for (size_t i = 0; i < count; i++) {
+        double mem = (double)n * (double)kvs[i].value_bytes + 16.0 * q + 4096;
+        double secs = reps * ((double)n * 3e-9 + q * 2 * 5e-9) + q * 2 * 1e-8;
+        bench_plan_add(pl, &bench_array, n, kvs[i].key_bytes, kvs[i].value_bytes, NULL, mem, secs);
+    }
 }
 
 const bench_type bench_array = {

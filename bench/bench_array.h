@@ -18,4 +18,21 @@ double bench_plain_array_reads(bench_case *c, const plain_array *a, const uint64
                                unsigned char *buf, const char *latency_name,
                                const char *qps_name);
 
+/* A key/value size of a default plan. */
+typedef struct bench_kv {
+    uint64_t key_bytes, value_bytes;
+} bench_kv;
+
+/*
+ * The key/value sizes of the default plans of nroram and roram
+ * (bench/bench_oram.c), at every N. The array's plan runs at each of them,
+ * at every N too, so that every ORAM row of the tables has its baseline
+ * measured in the same run (scripts/obllib/tables.py matches N, Key_bytes
+ * and Value_bytes).
+ */
+extern const bench_kv bench_nroram_plan_kv[];
+extern const size_t bench_nroram_plan_nkv;
+extern const bench_kv bench_roram_plan_kv[];
+extern const size_t bench_roram_plan_nkv;
+
 #endif /* OBL_BENCH_ARRAY_H */

@@ -257,26 +257,33 @@ static int roram_run(bench_case *c, void *state)
     return oram_finish(c, s, rl, ok, &cnt);
 }
 
+const bench_kv bench_nroram_plan_kv[] = {{4, 8}, {8, 8}};
+const size_t bench_nroram_plan_nkv = sizeof(bench_nroram_plan_kv) / sizeof(bench_nroram_plan_kv[0]);
+const bench_kv bench_roram_plan_kv[] = {{8, 8}, {8, 32}, {8, 56}};
+const size_t bench_roram_plan_nkv = sizeof(bench_roram_plan_kv) / sizeof(bench_roram_plan_kv[0]);
+
 static void nroram_plan(bench_plan *pl, uint64_t n)
 {
     extern const bench_type bench_nroram;
     double q = (double)bench_nroram.default_queries, reps = (double)bench_nroram.default_reps + 1;
-    for (uint64_t kb = 4; kb <= 8; kb += 4) {
-        double mem = (double)n * (2.0 * (2.0 * kb + 8) + 24) + 16 * q + 65536;
+    for (size_t i = 0; i < bench_nroram_plan_nkv; i++) {
+        bench_kv kv = bench_nroram_plan_kv[i];
+        double per = 2.0 * (2.0 * (double)kv.key_bytes + (double)kv.value_bytes) + 24;
+        double mem = (double)n * per + 16 * q + 65536;
         double secs = reps * ((double)n * 3e-6 + 2 * q * 3e-6);
-        bench_plan_add(pl, &bench_nroram, n, kb, 8, NULL, mem, secs);
+        bench_plan_add(pl, &bench_nroram, n, kv.key_bytes, kv.value_bytes, NULL, mem, secs);
     }
 }
 
 static void roram_plan(bench_plan *pl, uint64_t n)
 {
     extern const bench_type bench_roram;
-    static const uint64_t vbs[] = {8, 32, 56};
     double q = (double)bench_roram.default_queries, reps = (double)bench_roram.default_reps + 1;
-    for (int i = 0; i < 3; i++) {
-        double mem = (double)n * (3.0 * (double)vbs[i] + 16) + 16 * q + 65536;
+    for (size_t i = 0; i < bench_roram_plan_nkv; i++) {
+        bench_kv kv = bench_roram_plan_kv[i];
+        double mem = (double)n * (3.0 * (double)kv.value_bytes + 16) + 16 * q + 65536;
         double secs = reps * ((double)n * 1e-6 + 2 * q * 1e-5);
-        bench_plan_add(pl, &bench_roram, n, 8, vbs[i], NULL, mem, secs);
+        bench_plan_add(pl, &bench_roram, n, kv.key_bytes, kv.value_bytes, NULL, mem, secs);
     }
 }
 

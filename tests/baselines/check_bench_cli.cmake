@@ -31,11 +31,12 @@ run_bench(plan rc list-cases --max-n 2048)
 string(REGEX REPLACE "\n$" "" plan "${plan}")
 string(REPLACE "\n" ";" plan_lines "${plan}")
 list(LENGTH plan_lines nplan)
-# at least the baselines' 8 cases (array 8/8; hashmap 8/8, 8/56, 32/32; N = 1024,
-# 2048); every registered type adds its own
+# at least the baselines' 14 cases (array at the ORAM plans' sizes 4/8, 8/8,
+# 8/32, 8/56; hashmap 8/8, 8/56, 32/32; N = 1024, 2048); every registered
+# type adds its own
 string(REGEX MATCHALL "\"bench\": *\"(array|hashmap)\"" base_cases "${plan}")
 list(LENGTH base_cases nbase)
-if(NOT rc EQUAL 0 OR NOT nbase EQUAL 8 OR nplan LESS 8)
+if(NOT rc EQUAL 0 OR NOT nbase EQUAL 14 OR nplan LESS 14)
   fail("list-cases --max-n 2048: rc=${rc}, ${nplan} lines, ${nbase} baseline cases")
 endif()
 foreach(line IN LISTS plan_lines)

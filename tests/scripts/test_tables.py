@@ -41,6 +41,20 @@ class TestMeasured(unittest.TestCase):
         self.assertEqual(u.header[-1], "obl ÷ baseline_hashmap")
         self.assertEqual(u.rows[2][-1], "10.0")
 
+    def test_nroram_key_bytes_4_ratio_needs_its_own_baseline(self):
+        key = "NRORAM | Key_bytes=4,Value_bytes=8 | Read_latency_us"
+        k4 = [record("NRORAM", "obl", n, k=4, Read_latency_us=0.8 * (n // 1024)) for n in (1024, 2048)]
+        # the 8-byte baseline of synthetic() is not this row's baseline: no ratio
+        t = {x.key: x for x in tables.measured_tables(synthetic() + k4)}[key]
+        self.assertEqual(t.header, ["N", "obl"])
+        # the array baseline at Key_bytes=4 (as the default plan now runs it): a ratio per row
+        base4 = [record("RORAM", "baseline_array", n, k=4, Read_latency_us=0.02) for n in (1024, 2048)]
+        t = {x.key: x for x in tables.measured_tables(synthetic() + k4 + base4)}[key]
+        self.assertEqual(t.header, ["N", "obl", "baseline_array", "obl ÷ baseline_array"])
+        self.assertEqual([r[3] for r in t.rows], ["40.0", "80.0"])  # 0.8 / 0.02, 1.6 / 0.02
+        self.assertEqual(t.rows[0][2], "0.02000 (0.01960–0.02040)")
+        self.assertIn("same run", t.note)
+
     def test_spread_modes(self):
         t = {x.key: x for x in tables.measured_tables(synthetic(), "iqr")}
         self.assertEqual(t["RORAM | Key_bytes=8,Value_bytes=8 | Read_latency_us"].rows[0][1],
