@@ -159,7 +159,7 @@ obl_err nr_create(obl_nroram **out, const obl_nroram_params *p)
     o->bstride = bstride;
     o->doff = NR_Z * msz;
     o->bmeta_bytes = (size_t)nslots * msz;
-    o->bdata_bytes = (size_t)nslots * vs;
+    o->bdata_bytes = (size_t)P * vs;
     o->tmp_bytes = vs;
 
     obl_err err = OBL_OK;

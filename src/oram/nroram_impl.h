@@ -33,27 +33,9 @@
 #define NR_SEL(c, a, b) obl_ct_select64((c), (a), (b))
 #endif
 
-/* Copies a bucket's Z data blocks; fixed sizes for the common block sizes
- * so that the copy is a few vector moves instead of a call. Public: vs. */
-static inline void NR_F(nr_copy_data)(unsigned char *dst, const unsigned char *src, size_t vs)
-{
-    switch (vs) {
-    case 8:
-        memcpy(dst, src, NR_Z * 8);
-        break;
-    case 32:
-        memcpy(dst, src, NR_Z * 32);
-        break;
-    case 56:
-        memcpy(dst, src, NR_Z * 56);
-        break;
-    case 64:
-        memcpy(dst, src, NR_Z * 64);
-        break;
-    default:
-        memcpy(dst, src, NR_Z * vs);
-    }
-}
+/* Bytes of a bucket prefetched: whole buckets up to about 1 KiB (blocks of
+ * up to about 500 bytes); beyond that the prefetches would only queue. */
+#define NR_PREFETCH_MAX 1024u
 
 /* Bucket indices of path `leaf` into o->pathb, prefetching every bucket:
  * the deep levels miss the caches, and the misses overlap instead of
@@ -67,8 +49,7 @@ static inline void NR_F(nr_path_index)(obl_nroram *o, uint64_t leaf)
         uint64_t b = (((uint64_t)1 << k) - 1) + (leaf >> (logL - k));
         bk[k] = b;
         const unsigned char *p = o->tree + b * bstride;
-        __builtin_prefetch(p);
-        for (size_t off = 64; off < bstride && off <= 256; off += 64)
+        for (size_t off = 0; off < bstride && off < NR_PREFETCH_MAX; off += 64)
             __builtin_prefetch(p + off);
     }
 }
@@ -90,18 +71,19 @@ static inline void NR_F(nr_prefetch_evictions)(const obl_nroram *o)
         for (uint32_t k = 0; k < D; k++) {
             uint64_t b = (((uint64_t)1 << k) - 1) + (leaf >> (logL - k));
             const unsigned char *p = o->tree + b * o->bstride;
-            __builtin_prefetch(p, 1);
-            for (size_t off = 64; off < o->bstride && off <= 256; off += 64)
-                __builtin_prefetch(p + off, 1);
+            for (size_t off = 0; off < o->bstride && off < NR_PREFETCH_MAX; off += 64)
+                __builtin_prefetch(p + off, 1, 2); /* to L2: used after the read */
         }
     }
 }
 
-/* Copies path `leaf` into the buffer after the stash. Public: leaf. */
+/* Copies the metadata of path `leaf` into the buffer after the stash (the
+ * data blocks stay in the tree: the eviction swaps them in place).
+ * Public: leaf. */
 static void NR_F(nr_load_path)(obl_nroram *o, uint64_t leaf)
 {
     NR_META *bm = (NR_META *)o->bmeta;
-    const size_t vs = o->vs, bstride = o->bstride, doff = o->doff;
+    const size_t bstride = o->bstride;
     NR_F(nr_path_index)(o, leaf);
     for (uint32_t k = 0; k < o->D; k++) {
         uint64_t b = o->pathb[k];
@@ -109,22 +91,21 @@ static void NR_F(nr_load_path)(obl_nroram *o, uint64_t leaf)
         const unsigned char *src = o->tree + b * bstride;
         OBL_TRACE_TOUCH(OBL_TRACE_REGION_ORAM_TREE, OBL_TRACE_READ, b, 1);
         memcpy(&bm[s], src, NR_Z * sizeof(NR_META));
-        NR_F(nr_copy_data)(o->bdata + s * vs, src + doff, vs);
     }
 }
 
-/* Writes the buffer back to the path last loaded. Public: that path. */
+/* Writes the buffer's metadata back to the path last loaded. Public: that
+ * path. */
 static void NR_F(nr_store_path)(obl_nroram *o)
 {
     const NR_META *bm = (const NR_META *)o->bmeta;
-    const size_t vs = o->vs, bstride = o->bstride, doff = o->doff;
+    const size_t bstride = o->bstride;
     for (uint32_t k = 0; k < o->D; k++) {
         uint64_t b = o->pathb[k];
         size_t s = o->P + (size_t)k * NR_Z;
         unsigned char *dst = o->tree + b * bstride;
         OBL_TRACE_TOUCH(OBL_TRACE_REGION_ORAM_TREE, OBL_TRACE_WRITE, b, 1);
         memcpy(dst, &bm[s], NR_Z * sizeof(NR_META));
-        NR_F(nr_copy_data)(dst + doff, o->bdata + s * vs, vs);
     }
 }
 
@@ -286,8 +267,9 @@ static void NR_F(nr_evict_buf)(obl_nroram *o, uint64_t e)
         uint64_t c0 = doswap ^ c1;
         NR_F(nr_meta_cswap)(c0, &hm, &bm[s0]);
         NR_F(nr_meta_cswap)(c1, &hm, &bm[s0 + 1]);
-        nr_cswap_blk(c0, hold, o->bdata + (size_t)s0 * vs, vs);
-        nr_cswap_blk(c1, hold, o->bdata + (size_t)(s0 + 1) * vs, vs);
+        unsigned char *bd = o->tree + o->pathb[lv - 1] * o->bstride + o->doff;
+        nr_cswap_blk(c0, hold, bd, vs);
+        nr_cswap_blk(c1, hold, bd + vs, vs);
         holddest = obl_ct_select64(tg, target[lv], obl_ct_select64(towrite, NR_NONE, holddest));
     }
     o->st.evictions++;

@@ -9,12 +9,14 @@
  * | Z data blocks], contiguous: with 8-byte values and 32-bit metadata it is
  * 32 bytes, so a path costs one cache line per level, not two.
  *
- * The path buffer is one contiguous area of P + Z * D slots:
- * [stash (P slots) | root bucket | ... | leaf bucket]. The stash lives there
- * permanently; an eviction copies a path in, works on the buffer only, and
- * copies it back. Its metadata and its data are two arrays, so that the
- * metadata passes read one dense array. The read of the accessed block
- * (ReadAndRemove) scans the path in place: it changes one id only.
+ * The path buffer holds the metadata of P + Z * D slots:
+ * [stash (P slots) | root bucket | ... | leaf bucket], so that the metadata
+ * passes of an eviction read one dense array; an eviction copies the path's
+ * metadata in and back. The data blocks of the stash (P slots) live in
+ * bdata; those of the path stay in the tree, where the eviction's data pass
+ * swaps them in place (copying them out and back would move every byte of
+ * the path twice more). The read of the accessed block (ReadAndRemove)
+ * scans the path in place: it changes one id only.
  *
  * P = stash_size + 1: stash_size blocks may stay in the stash between
  * accesses; the extra slot receives the accessed block before eviction.
@@ -71,7 +73,7 @@ struct obl_nroram {
                             entries, then Z data blocks (at doff) */
     size_t bstride, doff;
     void *bmeta;        /* nslots entries: the path buffer's metadata */
-    unsigned char *bdata; /* nslots * vs */
+    unsigned char *bdata; /* P * vs: the stash's data blocks */
     unsigned char *tmp; /* vs bytes: the block being accessed */
     size_t tree_bytes, bmeta_bytes, bdata_bytes, tmp_bytes;
     /* eviction scratch, D + 1 entries (index 0 = stash, k + 1 = level k) */
