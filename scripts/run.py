@@ -99,13 +99,23 @@ def plan_text(cases, args):
     return plan.format_case_list([("run", c) for c in cases], extra_header=head)
 
 
+NOISE_MAX_N = 2 ** 16
+
+
 def find_noise_case(cases, name):
     if name is None:
-        # The first case of an oblivious implementation: a baseline case takes
-        # nanoseconds and its noise says nothing about the structures measured.
-        for c in cases:
-            if c.get("impl") == "obl":
-                return c
+        # An oblivious implementation's case (a baseline case takes
+        # nanoseconds and its noise says nothing about the structures
+        # measured), the largest one with N <= 2^16: the smallest cases run
+        # for milliseconds and measure timer and scheduling jitter more than
+        # the machine's run-to-run noise.
+        obl = [c for c in cases if c.get("impl") == "obl"]
+        mid = [c for c in obl if (c.get("params") or {}).get("N", 0) <= NOISE_MAX_N]
+        if mid:
+            top = max(c["params"]["N"] for c in mid)
+            return next(c for c in mid if c["params"]["N"] == top)
+        if obl:
+            return obl[0]
         return cases[0] if cases else None
     for c in cases:
         if plan.case_name(c) == name:
