@@ -526,6 +526,7 @@ int main(int argc, char **argv)
         queue_rate(1 << 16, 2000000, 4, 80, 32);
         queue_rate(1 << 16, 2000000, 4, 90, 32);
         queue_rate(1 << 16, 2000000, 2, 80, 32);
+        queue_rate(1 << 16, 2000000, 0, 80, 32); /* automatic B (5 here) */
     }
     return test_done("test_omap");
 }
