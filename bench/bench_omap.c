@@ -5,7 +5,9 @@
  *   Initialization_time_us  obl_omap_build from N distinct random pairs
  *                           (hashing, placement and the ORAM's bulk build)
  *   Get_latency_us          Q gets of present keys, shuffled (every key
- *                           equally often); Get_throughput_qps likewise
+ *                           equally often); Get_throughput_qps likewise;
+ *                           the same phase again as Read_latency_us and
+ *                           Read_throughput_qps, the public harness's names
  *   Get_miss_latency_us     Q gets of absent keys; Get_miss_throughput_qps
  *   Write_latency_us        Q puts that replace the value of present keys
  *   Erase_latency_us        E = min(Q, N/4) erases of distinct present keys
@@ -90,7 +92,10 @@ static int umap_run(bench_case *c, void *state)
     }
     uint64_t t1 = bench_now_ns();
     failed |= found != q || bad != 0;
+    /* also under the public harness's name for a UMAP lookup, so that
+     * peers' REPORT lines (Read_*) line up with these in one table */
     bench_record_phase(c, "Get_latency_us", "Get_throughput_qps", t0, t1, q);
+    bench_record_phase(c, "Read_latency_us", "Read_throughput_qps", t0, t1, q);
 
     found = 0;
     t0 = bench_now_ns();
