@@ -37,10 +37,11 @@
  * up to about 500 bytes); beyond that the prefetches would only queue. */
 #define NR_PREFETCH_MAX 1024u
 
-/* Bucket indices of path `leaf` into o->pathb, prefetching every bucket:
- * the deep levels miss the caches, and the misses overlap instead of
- * queueing behind each other. Public: leaf. */
-static inline void NR_F(nr_path_index)(obl_nroram *o, uint64_t leaf)
+/* Bucket indices of path `leaf` into o->pathb; with `prefetch`, prefetches
+ * every bucket: the deep levels miss the caches, and the misses overlap
+ * instead of queueing behind each other (the eviction paths were prefetched
+ * at the start of the access, so their loads pass 0). Public: leaf. */
+static inline void NR_F(nr_path_index)(obl_nroram *o, uint64_t leaf, int prefetch)
 {
     const uint32_t D = o->D, logL = o->logL;
     const size_t bstride = o->bstride;
@@ -48,9 +49,12 @@ static inline void NR_F(nr_path_index)(obl_nroram *o, uint64_t leaf)
     for (uint32_t k = 0; k < D; k++) {
         uint64_t b = (((uint64_t)1 << k) - 1) + (leaf >> (logL - k));
         bk[k] = b;
-        const unsigned char *p = o->tree + b * bstride;
-        for (size_t off = 0; off < bstride && off < NR_PREFETCH_MAX; off += 64)
-            __builtin_prefetch(p + off);
+        if (prefetch) { /* public */
+            const unsigned char *p = o->tree + b * bstride;
+            __builtin_prefetch(p);
+            for (size_t off = 64; off < bstride && off < NR_PREFETCH_MAX; off += 64)
+                __builtin_prefetch(p + off);
+        }
     }
 }
 
@@ -71,8 +75,9 @@ static inline void NR_F(nr_prefetch_evictions)(const obl_nroram *o)
         for (uint32_t k = 0; k < D; k++) {
             uint64_t b = (((uint64_t)1 << k) - 1) + (leaf >> (logL - k));
             const unsigned char *p = o->tree + b * o->bstride;
-            for (size_t off = 0; off < o->bstride && off < NR_PREFETCH_MAX; off += 64)
-                __builtin_prefetch(p + off, 1, 2); /* to L2: used after the read */
+            __builtin_prefetch(p, 1, 2); /* to L2: used after the read */
+            for (size_t off = 64; off < o->bstride && off < NR_PREFETCH_MAX; off += 64)
+                __builtin_prefetch(p + off, 1, 2);
         }
     }
 }
@@ -84,7 +89,7 @@ static void NR_F(nr_load_path)(obl_nroram *o, uint64_t leaf)
 {
     NR_META *bm = (NR_META *)o->bmeta;
     const size_t bstride = o->bstride;
-    NR_F(nr_path_index)(o, leaf);
+    NR_F(nr_path_index)(o, leaf, 0);
     for (uint32_t k = 0; k < o->D; k++) {
         uint64_t b = o->pathb[k];
         size_t s = o->P + (size_t)k * NR_Z;
@@ -282,7 +287,7 @@ uint64_t NR_F(nr_fetch)(obl_nroram *o, uint64_t id, uint64_t pos)
     const size_t vs = o->vs, bstride = o->bstride, doff = o->doff;
     const NR_WORD wid = (NR_WORD)id;
     const uint32_t P = o->P, D = o->D;
-    NR_F(nr_path_index)(o, pos);
+    NR_F(nr_path_index)(o, pos, 1);
     NR_F(nr_prefetch_evictions)(o);
     OBL_TRACE_TOUCH(OBL_TRACE_REGION_ORAM_STASH, OBL_TRACE_RW, 0, P);
     /* ReadAndRemove over the stash and then the path, in place: the block
