@@ -163,7 +163,6 @@ uint64_t bench_now_ns(void);
  * unavailable. */
 size_t bench_rss_bytes(void);
 
-
 /* The workload generator (xoshiro256**, Blackman and Vigna 2018): seeded,
  * reproducible, independent of the structures' own PRGs. */
 typedef struct bench_rng {

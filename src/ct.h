@@ -230,7 +230,9 @@ OBL_SIMD_INLINE("avx2") void obl_ct_cswap_avx2_inl(uint64_t ctl, void *a, void *
  * AVX-512: 64-byte mask moves. The k-mask is all ones or all zeros; a masked
  * store with a zero mask still issues the store uop for the same address, so
  * the address trace does not depend on ctl. We load both sides and store the
- * blend unmasked, which is what the memory system sees either way.
+ * blend unmasked, which is what the memory system sees either way; the tail
+ * (len % 64 bytes) is loaded and stored under a byte mask that depends on
+ * the public length only.
  */
 OBL_SIMD_INLINE("avx512f,avx512bw") void obl_ct_cmov_avx512_inl(uint64_t ctl, void *dst, const void *src, size_t len)
 {

@@ -81,7 +81,6 @@ void omap_oram_params(obl_omap *m, obl_roram_params *rp, const obl_omap_params *
     rp->seed = obl_prg_u64(&m->prg);
 }
 
-/* see omap_internal.h */
 /*
  * Buckets per table M and slots per bucket *B for `capacity` entries at
  * load percent `load` of the 2 * M * B slots. With *B given (non-zero) M is
@@ -121,6 +120,7 @@ static uint64_t omap_size(uint64_t capacity, uint32_t load, size_t kv, uint32_t 
     return bestM;
 }
 
+/* see omap_internal.h */
 obl_err omap_alloc(obl_omap **out, const obl_omap_params *p)
 {
     if (!out)

@@ -163,8 +163,7 @@ static void bs_steps(const bsort *s, size_t lo, size_t hi, size_t k, int mirror,
             for (size_t b = lo; b < hi; b += k)
                 for (size_t i = 0; i < k / 2; i += 8)
                     bs_ce8_mirror(s, b + i, b + k - 8 - i);
-        size_t j = jtop;
-        for (; j >= 8 && j >= jbot; j >>= 1)
+        for (size_t j = jtop; j >= 8 && j >= jbot; j >>= 1)
             for (size_t b = lo; b < hi; b += 2 * j)
                 for (size_t i = 0; i < j; i += 8)
                     bs_ce8(s, b + i, b + i + j);

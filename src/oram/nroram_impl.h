@@ -37,25 +37,27 @@
  * up to about 500 bytes); beyond that the prefetches would only queue. */
 #define NR_PREFETCH_MAX 1024u
 
-/* Bucket indices of path `leaf` into o->pathb; with `prefetch`, prefetches
- * every bucket: the deep levels miss the caches, and the misses overlap
- * instead of queueing behind each other (the eviction paths were prefetched
- * at the start of the access, so their loads pass 0). Public: leaf. */
-static inline void NR_F(nr_path_index)(obl_nroram *o, uint64_t leaf, int prefetch)
+/* Heap index of the level-k bucket on the path to `leaf`. Public. */
+static inline uint64_t NR_F(nr_bucket)(const obl_nroram *o, uint64_t leaf, uint32_t k)
 {
-    const uint32_t D = o->D, logL = o->logL;
-    const size_t bstride = o->bstride;
-    uint64_t *bk = o->pathb;
-    for (uint32_t k = 0; k < D; k++) {
-        uint64_t b = (((uint64_t)1 << k) - 1) + (leaf >> (logL - k));
-        bk[k] = b;
-        if (prefetch) { /* public */
-            const unsigned char *p = o->tree + b * bstride;
-            __builtin_prefetch(p);
-            for (size_t off = 64; off < bstride && off < NR_PREFETCH_MAX; off += 64)
-                __builtin_prefetch(p + off);
-        }
-    }
+    return (((uint64_t)1 << k) - 1) + (leaf >> (o->logL - k));
+}
+
+/* Prefetches bucket b (its first NR_PREFETCH_MAX bytes) with the
+ * __builtin_prefetch arguments rw and locality (constants). Public: b. */
+#define NR_PREFETCH_BUCKET(o, b, rw, locality)                                        \
+    do {                                                                              \
+        const unsigned char *p_ = (o)->tree + (b) * (o)->bstride;                     \
+        __builtin_prefetch(p_, rw, locality);                                         \
+        for (size_t off_ = 64; off_ < (o)->bstride && off_ < NR_PREFETCH_MAX; off_ += 64) \
+            __builtin_prefetch(p_ + off_, rw, locality);                              \
+    } while (0)
+
+/* Bucket indices of path `leaf` into o->pathb. Public: leaf. */
+static inline void NR_F(nr_path_index)(obl_nroram *o, uint64_t leaf)
+{
+    for (uint32_t k = 0; k < o->D; k++)
+        o->pathb[k] = NR_F(nr_bucket)(o, leaf, k);
 }
 
 /* Leaf of the g-th eviction: reverse-lexicographic order (public). */
@@ -64,21 +66,20 @@ static inline uint64_t NR_F(nr_evict_leaf)(const obl_nroram *o, uint64_t g)
     return o->logL ? nr_bitrev64(g) >> (64 - o->logL) : 0;
 }
 
-/* Prefetches the buckets of the next two eviction paths: they are known in
- * advance (public), so their cache misses overlap the read of the accessed
- * path instead of stalling the evictions. */
-static inline void NR_F(nr_prefetch_evictions)(const obl_nroram *o)
+/* At the start of an access: prefetches every bucket of the accessed path
+ * (o->pathb), so that the misses of the deep levels overlap instead of
+ * queueing behind each other, and, to L2 for writing, those of the next two
+ * eviction paths: they are known in advance (public), so their misses
+ * overlap the read of the accessed path, and loading them later for the
+ * evictions needs no prefetch again. */
+static inline void NR_F(nr_prefetch_access)(const obl_nroram *o)
 {
-    const uint32_t D = o->D, logL = o->logL;
+    for (uint32_t k = 0; k < o->D; k++)
+        NR_PREFETCH_BUCKET(o, o->pathb[k], 0, 3);
     for (uint64_t g = o->evict_ctr; g < o->evict_ctr + 2; g++) {
         uint64_t leaf = NR_F(nr_evict_leaf)(o, g);
-        for (uint32_t k = 0; k < D; k++) {
-            uint64_t b = (((uint64_t)1 << k) - 1) + (leaf >> (logL - k));
-            const unsigned char *p = o->tree + b * o->bstride;
-            __builtin_prefetch(p, 1, 2); /* to L2: used after the read */
-            for (size_t off = 64; off < o->bstride && off < NR_PREFETCH_MAX; off += 64)
-                __builtin_prefetch(p + off, 1, 2);
-        }
+        for (uint32_t k = 0; k < o->D; k++)
+            NR_PREFETCH_BUCKET(o, NR_F(nr_bucket)(o, leaf, k), 1, 2);
     }
 }
 
@@ -89,7 +90,7 @@ static void NR_F(nr_load_path)(obl_nroram *o, uint64_t leaf)
 {
     NR_META *bm = (NR_META *)o->bmeta;
     const size_t bstride = o->bstride;
-    NR_F(nr_path_index)(o, leaf, 0);
+    NR_F(nr_path_index)(o, leaf);
     for (uint32_t k = 0; k < o->D; k++) {
         uint64_t b = o->pathb[k];
         size_t s = o->P + (size_t)k * NR_Z;
@@ -287,8 +288,8 @@ uint64_t NR_F(nr_fetch)(obl_nroram *o, uint64_t id, uint64_t pos)
     const size_t vs = o->vs, bstride = o->bstride, doff = o->doff;
     const NR_WORD wid = (NR_WORD)id;
     const uint32_t P = o->P, D = o->D;
-    NR_F(nr_path_index)(o, pos, 1);
-    NR_F(nr_prefetch_evictions)(o);
+    NR_F(nr_path_index)(o, pos);
+    NR_F(nr_prefetch_access)(o);
     OBL_TRACE_TOUCH(OBL_TRACE_REGION_ORAM_STASH, OBL_TRACE_RW, 0, P);
     /* ReadAndRemove over the stash and then the path, in place: the block
      * is OR-ed into tmp under its match mask and its id set to the dummy
