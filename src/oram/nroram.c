@@ -158,6 +158,7 @@ obl_err nr_create(obl_nroram **out, const obl_nroram_params *p)
     o->tree_bytes = tree_bytes;
     o->bstride = bstride;
     o->doff = NR_Z * msz;
+    o->pf_lines = tree_bytes > NR_PF_LINES_BYTES;
     o->bmeta_bytes = (size_t)nslots * msz;
     o->bdata_bytes = (size_t)P * vs;
     o->tmp_bytes = vs;
