@@ -234,7 +234,14 @@ obl_err nr_build32(obl_nroram *o, uint64_t n, const unsigned char *data, size_t 
         m <<= 1;
     size_t W = (size_t)T > m ? (size_t)T : m; /* working length */
     obl_alloc_ctx *ac = &o->ac;
-    size_t kb = W * 8, pb = data ? W * vs : 0;
+    /* Payload stride of the working array: blocks of up to 128 bytes are
+     * padded to whole cache lines (56 -> 64, 100 -> 128), so that no
+     * payload straddles a line and every move is whole 64-byte vectors
+     * (in-process A/B, median of 5: RORAM 8/56 from an array at 2^20
+     * 1.88 -> 1.29 s; blocks of 100 bytes at 2^19 1.06 -> 0.93 s); larger
+     * ones are not (328 -> 384 bytes measured slower: more traffic). */
+    size_t ps = vs <= 128 ? (vs + 63) & ~(size_t)63 : vs;
+    size_t kb = W * 8, pb = data ? W * ps : 0;
     uint64_t *key = (uint64_t *)obl_alloc(ac, kb, 64);
     uint64_t *aux = key ? (uint64_t *)obl_alloc(ac, kb, 64) : NULL;
     unsigned char *pay = aux && data ? (unsigned char *)obl_alloc(ac, pb, 64) : NULL;
@@ -248,7 +255,10 @@ obl_err nr_build32(obl_nroram *o, uint64_t n, const unsigned char *data, size_t 
     if (pay) {
         memset(pay, 0, pb);
         size_t len = data_len < n * vs ? data_len : n * vs;
-        memcpy(pay, data, len);
+        for (size_t i = 0; i * vs < len; i++) {
+            size_t l = len - i * vs < vs ? len - i * vs : vs;
+            memcpy(pay + i * ps, data + i * vs, l);
+        }
         OBL_SECRET(pay, pb);
     }
     for (int attempt = 0;; attempt++) {
@@ -316,7 +326,7 @@ obl_err nr_build32(obl_nroram *o, uint64_t n, const unsigned char *data, size_t 
             key[i] = obl_ct_select64(real, aux[i] >> 32, BUILD_EMPTY);
             aux[i] = obl_ct_select64(real, (aux[i] & 0xffffffffu) << 32 | i, 0);
         }
-        bsort s2 = {key, aux, pay, vs};
+        bsort s2 = {key, aux, pay, ps};
         bs_sort(&s2, m);
         unsigned top = 0;
         while (((size_t)1 << (top + 1)) < W)
@@ -360,7 +370,7 @@ obl_err nr_build32(obl_nroram *o, uint64_t n, const unsigned char *data, size_t 
                 aux[i] ^= ta;
                 aux[i + d] ^= ta;
                 if (pay)
-                    obl_ct_cswap(c, pay + i * vs, pay + (i + d) * vs, vs);
+                    obl_ct_cswap(c, pay + i * ps, pay + (i + d) * ps, ps);
             }
         }
     }
@@ -384,7 +394,7 @@ obl_err nr_build32(obl_nroram *o, uint64_t n, const unsigned char *data, size_t 
                 dst = bp + o->doff + z * vs;
             }
             if (pay)
-                memcpy(dst, pay + i * vs, vs);
+                memcpy(dst, pay + i * ps, vs);
             else
                 memset(dst, 0, vs);
         }
