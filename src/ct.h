@@ -98,17 +98,29 @@ OBL_INLINE uint64_t obl_ct_gt64(uint64_t a, uint64_t b) { return obl_ct_lt64(b, 
 OBL_INLINE uint64_t obl_ct_le64(uint64_t a, uint64_t b) { return obl_ct_lt64(b, a) ^ 1; }
 OBL_INLINE uint64_t obl_ct_ge64(uint64_t a, uint64_t b) { return obl_ct_lt64(a, b) ^ 1; }
 
-/* ctl ? a : b, without a branch. */
+/* ctl ? a : b, without a branch: on x86-64 one test and one cmov (cmov's
+ * timing does not depend on its operands; it is not a branch), elsewhere a
+ * mask. */
 OBL_INLINE uint64_t obl_ct_select64(uint64_t ctl, uint64_t a, uint64_t b)
 {
+#if OBL_CT_X86
+    __asm__("test %1, %1\n\tcmovnz %2, %0" : "+r"(b) : "r"(ctl), "r"(a) : "cc");
+    return b;
+#else
     uint64_t m = obl_ct_mask(ctl);
     return b ^ (m & (a ^ b));
+#endif
 }
 
 OBL_INLINE uint32_t obl_ct_select32(uint64_t ctl, uint32_t a, uint32_t b)
 {
+#if OBL_CT_X86
+    __asm__("test %1, %1\n\tcmovnz %2, %0" : "+r"(b) : "r"(ctl), "r"(a) : "cc");
+    return b;
+#else
     uint32_t m = (uint32_t)obl_ct_mask(ctl);
     return b ^ (m & (a ^ b));
+#endif
 }
 
 /* min and max of two unsigned words. */
