@@ -159,6 +159,9 @@ obl_err nr_create(obl_nroram **out, const obl_nroram_params *p)
     o->bstride = bstride;
     o->doff = NR_Z * msz;
     o->pf_lines = tree_bytes > NR_PF_LINES_BYTES;
+    o->pf_k0 = 0;
+    while (o->pf_k0 < D && ((((uint64_t)2 << o->pf_k0) - 1) * bstride) <= NR_PF_HOT_BYTES)
+        o->pf_k0++;
     o->bmeta_bytes = (size_t)nslots * msz;
     o->bdata_bytes = (size_t)P * vs;
     o->tmp_bytes = vs;

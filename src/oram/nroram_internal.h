@@ -57,6 +57,10 @@ typedef struct nr_meta64 {
  * 1.64 -> 1.40 us, 2^16 (3 MiB) 0.91 -> 1.03 us. */
 #define NR_PF_LINES_BYTES ((size_t)16 << 20)
 
+/* Levels whose buckets together take at most this many bytes are touched
+ * by every path, so they stay in cache and are not prefetched. */
+#define NR_PF_HOT_BYTES ((size_t)256 << 10)
+
 #define NR_DUMMY32 UINT32_MAX
 #define NR_DUMMY64 UINT64_MAX
 
@@ -80,6 +84,8 @@ struct obl_nroram {
                             entries, then Z data blocks (at doff) */
     size_t bstride, doff;
     int pf_lines;       /* public: prefetch every line a bucket overlaps */
+    uint32_t pf_k0;     /* public: first level prefetched (the levels above
+                           stay in cache) */
     void *bmeta;        /* nslots entries: the path buffer's metadata */
     unsigned char *bdata; /* P * vs: the stash's data blocks */
     unsigned char *tmp; /* vs bytes: the block being accessed */
