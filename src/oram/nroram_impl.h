@@ -157,11 +157,11 @@ static inline void NR_F(nr_meta_cswap)(uint64_t c, NR_META *a, NR_META *b)
  * memcheck. The per-level chain (goal, src, dest) is sequential and uses
  * obl_ct selects. Levels, slots and reach values are below 256.
  */
-static void NR_F(nr_evict_buf)(obl_nroram *o, uint64_t e)
+static inline __attribute__((always_inline)) void NR_F(nr_evict_core)(obl_nroram *o, uint64_t e,
+                                                                     const size_t vs)
 {
     NR_META *bm = (NR_META *)o->bmeta;
     const uint32_t D = o->D, P = o->P, logL = o->logL, ns = o->nslots;
-    const size_t vs = o->vs;
     uint64_t *deepest = o->deepest, *target = o->target, *best = o->best, *empty = o->empty,
              *hasempty = o->hasempty;
     uint32_t rr[NR_MAX_SLOTS];
@@ -283,11 +283,24 @@ static void NR_F(nr_evict_buf)(obl_nroram *o, uint64_t e)
     o->st.evictions++;
 }
 
-/* see nroram_internal.h */
-uint64_t NR_F(nr_fetch)(obl_nroram *o, uint64_t id, uint64_t pos)
+/* The block size is a constant in the copy for 64-byte blocks (every
+ * position-map level and the packed data levels of the recursive ORAM), so
+ * its block moves are single vectors without a loop (in-process A/B, with
+ * nr_fetch and nr_put alike: NRORAM 4/64 at 2^13 0.94 -> 0.82 us, at 2^17
+ * 1.34 -> 1.24 us). */
+static void NR_F(nr_evict_buf)(obl_nroram *o, uint64_t e)
+{
+    if (o->vs == 64) /* public */
+        NR_F(nr_evict_core)(o, e, 64);
+    else
+        NR_F(nr_evict_core)(o, e, o->vs);
+}
+
+static inline __attribute__((always_inline)) uint64_t NR_F(nr_fetch_core)(obl_nroram *o, uint64_t id,
+                                                                          uint64_t pos, const size_t vs)
 {
     NR_META *bm = (NR_META *)o->bmeta;
-    const size_t vs = o->vs, bstride = o->bstride, doff = o->doff;
+    const size_t bstride = o->bstride, doff = o->doff;
     const NR_WORD wid = (NR_WORD)id;
     const uint32_t P = o->P, D = o->D;
     NR_F(nr_path_index)(o, pos);
@@ -346,6 +359,14 @@ uint64_t NR_F(nr_fetch)(obl_nroram *o, uint64_t id, uint64_t pos)
     return (uint64_t)(f & 1);
 }
 
+/* see nroram_internal.h; block size as in nr_evict_buf */
+uint64_t NR_F(nr_fetch)(obl_nroram *o, uint64_t id, uint64_t pos)
+{
+    if (o->vs == 64) /* public */
+        return NR_F(nr_fetch_core)(o, id, pos, 64);
+    return NR_F(nr_fetch_core)(o, id, pos, o->vs);
+}
+
 /* Stash occupancy (secret). */
 static inline uint64_t NR_F(nr_stash_count)(const obl_nroram *o)
 {
@@ -391,11 +412,11 @@ static int NR_F(nr_drain)(obl_nroram *o, uint32_t budget)
     return !OBL_DECLASSIFY_VAL(over);
 }
 
-/* see nroram_internal.h */
-obl_err NR_F(nr_put)(obl_nroram *o, uint64_t keep, uint64_t id, uint64_t new_pos)
+static inline __attribute__((always_inline)) void NR_F(nr_stash_in)(obl_nroram *o, uint64_t keep,
+                                                                    uint64_t id, uint64_t new_pos,
+                                                                    const size_t vs)
 {
     NR_META *bm = (NR_META *)o->bmeta;
-    const size_t vs = o->vs;
     NR_WORD nid = NR_SEL(keep, (NR_WORD)id, NR_DUMMY);
     NR_WORD nleaf = (NR_WORD)(new_pos & (o->L - 1));
 
@@ -413,6 +434,15 @@ obl_err NR_F(nr_put)(obl_nroram *o, uint64_t keep, uint64_t id, uint64_t new_pos
     }
     for (uint32_t s = 0; s < o->P; s++)
         obl_ct_cmov(nr_eq(s, first), o->bdata + (size_t)s * vs, o->tmp, vs);
+}
+
+/* see nroram_internal.h; block size as in nr_evict_buf */
+obl_err NR_F(nr_put)(obl_nroram *o, uint64_t keep, uint64_t id, uint64_t new_pos)
+{
+    if (o->vs == 64) /* public */
+        NR_F(nr_stash_in)(o, keep, id, new_pos, 64);
+    else
+        NR_F(nr_stash_in)(o, keep, id, new_pos, o->vs);
 
     NR_F(nr_evict_next)(o);
     NR_F(nr_evict_next)(o);
