@@ -221,8 +221,8 @@ static void bs_sort(const bsort *s, size_t m)
 }
 
 /* see nroram_internal.h */
-obl_err nr_build32(obl_nroram *o, uint64_t n, const unsigned char *data, size_t data_len,
-                   uint32_t *leaves_out)
+obl_err nr_build32(obl_nroram *o, uint64_t n, const unsigned char *data, size_t ss,
+                   size_t data_len, uint32_t *leaves_out)
 {
     const size_t vs = o->vs;
     const uint32_t P = o->P, logL = o->logL, D = o->D;
@@ -254,10 +254,12 @@ obl_err nr_build32(obl_nroram *o, uint64_t n, const unsigned char *data, size_t 
     /* the payloads stay in id order until step 4 */
     if (pay) {
         memset(pay, 0, pb);
-        size_t len = data_len < n * vs ? data_len : n * vs;
-        for (size_t i = 0; i * vs < len; i++) {
-            size_t l = len - i * vs < vs ? len - i * vs : vs;
-            memcpy(pay + i * ps, data + i * vs, l);
+        if (ss > vs)
+            ss = vs;
+        size_t len = data_len < n * ss ? data_len : n * ss;
+        for (size_t i = 0; i * ss < len; i++) {
+            size_t l = len - i * ss < ss ? len - i * ss : ss;
+            memcpy(pay + i * ps, data + i * ss, l);
         }
         OBL_SECRET(pay, pb);
     }

@@ -125,10 +125,11 @@ obl_err nr_ready(obl_nroram *o);
 
 /* Oblivious tree build for a 32-bit tree (src/oram/build.c): places blocks
  * 0 .. n-1 (n <= capacity) with fresh uniform leaves, written to
- * leaves_out[i]; data[i * vs] is block i's value, or zeros when data is
- * NULL (data_len bytes are given; the rest is zero). The tree must be empty.
- * Secret: the data and the leaves. Public: n, vs, data_len. */
-obl_err nr_build32(obl_nroram *o, uint64_t n, const unsigned char *data, size_t data_len,
-                   uint32_t *leaves_out);
+ * leaves_out[i]; the first ss bytes of block i (ss <= vs) are
+ * data[i * ss ..], the rest zero; all zeros when data is NULL (data_len
+ * bytes are given; the rest is zero). The tree must be empty.
+ * Secret: the data and the leaves. Public: n, vs, ss, data_len. */
+obl_err nr_build32(obl_nroram *o, uint64_t n, const unsigned char *data, size_t ss,
+                   size_t data_len, uint32_t *leaves_out);
 
 #endif /* OBL_SRC_ORAM_NRORAM_INTERNAL_H */

@@ -39,7 +39,7 @@ struct obl_roram {
     uint64_t n;
     size_t vs;
     uint32_t lk;        /* log2 values per data block */
-    size_t bsz;         /* data block bytes, vs << lk */
+    size_t bsz;         /* data block bytes: vs << lk, 33 .. 63 padded to 64 */
     uint32_t T;         /* ORAM levels; 0: the values are a scanned array */
     obl_nroram *lv[RO_MAX_LEVELS];
     uint32_t *base;     /* leaves of level T - 1's blocks */
@@ -79,7 +79,13 @@ static obl_err ro_create(obl_roram **out, const obl_roram_params *p, const void 
     uint32_t lk = 0;
     while (lk < 6 && (vs << (lk + 1)) <= 64)
         lk++;
-    const size_t bsz = vs << lk;
+    /* Data blocks: k = 2^lk values, the most that fit in 64 bytes; a block
+     * of 33 to 63 bytes is padded to 64 (one cache line, and the ORAM's
+     * block moves then have no tail). In-process A/B, RORAM 8/56: 6.12 ->
+     * 5.37 us at 2^20, 3.64 -> 2.98 us at 2^16, for 137.6 -> 153.6 bytes
+     * per entry. */
+    const size_t bpk = vs << lk; /* bytes of the k packed values */
+    const size_t bsz = bpk > 32 && bpk < 64 ? 64 : bpk;
     const uint64_t nb = (p->n + ((uint64_t)1 << lk) - 1) >> lk;
     const uint64_t scan_max = p->scan_max ? p->scan_max : RO_SCAN_MAX_DEFAULT;
 
@@ -165,7 +171,8 @@ static obl_err ro_create(obl_roram **out, const obl_roram_params *p, const void 
             if (err == OBL_OK && !leaves)
                 err = OBL_ERR_NOMEM;
             if (err == OBL_OK)
-                err = nr_build32(r->lv[l], cnt[l], content, content_len, leaves);
+                err = nr_build32(r->lv[l], cnt[l], content, l == 0 ? bpk : 64, content_len,
+                                 leaves);
             if (prev_leaves)
                 obl_free(&r->ac, prev_leaves, prev_bytes);
             prev_leaves = leaves;
