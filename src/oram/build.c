@@ -221,13 +221,15 @@ static void bs_sort(const bsort *s, size_t m)
 }
 
 /* see nroram_internal.h */
-obl_err nr_build32(obl_nroram *o, uint64_t n, const unsigned char *data, size_t ss,
-                   size_t data_len, uint32_t *leaves_out)
+obl_err nr_build(obl_nroram *o, uint64_t n, const unsigned char *data, size_t ss,
+                 size_t data_len, const uint64_t *ids, uint32_t *leaves_out)
 {
     const size_t vs = o->vs;
     const uint32_t P = o->P, logL = o->logL, D = o->D;
     const uint64_t T = (uint64_t)P + (uint64_t)NR_Z * o->nbuckets; /* all slots */
-    if (n > o->capacity || n > UINT32_MAX - 1 || T > UINT32_MAX)
+    /* sort keys are leaf << 32 | i: leaves below 2^31, positions below 2^32 */
+    if (n > o->capacity || n > UINT32_MAX - 1 || T > UINT32_MAX || logL > 31 ||
+        (o->pb == 4 && ids))
         return OBL_ERR_TOO_LARGE;
     size_t m = 1;
     while (m < n)
@@ -240,13 +242,17 @@ obl_err nr_build32(obl_nroram *o, uint64_t n, const unsigned char *data, size_t 
      * (in-process A/B, median of 5: RORAM 8/56 from an array at 2^20
      * 1.88 -> 1.29 s; blocks of 100 bytes at 2^19 1.06 -> 0.93 s); larger
      * ones are not (328 -> 384 bytes measured slower: more traffic). */
-    size_t ps = vs <= 128 ? (vs + 63) & ~(size_t)63 : vs;
-    size_t kb = W * 8, pb = data ? W * ps : 0;
+    /* Explicit ids travel with the payload, in 8 bytes after the value
+     * (56-byte values and their ids fill one line). */
+    const size_t idoff = vs, pl = vs + (ids ? 8 : 0);
+    const int haspay = data || ids;
+    size_t ps = pl <= 128 ? (pl + 63) & ~(size_t)63 : pl;
+    size_t kb = W * 8, pb = haspay ? W * ps : 0;
     uint64_t *key = (uint64_t *)obl_alloc(ac, kb, 64);
     uint64_t *aux = key ? (uint64_t *)obl_alloc(ac, kb, 64) : NULL;
-    unsigned char *pay = aux && data ? (unsigned char *)obl_alloc(ac, pb, 64) : NULL;
+    unsigned char *pay = aux && haspay ? (unsigned char *)obl_alloc(ac, pb, 64) : NULL;
     obl_err err = OBL_OK;
-    if (!aux || (data && !pay)) {
+    if (!aux || (haspay && !pay)) {
         err = OBL_ERR_NOMEM;
         goto out;
     }
@@ -256,11 +262,13 @@ obl_err nr_build32(obl_nroram *o, uint64_t n, const unsigned char *data, size_t 
         memset(pay, 0, pb);
         if (ss > vs)
             ss = vs;
-        size_t len = data_len < n * ss ? data_len : n * ss;
-        for (size_t i = 0; i * ss < len; i++) {
+        size_t len = !data ? 0 : data_len < n * ss ? data_len : n * ss;
+        for (size_t i = 0; ss && i * ss < len; i++) {
             size_t l = len - i * ss < ss ? len - i * ss : ss;
             memcpy(pay + i * ps, data + i * ss, l);
         }
+        for (size_t i = 0; ids && i < n; i++)
+            memcpy(pay + i * ps + idoff, &ids[i], 8);
         OBL_SECRET(pay, pb);
     }
     for (int attempt = 0;; attempt++) {
@@ -378,28 +386,32 @@ obl_err nr_build32(obl_nroram *o, uint64_t n, const unsigned char *data, size_t 
     }
 
     /* 5. write the stash and the tree, slot by slot */
-    {
-        nr_meta32 *bm = (nr_meta32 *)o->bmeta;
-        for (size_t i = 0; i < (size_t)T; i++) {
-            uint64_t valid = obl_ct_neq64(key[i], BUILD_EMPTY);
-            nr_meta32 me;
-            me.id = obl_ct_select32(valid, (uint32_t)aux[i], NR_DUMMY32);
-            me.leaf = (uint32_t)obl_ct_select64(valid, aux[i] >> 32, 0);
-            unsigned char *dst;
-            if (i < P) {
-                bm[i] = me;
-                dst = o->bdata + i * vs;
-            } else {
-                size_t b = (i - P) / NR_Z, z = (i - P) % NR_Z; /* public */
-                unsigned char *bp = o->tree + b * o->bstride;
-                memcpy(bp + z * sizeof(nr_meta32), &me, sizeof(me));
-                dst = bp + o->doff + z * vs;
-            }
-            if (pay)
-                memcpy(dst, pay + i * ps, vs);
-            else
-                memset(dst, 0, vs);
+    for (size_t i = 0; i < (size_t)T; i++) {
+        uint64_t valid = obl_ct_neq64(key[i], BUILD_EMPTY);
+        uint64_t id = (uint32_t)aux[i], leaf = obl_ct_select64(valid, aux[i] >> 32, 0);
+        if (ids) /* public */
+            memcpy(&id, pay + i * ps + idoff, 8);
+        unsigned char *mp, *dst;
+        if (i < P) {
+            mp = (unsigned char *)o->bmeta + i * 2 * o->pb;
+            dst = o->bdata + i * vs;
+        } else {
+            size_t b = (i - P) / NR_Z, z = (i - P) % NR_Z; /* public */
+            unsigned char *bp = o->tree + b * o->bstride;
+            mp = bp + z * 2 * o->pb;
+            dst = bp + o->doff + z * vs;
         }
+        if (o->pb == 4) { /* public */
+            nr_meta32 me = {obl_ct_select32(valid, (uint32_t)id, NR_DUMMY32), (uint32_t)leaf};
+            memcpy(mp, &me, sizeof(me));
+        } else {
+            nr_meta64 me = {obl_ct_select64(valid, id, NR_DUMMY64), leaf};
+            memcpy(mp, &me, sizeof(me));
+        }
+        if (pay)
+            memcpy(dst, pay + i * ps, vs);
+        else
+            memset(dst, 0, vs);
     }
 out:
     obl_free(ac, pay, pb);

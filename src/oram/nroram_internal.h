@@ -123,13 +123,15 @@ obl_err nr_put64(obl_nroram *o, uint64_t keep, uint64_t id, uint64_t new_pos);
  * evictions; OBL_ERR_STATE if the stash still has no free slot. Public. */
 obl_err nr_ready(obl_nroram *o);
 
-/* Oblivious tree build for a 32-bit tree (src/oram/build.c): places blocks
- * 0 .. n-1 (n <= capacity) with fresh uniform leaves, written to
- * leaves_out[i]; the first ss bytes of block i (ss <= vs) are
- * data[i * ss ..], the rest zero; all zeros when data is NULL (data_len
- * bytes are given; the rest is zero). The tree must be empty.
- * Secret: the data and the leaves. Public: n, vs, ss, data_len. */
-obl_err nr_build32(obl_nroram *o, uint64_t n, const unsigned char *data, size_t ss,
-                   size_t data_len, uint32_t *leaves_out);
+/* Oblivious tree build (src/oram/build.c): places n <= capacity blocks
+ * with fresh uniform leaves, written to leaves_out[i]; the first ss bytes
+ * of block i (ss <= vs) are data[i * ss ..], the rest zero; all zeros when
+ * data is NULL (data_len bytes are given; the rest is zero). Block i has
+ * id i, or ids[i] when ids is not NULL (64-bit trees only; no id may be
+ * the dummy id). The tree must be empty and have below 2^31 leaves.
+ * Secret: the data, the ids and the leaves. Public: n, vs, ss, data_len,
+ * whether ids is NULL. */
+obl_err nr_build(obl_nroram *o, uint64_t n, const unsigned char *data, size_t ss,
+                 size_t data_len, const uint64_t *ids, uint32_t *leaves_out);
 
 #endif /* OBL_SRC_ORAM_NRORAM_INTERNAL_H */
