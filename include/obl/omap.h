@@ -53,6 +53,19 @@ extern "C" {
 #define OBL_OMAP_DEFAULT_QUEUE 32u       /* queue entries */
 #define OBL_OMAP_DEFAULT_KICKS 1u        /* kick-out steps per operation */
 
+/* Layouts (docs/omap.md, "Layouts"), obl_omap_params.layout:
+ * INLINE: the buckets hold key and value;
+ * COMPACT: the buckets hold key and a leaf label; the values live in one
+ *   Circuit ORAM (obl_nroram) under the key as block id, so kick-out steps
+ *   and both bucket reads move small index entries only, and a get costs
+ *   one more (non-recursive) ORAM access. Keys of at most 8 bytes only.
+ * AUTO: COMPACT for keys of at most 8 bytes and values of at least
+ *   OBL_OMAP_COMPACT_MIN_VALUE bytes, else INLINE. */
+#define OBL_OMAP_LAYOUT_AUTO 0u
+#define OBL_OMAP_LAYOUT_INLINE 1u
+#define OBL_OMAP_LAYOUT_COMPACT 2u
+#define OBL_OMAP_COMPACT_MIN_VALUE 24u
+
 /* Operation codes for obl_omap_access. The code is SECRET: all codes make
  * the same accesses. Any other value behaves as OBL_OMAP_GET. */
 #define OBL_OMAP_GET 0u
@@ -72,6 +85,7 @@ typedef struct obl_omap_params {
     uint32_t queue_size;        /* 0 = default; 1 .. 1024 */
     uint32_t kicks_per_op;      /* 0 = default; 1 .. 8 */
     uint32_t oram_scan_max;     /* passed to the RORAM (0 = its default) */
+    uint32_t layout;            /* OBL_OMAP_LAYOUT_*; 0 = automatic */
     obl_random_fn random;       /* NULL: getrandom(2); seeds the map's PRG */
     void *random_opaque;
     uint64_t seed;              /* used instead of random when use_seed != 0 */
@@ -134,7 +148,10 @@ typedef struct obl_omap_stats {
     uint64_t buckets;         /* buckets in both tables */
     uint32_t slots_per_bucket;
     uint32_t kicks_per_op;
-    uint64_t oram_accesses;   /* ORAM accesses made (kicks_per_op + 2 per op) */
+    uint64_t oram_accesses;   /* ORAM accesses made: kicks_per_op + 2 per op,
+                                 + 1 in the compact layout (not on FULL) */
+    uint32_t layout;          /* the layout in use: OBL_OMAP_LAYOUT_INLINE or
+                                 OBL_OMAP_LAYOUT_COMPACT */
 } obl_omap_stats;
 
 /* Reading queue_max reveals the queue's history to the caller, who decides

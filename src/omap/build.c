@@ -29,6 +29,7 @@
 #include "ct.h"
 #include "common/secret.h"
 #include "omap/omap_internal.h"
+#include "oram/nroram_internal.h"
 
 #define OMAP_BUILD_MAX_KICKS 512
 
@@ -101,6 +102,10 @@ obl_err obl_omap_build(obl_omap **out, const obl_omap_params *p, const void *key
     uint64_t *own = (uint64_t *)obl_alloc(&m->ac, own_bytes, 64);    /* entry + 1 per slot */
     unsigned char *fill = (unsigned char *)obl_alloc(&m->ac, fill_bytes, 64);
     unsigned char *arr = NULL;
+    uint64_t *ids = NULL;
+    uint32_t *leaves = NULL;
+    size_t ids_bytes = 0, leaves_bytes = 0;
+    const int compact = m->layout == OBL_OMAP_LAYOUT_COMPACT;
     uint64_t qn = 0;
     if (!recs || !tmp || !cnt || !bk || !own || !fill) {
         err = OBL_ERR_NOMEM;
@@ -140,6 +145,43 @@ obl_err obl_omap_build(obl_omap **out, const obl_omap_params *p, const void *key
         err = OBL_ERR_DUPLICATE_KEY;
         goto done;
     }
+    obl_free(&m->ac, recs, rec_bytes);
+    obl_free(&m->ac, tmp, rec_bytes);
+    recs = tmp = NULL;
+
+    /* Compact layout: the values go into their ORAM first, built directly
+     * (nr_build, oblivious) with the keys as block ids; the index entries
+     * then carry the leaves it drew. The all-ones 8-byte key (the dummy
+     * id: nr_build leaves its slot empty) keeps its value in m->ones,
+     * picked by a constant-time pass over the input. */
+    if (compact) {
+        obl_nroram_params np;
+        omap_values_params(m, &np, p);
+        ids_bytes = (size_t)(n ? n : 1) * sizeof(uint64_t);
+        leaves_bytes = (size_t)(n ? n : 1) * sizeof(uint32_t);
+        ids = (uint64_t *)obl_alloc(&m->ac, ids_bytes, 64);
+        leaves = (uint32_t *)obl_alloc(&m->ac, leaves_bytes, 64);
+        if (!ids || !leaves) {
+            err = OBL_ERR_NOMEM;
+            goto done;
+        }
+        for (uint64_t i = 0; i < n; i++) {
+            uint64_t id = 0;
+            memcpy(&id, K + i * ks, ks);
+            ids[i] = id;
+            if (m->ones)
+                obl_ct_cmov(obl_ct_eq64(id, UINT64_MAX), m->ones, V + i * vs, vs);
+        }
+        err = nr_create(&m->vo, &np);
+        if (err == OBL_OK)
+            err = nr_build(m->vo, n, V, vs, (size_t)n * vs, ids, leaves);
+        obl_free(&m->ac, ids, ids_bytes);
+        ids = NULL;
+        if (err != OBL_OK)
+            goto done;
+    }
+    const size_t svs = m->svs;
+#define OMAP_SV(i) (compact ? (const unsigned char *)&leaves[i] : V + (i) * vs)
 
     /* Placement on the (public) hash graph. own[b * B + s] = entry + 1. */
     for (uint64_t i = 0; i < n; i++) {
@@ -177,17 +219,15 @@ obl_err obl_omap_build(obl_omap **out, const obl_omap_params *p, const void *key
             }
             unsigned char *q = m->queue + qn * m->qes;
             uint64_t h = 1 | ((uint64_t)(t ^ 1) << 1);
-            memcpy(q, &h, 8);
+            uint32_t h32 = (uint32_t)h;
+            memcpy(q, &h32, OMAP_HDR);
             memcpy(q + OMAP_HDR, K + cur * ks, ks);
-            memcpy(q + OMAP_HDR + ks, V + cur * vs, vs);
+            memcpy(q + OMAP_HDR + ks, OMAP_SV(cur), svs);
             qn++;
         }
     }
 
     /* The buckets, then the ORAM over them. */
-    obl_free(&m->ac, recs, rec_bytes);
-    obl_free(&m->ac, tmp, rec_bytes);
-    recs = tmp = NULL;
     arr = (unsigned char *)obl_alloc(&m->ac, arr_bytes, 64);
     if (!arr) {
         err = OBL_ERR_NOMEM;
@@ -195,15 +235,17 @@ obl_err obl_omap_build(obl_omap **out, const obl_omap_params *p, const void *key
     }
     for (uint64_t b = 0; b < nb; b++) {
         unsigned char *bp = arr + b * m->bsz;
-        uint64_t hdr = ((uint64_t)1 << fill[b]) - 1;
-        memcpy(bp, &hdr, 8);
+        uint32_t hdr = ((uint32_t)1 << fill[b]) - 1;
+        memcpy(bp, &hdr, OMAP_HDR);
         for (unsigned s = 0; s < fill[b]; s++) {
             uint64_t i = own[b * B + s] - 1;
             memcpy(bp + OMAP_HDR + s * kv, K + i * ks, ks);
-            memcpy(bp + OMAP_HDR + s * kv + ks, V + i * vs, vs);
+            memcpy(bp + OMAP_HDR + s * kv + ks, OMAP_SV(i), svs);
         }
     }
+#undef OMAP_SV
     m->st.queue_max = qn;
+    m->count = n;
     {
         obl_roram_params rp;
         omap_oram_params(m, &rp, p);
@@ -218,6 +260,8 @@ done:
     obl_free(&m->ac, own, own_bytes);
     obl_free(&m->ac, fill, fill_bytes);
     obl_free(&m->ac, arr, arr_bytes);
+    obl_free(&m->ac, ids, ids_bytes);
+    obl_free(&m->ac, leaves, leaves_bytes);
     if (err != OBL_OK) {
         omap_free(m);
         return err;

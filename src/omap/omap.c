@@ -24,18 +24,24 @@
 #include "ct.h"
 #include "common/secret.h"
 #include "omap/omap_internal.h"
+#include "oram/nroram_internal.h"
 #include "omap/siphash.h"
 
 __extension__ typedef unsigned __int128 omap_u128;
 
-static inline uint64_t ld64(const unsigned char *p)
+/* Headers and leaves: 32-bit words, widened to 64 for the ct helpers. */
+static inline uint64_t ld32(const unsigned char *p)
 {
-    uint64_t w;
-    memcpy(&w, p, 8);
+    uint32_t w;
+    memcpy(&w, p, 4);
     return w;
 }
 
-static inline void st64(unsigned char *p, uint64_t w) { memcpy(p, &w, 8); }
+static inline void st32(unsigned char *p, uint64_t w)
+{
+    uint32_t v = (uint32_t)w;
+    memcpy(p, &v, 4);
+}
 
 /* see omap_internal.h */
 uint64_t omap_hash(const obl_omap *m, unsigned t, const void *key)
@@ -58,6 +64,8 @@ void omap_free(obl_omap *m)
         return;
     obl_alloc_ctx ac = m->ac;
     obl_roram_destroy(m->oram);
+    obl_nroram_destroy(m->vo);
+    obl_free(&ac, m->ones, m->ones_bytes);
     obl_free(&ac, m->queue, m->queue_bytes);
     obl_free(&ac, m->scratch, m->scratch_bytes);
     obl_prg_wipe(&m->prg);
@@ -79,6 +87,39 @@ void omap_oram_params(obl_omap *m, obl_roram_params *rp, const obl_omap_params *
     rp->random_opaque = p->random_opaque;
     rp->use_seed = p->use_seed;
     rp->seed = obl_prg_u64(&m->prg);
+}
+
+/* see omap_internal.h */
+void omap_values_params(obl_omap *m, obl_nroram_params *np, const obl_omap_params *p)
+{
+    memset(np, 0, sizeof(*np));
+    np->capacity = m->capacity;
+    np->value_size = m->vs;
+    np->pos_bytes = 8; /* ids are keys of up to 8 bytes */
+    np->alloc = p->alloc;
+    np->random = p->random;
+    np->random_opaque = p->random_opaque;
+    np->use_seed = p->use_seed;
+    np->seed = obl_prg_u64(&m->prg);
+}
+
+/*
+ * The layout for p (already checked): OBL_OMAP_LAYOUT_INLINE or _COMPACT,
+ * or 0 when p asks for COMPACT where it cannot be used. COMPACT needs keys
+ * of at most 8 bytes (block ids) and at most 2^30 entries (the value
+ * ORAM's build takes below 2^31 leaves; leaves fit 32 bits).
+ * AUTO picks COMPACT where it measured faster (docs/omap.md, "Layouts").
+ * Public: p.
+ */
+static uint32_t omap_layout(const obl_omap_params *p)
+{
+    int can = p->key_size <= 8 && p->capacity <= ((uint64_t)1 << 30);
+    if (p->layout == OBL_OMAP_LAYOUT_INLINE)
+        return OBL_OMAP_LAYOUT_INLINE;
+    if (p->layout == OBL_OMAP_LAYOUT_COMPACT)
+        return can ? OBL_OMAP_LAYOUT_COMPACT : 0;
+    return can && p->value_size >= OBL_OMAP_COMPACT_MIN_VALUE ? OBL_OMAP_LAYOUT_COMPACT
+                                                              : OBL_OMAP_LAYOUT_INLINE;
 }
 
 /*
@@ -133,11 +174,17 @@ obl_err omap_alloc(obl_omap **out, const obl_omap_params *p)
     uint32_t load = p->load_percent ? p->load_percent : OBL_OMAP_DEFAULT_LOAD;
     uint32_t Q = p->queue_size ? p->queue_size : OBL_OMAP_DEFAULT_QUEUE;
     uint32_t kicks = p->kicks_per_op ? p->kicks_per_op : OBL_OMAP_DEFAULT_KICKS;
-    if (B > OBL_OMAP_MAX_SLOTS || load < 10 || load > 95 || Q > 1024 || kicks > 8)
+    if (B > OBL_OMAP_MAX_SLOTS || load < 10 || load > 95 || Q > 1024 || kicks > 8 ||
+        p->layout > OBL_OMAP_LAYOUT_COMPACT)
         return OBL_ERR_INVALID_ARG;
     if (p->capacity > ((uint64_t)1 << 40))
         return OBL_ERR_TOO_LARGE;
-    size_t kv = p->key_size + p->value_size, bsz, qes = OMAP_HDR + kv, qb;
+    uint32_t layout = omap_layout(p);
+    if (!layout)
+        return p->key_size > 8 ? OBL_ERR_INVALID_ARG : OBL_ERR_TOO_LARGE;
+    int compact = layout == OBL_OMAP_LAYOUT_COMPACT;
+    size_t svs = compact ? 4 : p->value_size;
+    size_t kv = p->key_size + svs, bsz, qes = OMAP_HDR + kv, qb;
     uint64_t M = omap_size(p->capacity, load, kv, &B);
     if (!obl_mul_ok(kv, B, &bsz) || !obl_add_ok(bsz, OMAP_HDR, &bsz) ||
         bsz > OBL_ORAM_MAX_VALUE_SIZE || !obl_mul_ok(qes, Q, &qb))
@@ -153,7 +200,9 @@ obl_err omap_alloc(obl_omap **out, const obl_omap_params *p)
     m->M = M;
     m->ks = p->key_size;
     m->vs = p->value_size;
+    m->svs = svs;
     m->kv = kv;
+    m->layout = layout;
     m->bsz = bsz;
     m->qes = qes;
     m->B = B;
@@ -161,10 +210,12 @@ obl_err omap_alloc(obl_omap **out, const obl_omap_params *p)
     m->kicks = kicks;
     m->scan_max = p->oram_scan_max;
     m->queue_bytes = qb;
-    m->scratch_bytes = qes + 2 * p->value_size;
+    m->scratch_bytes = qes + 2 * svs + 2 * p->value_size;
+    m->ones_bytes = compact && p->key_size == 8 ? p->value_size : 0;
     m->queue = (unsigned char *)obl_alloc(&m->ac, qb, 64);
     m->scratch = (unsigned char *)obl_alloc(&m->ac, m->scratch_bytes, 64);
-    if (!m->queue || !m->scratch) {
+    m->ones = m->ones_bytes ? (unsigned char *)obl_alloc(&m->ac, m->ones_bytes, 64) : NULL;
+    if (!m->queue || !m->scratch || (m->ones_bytes && !m->ones)) {
         omap_free(m);
         return OBL_ERR_NOMEM;
     }
@@ -180,6 +231,11 @@ obl_err omap_alloc(obl_omap **out, const obl_omap_params *p)
     m->st.buckets = 2 * M;
     m->st.slots_per_bucket = B;
     m->st.kicks_per_op = kicks;
+    m->st.layout = layout;
+    if (m->ones) {
+        memset(m->ones, 0, m->ones_bytes);
+        OBL_SECRET(m->ones, m->ones_bytes);
+    }
     *out = m;
     return OBL_OK;
 }
@@ -197,6 +253,11 @@ obl_err obl_omap_create(obl_omap **out, const obl_omap_params *p)
     obl_roram_params rp;
     omap_oram_params(m, &rp, p);
     e = obl_roram_create(&m->oram, &rp); /* all buckets zero: all slots empty */
+    if (e == OBL_OK && m->layout == OBL_OMAP_LAYOUT_COMPACT) {
+        obl_nroram_params np;
+        omap_values_params(m, &np, p);
+        e = nr_create(&m->vo, &np);
+    }
     if (e != OBL_OK) {
         omap_free(m);
         return e;
@@ -225,8 +286,8 @@ static void kick_fn(void *vctx, void *value, uint64_t found, uint64_t *keep)
     kick_ctx *c = (kick_ctx *)vctx;
     const obl_omap *m = c->m;
     unsigned char *b = (unsigned char *)value;
-    uint64_t eh = ld64(c->e);
-    uint64_t valid = eh & 1, hdr = ld64(b);
+    uint64_t eh = ld32(c->e);
+    uint64_t valid = eh & 1, hdr = ld32(b);
     uint64_t got = 0;
     for (uint32_t i = 0; i < m->B; i++) { /* first free slot takes the entry */
         uint64_t fr = (((hdr >> i) & 1) ^ 1) & (got ^ 1) & valid;
@@ -238,11 +299,11 @@ static void kick_fn(void *vctx, void *value, uint64_t found, uint64_t *keep)
     for (uint32_t i = 0; i < m->B; i++) /* full: swap with the random victim */
         obl_ct_cswap(swap & obl_ct_eq64(i, c->victim), b + OMAP_HDR + i * m->kv,
                      c->e + OMAP_HDR, m->kv);
-    st64(b, hdr);
+    st32(b, hdr);
     /* placed: the entry leaves the queue; swapped: the victim, evicted from
      * table t, tries table 1 - t next. */
     uint64_t nt = ((eh >> 1) & 1) ^ 1;
-    st64(c->e, obl_ct_select64(swap, 1 | (nt << 1), 0));
+    st32(c->e, obl_ct_select64(swap, 1 | (nt << 1), 0));
 }
 
 /*
@@ -256,12 +317,12 @@ static obl_err omap_kick(obl_omap *m)
     uint64_t taken = 0, sel = 0;
     for (uint32_t j = 0; j < m->Q; j++) {
         unsigned char *q = m->queue + (size_t)j * m->qes;
-        uint64_t pick = (ld64(q) & 1) & (taken ^ 1);
+        uint64_t pick = (ld32(q) & 1) & (taken ^ 1);
         obl_ct_cmov(pick, e, q, m->qes);
         sel = obl_ct_select64(pick, j, sel);
         taken |= pick;
     }
-    uint64_t t = (ld64(e) >> 1) & 1;
+    uint64_t t = (ld32(e) >> 1) & 1;
     uint64_t b0 = omap_bucket(m, 0, e + OMAP_HDR), b1 = omap_bucket(m, 1, e + OMAP_HDR);
     uint64_t idx = obl_ct_select64(t, b1, b0);
     /* An empty queue still makes the access, to a random bucket. */
@@ -282,6 +343,10 @@ typedef struct {
     const unsigned char *key, *in;
     unsigned char *out;
     uint64_t is_put, is_erase;
+    uint64_t upd;       /* a match takes `in` as its slot value: a put, or
+                           any op in the compact layout (the new leaf) */
+    uint64_t room;      /* a new key may take a slot (compact: fewer than
+                           capacity entries; inline: always) */
     uint64_t found;     /* the key was seen (queue or an earlier bucket) */
     uint64_t placed;    /* a put stored the key in a new slot */
 } op_ctx;
@@ -297,28 +362,62 @@ static void op_fn(void *vctx, void *value, uint64_t found_unused, uint64_t *keep
     op_ctx *c = (op_ctx *)vctx;
     const obl_omap *m = c->m;
     unsigned char *b = (unsigned char *)value;
-    uint64_t hdr = ld64(b);
+    uint64_t hdr = ld32(b);
     for (uint32_t i = 0; i < m->B; i++) {
         unsigned char *s = b + OMAP_HDR + i * m->kv;
         uint64_t match = ((hdr >> i) & 1) & obl_ct_memeq(s, c->key, m->ks);
-        obl_ct_cmov(match, c->out, s + m->ks, m->vs);
-        obl_ct_cmov(match & c->is_put & (c->placed ^ 1), s + m->ks, c->in, m->vs);
+        obl_ct_cmov(match, c->out, s + m->ks, m->svs);
+        obl_ct_cmov(match & c->upd & (c->placed ^ 1), s + m->ks, c->in, m->svs);
         /* A put that already stored the key in table 0 drops the old copy. */
         uint64_t del = match & (c->is_erase | (c->is_put & c->placed));
         hdr &= ~(del << i);
         c->found |= match;
     }
-    uint64_t need = c->is_put & (c->found ^ 1) & (c->placed ^ 1), got = 0;
+    uint64_t need = c->is_put & (c->found ^ 1) & (c->placed ^ 1) & c->room, got = 0;
     for (uint32_t i = 0; i < m->B; i++) {
         unsigned char *s = b + OMAP_HDR + i * m->kv;
         uint64_t fr = (((hdr >> i) & 1) ^ 1) & (got ^ 1) & need;
         obl_ct_cmov(fr, s, c->key, m->ks);
-        obl_ct_cmov(fr, s + m->ks, c->in, m->vs);
+        obl_ct_cmov(fr, s + m->ks, c->in, m->svs);
         hdr |= fr << i;
         got |= fr;
     }
     c->placed |= got;
-    st64(b, hdr);
+    st32(b, hdr);
+}
+
+/*
+ * Compact layout: the value ORAM's access for the operation, after the
+ * index has given the key's old leaf (out, if found) and stored the new one
+ * (nl). vin, vout: the value in and out (vs bytes each).
+ * Secret: everything but m's parameters. Public: the revealed path.
+ */
+static obl_err omap_value_access(obl_omap *m, const op_ctx *c, const unsigned char *key,
+                                 uint64_t nl, const unsigned char *vin, unsigned char *vout)
+{
+    uint64_t pos = obl_ct_select64(c->found, ld32(c->out), obl_nroram_random_pos(m->vo));
+    /* LEAK: the path read, by design (Circuit ORAM): the leaf the key's
+     * block was given at its last access, never revealed since, or a fresh
+     * one for an absent key; uniform and independent of the secrets. */
+    OBL_DECLASSIFY(&pos, sizeof(pos));
+    uint64_t id = 0;
+    memcpy(&id, key, m->ks); /* little-endian, zero-extended */
+    uint64_t is1 = m->ones ? obl_ct_eq64(id, UINT64_MAX) : 0;
+    uint64_t nop = obl_ct_select64(c->is_erase, OBL_ORAM_REMOVE, OBL_ORAM_READ);
+    nop = obl_ct_select64(c->is_put, OBL_ORAM_WRITE, nop);
+    /* the all-ones key reads the dummy id: nothing is stored or removed */
+    nop = obl_ct_select64(is1, OBL_ORAM_READ, nop);
+    obl_err e = obl_nroram_access(m->vo, id, pos, nl, nop, vin, vout, NULL);
+    if (e != OBL_OK && e != OBL_ERR_STASH_OVERFLOW)
+        return e;
+    if (m->ones) {
+        obl_ct_cmov(is1, vout, m->ones, m->vs);
+        obl_ct_cmov(is1 & c->is_put, m->ones, vin, m->vs);
+        unsigned char mz = (unsigned char)(obl_ct_mask(is1 & c->is_erase) & 0xff);
+        for (size_t i = 0; i < m->vs; i++)
+            m->ones[i] &= (unsigned char)~mz;
+    }
+    return e;
 }
 
 /* see obl/omap.h */
@@ -329,10 +428,18 @@ obl_err obl_omap_access(obl_omap *m, uint64_t op, const void *key, const void *v
      * Secret: op, key, the values, the outcome. Public: the parameters, the
      * pointers' NULL-ness, the error code. The access sequence is fixed:
      * kicks_per_op kick steps, a queue scan, bucket h0(key), bucket
-     * h1(key), a queue scan.
+     * h1(key), a queue scan; in the compact layout then one access of the
+     * value ORAM.
      */
     if (!m || !key)
         return OBL_ERR_INVALID_ARG;
+    const int compact = m->vo != NULL;
+    if (compact) {
+        /* refuse before the index changes (public state, see oram.h) */
+        obl_err e = nr_ready(m->vo);
+        if (e != OBL_OK)
+            return e;
+    }
     obl_err err = OBL_OK;
     for (uint32_t k = 0; k < m->kicks; k++) {
         obl_err e = omap_kick(m);
@@ -341,23 +448,36 @@ obl_err obl_omap_access(obl_omap *m, uint64_t op, const void *key, const void *v
         else if (e != OBL_OK)
             return e;
     }
-    unsigned char *in = m->scratch + m->qes, *out = in + m->vs;
+    /* in, out: the slot value given to and taken from the index (the value
+     * itself, or the new and the old leaf); vin, vout: the value */
+    unsigned char *in = m->scratch + m->qes, *out = in + m->svs;
+    unsigned char *vin = out + m->svs, *vout = vin + m->vs;
     if (value_in)
-        memcpy(in, value_in, m->vs);
+        memcpy(vin, value_in, m->vs);
     else
-        memset(in, 0, m->vs);
-    memset(out, 0, m->vs);
-    op_ctx c = {m, (const unsigned char *)key, in, out, obl_ct_eq64(op, OBL_OMAP_PUT),
-                obl_ct_eq64(op, OBL_OMAP_ERASE), 0, 0};
+        memset(vin, 0, m->vs);
+    memset(vout, 0, m->vs);
+    uint64_t nl = 0;
+    if (compact) {
+        nl = obl_nroram_random_pos(m->vo);
+        st32(in, nl);
+        memset(out, 0, 4);
+    } else {
+        memcpy(in, vin, m->vs);
+        memset(out, 0, m->vs);
+    }
+    uint64_t is_put = obl_ct_eq64(op, OBL_OMAP_PUT);
+    op_ctx c = {m, (const unsigned char *)key, in, out, is_put, obl_ct_eq64(op, OBL_OMAP_ERASE),
+                compact ? 1 : is_put, compact ? obl_ct_lt64(m->count, m->capacity) : 1, 0, 0};
 
     /* The queue: a pending entry is found, updated or erased here. */
     for (uint32_t j = 0; j < m->Q; j++) {
         unsigned char *q = m->queue + (size_t)j * m->qes;
-        uint64_t h = ld64(q);
+        uint64_t h = ld32(q);
         uint64_t match = (h & 1) & obl_ct_memeq(q + OMAP_HDR, key, m->ks);
-        obl_ct_cmov(match, out, q + OMAP_HDR + m->ks, m->vs);
-        obl_ct_cmov(match & c.is_put, q + OMAP_HDR + m->ks, in, m->vs);
-        st64(q, obl_ct_select64(match & c.is_erase, 0, h));
+        obl_ct_cmov(match, out, q + OMAP_HDR + m->ks, m->svs);
+        obl_ct_cmov(match & c.upd, q + OMAP_HDR + m->ks, in, m->svs);
+        st32(q, obl_ct_select64(match & c.is_erase, 0, h));
         c.found |= match;
     }
 
@@ -373,15 +493,16 @@ obl_err obl_omap_access(obl_omap *m, uint64_t op, const void *key, const void *v
     uint64_t need = c.is_put & (c.found ^ 1) & (c.placed ^ 1), got = 0, occ = 0;
     for (uint32_t j = 0; j < m->Q; j++) {
         unsigned char *q = m->queue + (size_t)j * m->qes;
-        uint64_t h = ld64(q);
+        uint64_t h = ld32(q);
         uint64_t fr = ((h & 1) ^ 1) & (got ^ 1);
         got |= fr;
         occ += h & 1;
     }
-    uint64_t overflow = need & (got ^ 1);
-    /* LEAK: a put of a new key that found no slot and a full queue; the
-     * public capacity event OBL_ERR_FULL (obl/omap.h). Nothing was changed:
-     * the key matched nowhere and no slot was written. */
+    uint64_t overflow = need & ((got & c.room) ^ 1);
+    /* LEAK: a put of a new key that found no slot and a full queue (or, in
+     * the compact layout, a map holding `capacity` entries); the public
+     * capacity event OBL_ERR_FULL (obl/omap.h). Nothing was changed: the key
+     * matched nowhere and no slot was written. */
     if (OBL_DECLASSIFY_VAL(overflow)) {
         m->st.operations++;
         m->st.oram_accesses += m->kicks + 2u;
@@ -393,19 +514,30 @@ obl_err obl_omap_access(obl_omap *m, uint64_t op, const void *key, const void *v
     got = 0;
     for (uint32_t j = 0; j < m->Q; j++) {
         unsigned char *q = m->queue + (size_t)j * m->qes;
-        uint64_t fr = ((ld64(q) & 1) ^ 1) & (got ^ 1) & need;
+        uint64_t fr = ((ld32(q) & 1) ^ 1) & (got ^ 1) & need;
         /* header: valid, first kick tries table 0 */
-        st64(q, obl_ct_select64(fr, 1, ld64(q)));
+        st32(q, obl_ct_select64(fr, 1, ld32(q)));
         obl_ct_cmov(fr, q + OMAP_HDR, key, m->ks);
-        obl_ct_cmov(fr, q + OMAP_HDR + m->ks, in, m->vs);
+        obl_ct_cmov(fr, q + OMAP_HDR + m->ks, in, m->svs);
         got |= fr;
     }
     occ += need;
     m->st.queue_max = obl_ct_max64(m->st.queue_max, occ);
     m->st.operations++;
     m->st.oram_accesses += m->kicks + 2u;
+    m->count += (c.is_put & (c.found ^ 1)) - (c.is_erase & c.found);
+    if (compact) {
+        obl_err e = omap_value_access(m, &c, (const unsigned char *)key, nl, vin, vout);
+        m->st.oram_accesses++;
+        if (e == OBL_ERR_STASH_OVERFLOW)
+            err = e;
+        else if (e != OBL_OK)
+            return e;
+    } else {
+        memcpy(vout, out, m->vs);
+    }
     if (value_out)
-        memcpy(value_out, out, m->vs);
+        memcpy(value_out, vout, m->vs);
     if (found)
         *found = c.found;
     return err;
@@ -447,7 +579,7 @@ size_t obl_omap_memory_bytes(const obl_omap *m)
 {
     if (!m)
         return 0;
-    return m->ac.bytes + obl_roram_memory_bytes(m->oram);
+    return m->ac.bytes + obl_roram_memory_bytes(m->oram) + obl_nroram_memory_bytes(m->vo);
 }
 
 /* see obl/omap.h */

@@ -3,11 +3,19 @@
  *
  * One RORAM of 2M buckets holds both cuckoo tables: table t's bucket b is
  * ORAM index t * M + b, so the ORAM hides which table an access touches.
- * A bucket is an 8-byte header (bit i set = slot i holds an entry) and
- * B slots of key_size + value_size bytes. The queue (stash) is Q entries of
- * an 8-byte header (bit 0: valid, bit 1: the table its next kick tries)
- * and the key and value; it lives in plain memory and is always scanned
- * whole.
+ * A bucket is a 4-byte header (bit i set = slot i holds an entry) and
+ * B slots of an index entry {key, sv}: key_size bytes of key and svs bytes
+ * of slot value. The queue (stash) is Q entries of a 4-byte header (bit 0:
+ * valid, bit 1: the table its next kick tries) and an index entry; it lives
+ * in plain memory and is always scanned whole.
+ *
+ * Layouts (docs/omap.md, "Layouts"). INLINE: sv is the value (svs =
+ * value_size). COMPACT: sv is the 32-bit leaf of the value's block in the
+ * value ORAM `vo`, a Circuit ORAM whose block id is the key read as a
+ * little-endian integer (keys of at most 8 bytes). Every access remaps the
+ * key's block to a fresh leaf, so every access that finds the key rewrites
+ * its sv. The one key whose id would be the ORAM's dummy id (all-ones,
+ * 8-byte keys) keeps its value in `ones` instead (zeros when absent).
  */
 #ifndef OBL_SRC_OMAP_INTERNAL_H
 #define OBL_SRC_OMAP_INTERNAL_H
@@ -21,7 +29,7 @@
 #include "common/alloc.h"
 #include "common/prg.h"
 
-#define OMAP_HDR 8u /* bytes of a bucket or queue entry header */
+#define OMAP_HDR 4u /* bytes of a bucket or queue entry header */
 
 struct obl_omap {
     obl_alloc_ctx ac;
@@ -29,15 +37,22 @@ struct obl_omap {
     uint64_t sk[4];       /* SipHash keys: (sk[0], sk[1]) table 0, (sk[2], sk[3]) table 1 */
     uint64_t capacity;
     uint64_t M;           /* buckets per table */
-    size_t ks, vs, kv;    /* key, value, key + value bytes */
+    size_t ks, vs;        /* key, value bytes */
+    size_t svs;           /* slot value bytes: vs (inline) or 4 (compact) */
+    size_t kv;            /* index entry bytes: ks + svs */
     size_t bsz;           /* bucket bytes: OMAP_HDR + B * kv */
     size_t qes;           /* queue entry bytes: OMAP_HDR + kv */
     uint32_t B, Q, kicks;
     uint32_t scan_max;
+    uint32_t layout;      /* OBL_OMAP_LAYOUT_INLINE or _COMPACT */
     obl_roram *oram;      /* 2M buckets */
+    obl_nroram *vo;       /* compact: the values, capacity blocks; else NULL */
+    unsigned char *ones;  /* compact, 8-byte keys: the all-ones key's value */
     unsigned char *queue; /* Q * qes */
-    unsigned char *scratch; /* qes (kick entry) + 2 * vs (in, out) */
-    size_t queue_bytes, scratch_bytes;
+    unsigned char *scratch; /* qes (kick entry), 2 * svs (slot value in,
+                               out), 2 * vs (value in, out) */
+    size_t queue_bytes, scratch_bytes, ones_bytes;
+    uint64_t count;       /* entries held (secret) */
     obl_omap_stats st;
 };
 
@@ -47,6 +62,10 @@ obl_err omap_alloc(obl_omap **out, const obl_omap_params *p);
 
 /* The ORAM's parameters for map m. */
 void omap_oram_params(obl_omap *m, obl_roram_params *rp, const obl_omap_params *p);
+
+/* Compact layout: the value ORAM's parameters for map m (its capacity is
+ * the map's; 8-byte ids). */
+void omap_values_params(obl_omap *m, obl_nroram_params *np, const obl_omap_params *p);
 
 /* Bucket index of key in table t (0 or 1), in [t * M, (t + 1) * M).
  * Secret: key and the result. Public: t. */

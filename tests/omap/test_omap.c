@@ -21,6 +21,8 @@
 #include "testutil.h"
 
 static test_rng R;
+/* the layout base_params asks for (OBL_OMAP_LAYOUT_AUTO by default) */
+static uint32_t g_layout;
 
 static void *xmalloc(size_t n)
 {
@@ -181,6 +183,7 @@ static obl_omap_params base_params(uint64_t cap, size_t ks, size_t vs)
     p.use_seed = 1;
     p.seed = test_rng_next(&R);
     p.oram_scan_max = 16; /* force real ORAM recursion even for small maps */
+    p.layout = g_layout;
     return p;
 }
 
@@ -226,12 +229,15 @@ static void stream_test(uint64_t cap, size_t ks, size_t vs, double fill, long op
     uint64_t qmax = st.queue_max;
     OBL_DECLASSIFY(&qmax, sizeof(qmax));
     CHECK_EQ_U64(st.operations, (uint64_t)r.ops);
-    CHECK_EQ_U64(st.oram_accesses, (uint64_t)r.ops * (st.kicks_per_op + 2));
+    CHECK_EQ_U64(st.oram_accesses, (uint64_t)r.ops * (st.kicks_per_op + 2 +
+                                                     (st.layout == OBL_OMAP_LAYOUT_COMPACT)));
+    CHECK(p.layout == OBL_OMAP_LAYOUT_AUTO || st.layout == p.layout);
     CHECK_EQ_U64(r.full, 0);
     CHECK_EQ_U64(r.mismatches, 0);
-    printf("  stream cap %" PRIu64 " k/v %zu/%zu fill %.2f%s: %ld ops, queue max %" PRIu64
+    printf("  stream cap %" PRIu64 " k/v %zu/%zu fill %.2f%s %s: %ld ops, queue max %" PRIu64
            ", full %ld\n",
-           cap, ks, vs, fill, adversarial ? " adversarial" : "", r.ops, qmax, r.full);
+           cap, ks, vs, fill, adversarial ? " adversarial" : "",
+           st.layout == OBL_OMAP_LAYOUT_COMPACT ? "compact" : "inline", r.ops, qmax, r.full);
     obl_omap_destroy(m);
     model_free(&md);
 }
@@ -278,7 +284,8 @@ static void build_test(uint64_t cap, size_t ks, size_t vs, uint64_t n, long ops)
         check_all(m, &md, &r);
         CHECK_EQ_U64(r.mismatches, 0);
         CHECK_EQ_U64(r.full, 0);
-        printf("  build cap %" PRIu64 " n %" PRIu64 " k/v %zu/%zu: ok\n", cap, n, ks, vs);
+        printf("  build cap %" PRIu64 " n %" PRIu64 " k/v %zu/%zu%s: ok\n", cap, n, ks, vs,
+               p.layout == OBL_OMAP_LAYOUT_COMPACT ? " compact" : "");
         obl_omap_destroy(m);
     }
     /* A duplicate anywhere is detected and nothing is created. */
@@ -363,6 +370,13 @@ static void bad_input_test(void)
     q.load_percent = 99;
     CHECK_EQ_U64(obl_omap_create(&m, &q), OBL_ERR_INVALID_ARG);
     q = p;
+    q.layout = 3;
+    CHECK_EQ_U64(obl_omap_create(&m, &q), OBL_ERR_INVALID_ARG);
+    q = p;
+    q.key_size = 9;
+    q.layout = OBL_OMAP_LAYOUT_COMPACT; /* block ids are keys of <= 8 bytes */
+    CHECK_EQ_U64(obl_omap_create(&m, &q), OBL_ERR_INVALID_ARG);
+    q = p;
     q.capacity = UINT64_MAX;
     CHECK_EQ_U64(obl_omap_create(&m, &q), OBL_ERR_TOO_LARGE);
     CHECK(m == NULL);
@@ -431,6 +445,104 @@ static void alloc_fail_test(void)
     }
 }
 
+/* ------------------------------------------------------ compact layout -- */
+
+/*
+ * The compact layout's own cases: the all-ones 8-byte key (the value
+ * ORAM's dummy id) through every operation and through the build, and the
+ * capacity limit (FULL at `capacity` entries, the map unchanged, updates
+ * and erases still working).
+ */
+static void compact_test(void)
+{
+    const size_t vs = 24;
+    unsigned char ones[8], v1[24], v2[24], out[24], zero[24];
+    memset(ones, 0xff, 8);
+    memset(zero, 0, vs);
+    test_rng_fill(&R, v1, vs);
+    test_rng_fill(&R, v2, vs);
+    obl_omap_params p = base_params(50, 8, vs);
+    p.layout = OBL_OMAP_LAYOUT_COMPACT;
+    obl_omap *m = NULL;
+    uint64_t f = 7;
+    CHECK_EQ_U64(obl_omap_create(&m, &p), OBL_OK);
+    if (!m)
+        return;
+    obl_omap_stats st;
+    obl_omap_get_stats(m, &st);
+    CHECK_EQ_U64(st.layout, OBL_OMAP_LAYOUT_COMPACT);
+    CHECK_EQ_U64(obl_omap_get(m, ones, out, &f), OBL_OK);
+    CHECK_EQ_U64(OBL_DECLASSIFY_VAL(f), 0);
+    CHECK_EQ_U64(obl_omap_put(m, ones, v1, &f), OBL_OK);
+    CHECK_EQ_U64(OBL_DECLASSIFY_VAL(f), 0);
+    CHECK_EQ_U64(obl_omap_access(m, OBL_OMAP_PUT, ones, v2, out, &f), OBL_OK);
+    CHECK_EQ_U64(OBL_DECLASSIFY_VAL(f), 1);
+    OBL_DECLASSIFY(out, vs);
+    CHECK(memcmp(out, v1, vs) == 0);
+    CHECK_EQ_U64(obl_omap_get(m, ones, out, &f), OBL_OK);
+    OBL_DECLASSIFY(out, vs);
+    CHECK_EQ_U64(OBL_DECLASSIFY_VAL(f), 1);
+    CHECK(memcmp(out, v2, vs) == 0);
+    CHECK_EQ_U64(obl_omap_erase(m, ones, &f), OBL_OK);
+    CHECK_EQ_U64(OBL_DECLASSIFY_VAL(f), 1);
+    CHECK_EQ_U64(obl_omap_get(m, ones, out, &f), OBL_OK);
+    OBL_DECLASSIFY(out, vs);
+    CHECK_EQ_U64(OBL_DECLASSIFY_VAL(f), 0);
+    CHECK(memcmp(out, zero, vs) == 0);
+
+    /* capacity 50: the 51st new key is refused, nothing changes */
+    uint64_t k, full = 0;
+    for (k = 1; k <= 60; k++) {
+        obl_err e = obl_omap_put(m, &k, v1, &f);
+        CHECK(e == OBL_OK || e == OBL_ERR_FULL);
+        full += e == OBL_ERR_FULL;
+        CHECK_EQ_U64(e == OBL_ERR_FULL, k > 50);
+    }
+    CHECK_EQ_U64(full, 10);
+    k = 7; /* an update at the limit works */
+    CHECK_EQ_U64(obl_omap_put(m, &k, v2, &f), OBL_OK);
+    CHECK_EQ_U64(OBL_DECLASSIFY_VAL(f), 1);
+    k = 55;
+    CHECK_EQ_U64(obl_omap_get(m, &k, out, &f), OBL_OK);
+    CHECK_EQ_U64(OBL_DECLASSIFY_VAL(f), 0);
+    k = 3; /* an erase makes room for one */
+    CHECK_EQ_U64(obl_omap_erase(m, &k, &f), OBL_OK);
+    k = 55;
+    CHECK_EQ_U64(obl_omap_put(m, &k, v2, &f), OBL_OK);
+    k = 56;
+    CHECK_EQ_U64(obl_omap_put(m, &k, v2, &f), OBL_ERR_FULL);
+    for (k = 1; k <= 60; k++) {
+        CHECK_EQ_U64(obl_omap_get(m, &k, out, &f), OBL_OK);
+        OBL_DECLASSIFY(out, vs);
+        uint64_t want = (k <= 50 && k != 3) || k == 55;
+        CHECK_EQ_U64(OBL_DECLASSIFY_VAL(f), want);
+        CHECK(memcmp(out, !want ? zero : (k == 7 || k == 55) ? v2 : v1, vs) == 0);
+    }
+    obl_omap_destroy(m);
+
+    /* the build: the all-ones key among the inputs */
+    unsigned char K[16 * 8], V[16 * 24];
+    for (uint64_t i = 0; i < 16; i++) {
+        uint64_t key = i == 9 ? UINT64_MAX : i * 0x1234567ULL + 1;
+        memcpy(K + i * 8, &key, 8);
+    }
+    test_rng_fill(&R, V, sizeof(V));
+    OBL_SECRET(K, sizeof(K));
+    OBL_SECRET(V, sizeof(V));
+    CHECK_EQ_U64(obl_omap_build(&m, &p, K, V, 16), OBL_OK);
+    if (!m)
+        return;
+    for (uint64_t i = 0; i < 16; i++) {
+        CHECK_EQ_U64(obl_omap_get(m, K + i * 8, out, &f), OBL_OK);
+        CHECK_EQ_U64(OBL_DECLASSIFY_VAL(f), 1);
+        OBL_DECLASSIFY(out, vs);
+        OBL_DECLASSIFY(V + i * vs, vs);
+        CHECK(memcmp(out, V + i * vs, vs) == 0);
+    }
+    obl_omap_destroy(m);
+    printf("  compact: all-ones key, capacity limit, build: ok\n");
+}
+
 /* ---------------------------------------------------- queue failure rate -- */
 
 /*
@@ -494,6 +606,24 @@ int main(int argc, char **argv)
     bad_input_test();
     alloc_fail_test();
     overflow_test();
+    compact_test();
+    g_layout = OBL_OMAP_LAYOUT_COMPACT;
+    alloc_fail_test();
+    if (T.ct) {
+        stream_test(40, 8, 8, 1.0, 300, 0, NULL);
+        stream_test(24, 8, 32, 1.0, 200, 0, NULL);
+        stream_test(20, 5, 3, 1.0, 100, 1, NULL);
+        build_test(40, 8, 32, 40, 100);
+    } else {
+        stream_test(1, 8, 8, 1.0, 500, 0, NULL);
+        stream_test(3, 4, 1, 1.0, 500, 0, NULL);
+        stream_test(1000, 8, 56, 1.0, 10000, 0, NULL);
+        stream_test(1000, 8, 8, 1.0, 10000, 0, NULL);
+        stream_test(2000, 8, 8, 1.0, 10000, 1, NULL);
+        build_test(4096, 8, 56, 4096, 2000);
+        build_test(1000, 3, 100, 700, 2000);
+    }
+    g_layout = OBL_OMAP_LAYOUT_INLINE;
     if (T.ct) {
         stream_test(40, 8, 8, 1.0, 300, 0, NULL);
         stream_test(24, 32, 32, 1.0, 150, 0, NULL);
@@ -521,6 +651,9 @@ int main(int argc, char **argv)
         build_test(200, 32, 32, 200, 2000);
         build_test(10, 8, 8, 0, 100);
         queue_rate(4096, 20000, 4, 80, 32);
+        g_layout = OBL_OMAP_LAYOUT_AUTO;
+        stream_test(500, 8, 32, 1.0, 3000, 0, NULL);
+        build_test(500, 8, 32, 500, 1000);
     }
     if (T.long_run) {
         queue_rate(1 << 16, 2000000, 4, 80, 32);
