@@ -11,7 +11,8 @@
  * Segev, "De-amortized cuckoo hashing", ICALP 2009): every operation, of any
  * type, performs exactly `kicks_per_op` kick-out steps on the queue and then
  * reads and rewrites one bucket of each table, i.e. kicks_per_op + 2 ORAM
- * accesses, plus full scans of the queue. There is no data-dependent loop.
+ * accesses, plus full scans of the queue; in the compact layout (below) one
+ * more access, of the value ORAM. There is no data-dependent loop.
  *
  * Threat model (as obl/oram.h): the adversary sees every address touched
  * and the time taken, not memory contents. Secret: keys, values, the
@@ -27,6 +28,10 @@
  * ORAM stash overflow it is a public event: its probability at or below the
  * documented load is tiny (docs/omap.md gives the measured rate), and a
  * caller who needs to hide it must size the map so that it does not occur.
+ * In the compact layout a put of a new key also reports OBL_ERR_FULL when
+ * the map holds `capacity` entries (its value ORAM is sized for that many);
+ * the inline layout has no such limit (capacity is the load it is sized
+ * for).
  *
  * Thread safety: none inside; one map per thread or an outside lock.
  */
