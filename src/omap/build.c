@@ -219,10 +219,9 @@ obl_err obl_omap_build(obl_omap **out, const obl_omap_params *p, const void *key
             }
             unsigned char *q = m->queue + qn * m->qes;
             uint64_t h = 1 | ((uint64_t)(t ^ 1) << 1);
-            uint32_t h32 = (uint32_t)h;
-            memcpy(q, &h32, OMAP_HDR);
-            memcpy(q + OMAP_HDR, K + cur * ks, ks);
-            memcpy(q + OMAP_HDR + ks, OMAP_SV(cur), svs);
+            memcpy(q, &h, m->hs); /* little-endian: the low bytes */
+            memcpy(q + m->hs, K + cur * ks, ks);
+            memcpy(q + m->hs + ks, OMAP_SV(cur), svs);
             qn++;
         }
     }
@@ -235,12 +234,12 @@ obl_err obl_omap_build(obl_omap **out, const obl_omap_params *p, const void *key
     }
     for (uint64_t b = 0; b < nb; b++) {
         unsigned char *bp = arr + b * m->bsz;
-        uint32_t hdr = ((uint32_t)1 << fill[b]) - 1;
-        memcpy(bp, &hdr, OMAP_HDR);
+        uint64_t hdr = ((uint64_t)1 << fill[b]) - 1;
+        memcpy(bp, &hdr, m->hs); /* little-endian: the low bytes */
         for (unsigned s = 0; s < fill[b]; s++) {
             uint64_t i = own[b * B + s] - 1;
-            memcpy(bp + OMAP_HDR + s * kv, K + i * ks, ks);
-            memcpy(bp + OMAP_HDR + s * kv + ks, OMAP_SV(i), svs);
+            memcpy(bp + m->hs + s * kv, K + i * ks, ks);
+            memcpy(bp + m->hs + s * kv + ks, OMAP_SV(i), svs);
         }
     }
 #undef OMAP_SV

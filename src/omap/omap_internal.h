@@ -3,9 +3,9 @@
  *
  * One RORAM of 2M buckets holds both cuckoo tables: table t's bucket b is
  * ORAM index t * M + b, so the ORAM hides which table an access touches.
- * A bucket is a 4-byte header (bit i set = slot i holds an entry) and
+ * A bucket is a header of hs bytes (bit i set = slot i holds an entry) and
  * B slots of an index entry {key, sv}: key_size bytes of key and svs bytes
- * of slot value. The queue (stash) is Q entries of a 4-byte header (bit 0:
+ * of slot value. The queue (stash) is Q entries of a header (bit 0:
  * valid, bit 1: the table its next kick tries) and an index entry; it lives
  * in plain memory and is always scanned whole.
  *
@@ -29,8 +29,6 @@
 #include "common/alloc.h"
 #include "common/prg.h"
 
-#define OMAP_HDR 4u /* bytes of a bucket or queue entry header */
-
 struct obl_omap {
     obl_alloc_ctx ac;
     obl_prg prg;
@@ -40,8 +38,10 @@ struct obl_omap {
     size_t ks, vs;        /* key, value bytes */
     size_t svs;           /* slot value bytes: vs (inline) or 4 (compact) */
     size_t kv;            /* index entry bytes: ks + svs */
-    size_t bsz;           /* bucket bytes: OMAP_HDR + B * kv */
-    size_t qes;           /* queue entry bytes: OMAP_HDR + kv */
+    size_t hs;            /* header bytes: 8 (inline) or 4 (compact); only
+                             the low 32 bits are used */
+    size_t bsz;           /* bucket bytes: hs + B * kv */
+    size_t qes;           /* queue entry bytes: hs + kv */
     uint32_t B, Q, kicks;
     uint32_t scan_max;
     uint32_t layout;      /* OBL_OMAP_LAYOUT_INLINE or _COMPACT */
