@@ -622,6 +622,15 @@ int main(int argc, char **argv)
         stream_test(2000, 8, 8, 1.0, 10000, 1, NULL);
         build_test(4096, 8, 56, 4096, 2000);
         build_test(1000, 3, 100, 700, 2000);
+        build_test(10, 8, 32, 0, 100);
+        {
+            obl_omap_params p = base_params(500, 8, 40);
+            p.slots_per_bucket = 2;
+            p.kicks_per_op = 2;
+            p.queue_size = 16;
+            p.load_percent = 70;
+            stream_test(500, 8, 40, 1.0, 6000, 0, &p);
+        }
     }
     g_layout = OBL_OMAP_LAYOUT_INLINE;
     if (T.ct) {
