@@ -590,9 +590,11 @@ static void queue_rate(uint64_t cap, long ops, uint32_t B, uint32_t load, uint32
     }
     obl_omap_stats st;
     obl_omap_get_stats(m, &st);
-    printf("  queue rate: cap %" PRIu64 " B %u load %u%% Q %u: %" PRIu64
+    printf("  queue rate: cap %" PRIu64 " B %u load %u%% Q %u %s: %" PRIu64
            " ops, FULL %ld, queue max %" PRIu64 "\n",
-           cap, B, load, Q, st.operations, full, st.queue_max);
+           cap, st.slots_per_bucket, load, Q,
+           st.layout == OBL_OMAP_LAYOUT_COMPACT ? "compact" : "inline", st.operations, full,
+           st.queue_max);
     obl_omap_destroy(m);
     free(keys);
     free(pres);
@@ -669,6 +671,8 @@ int main(int argc, char **argv)
         queue_rate(1 << 16, 2000000, 4, 90, 32);
         queue_rate(1 << 16, 2000000, 2, 80, 32);
         queue_rate(1 << 16, 2000000, 0, 80, 32); /* automatic B (5 here) */
+        g_layout = OBL_OMAP_LAYOUT_COMPACT; /* same index, leaves as slot values */
+        queue_rate(1 << 16, 2000000, 0, 80, 32);
     }
     return test_done("test_omap");
 }
