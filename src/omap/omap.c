@@ -9,10 +9,16 @@
  *      with a random occupant (random-walk cuckoo insertion, Fotakis et al.,
  *      "Space efficient hash tables with worst case constant access time",
  *      STACS 2003, section 3), write it back (full scan);
- *   2. a full scan of the queue for the key;
+ *   2. a full scan of the queue for the key (read only);
  *   3. one ORAM read-modify-write of the key's bucket in table 0, then one of
  *      its bucket in table 1 (obl_roram_update);
- *   4. a full scan of the queue to append the key when a put found no slot.
+ *   4. a full scan of the queue: its entry for the key is updated or erased
+ *      here, and the key appended when a put found no slot;
+ *   5. compact layout: one access of the value ORAM (omap_value_access).
+ * Nothing is changed before every ORAM the call needs is known to accept
+ * it (nr_ready, ro_ready), and the queue is changed only after both bucket
+ * accesses, so that a refused access (OBL_ERR_STATE) leaves the map as it
+ * was, but for the rare case in docs/omap.md ("ORAM errors").
  * The de-amortisation follows Arbitman, Naor, Segev, "De-amortized cuckoo
  * hashing" (ICALP 2009), section 3: a queue of pending entries and a fixed
  * number of moves per operation, here with every move oblivious.
@@ -25,6 +31,7 @@
 #include "common/secret.h"
 #include "omap/omap_internal.h"
 #include "oram/nroram_internal.h"
+#include "oram/roram_internal.h"
 #include "omap/siphash.h"
 
 __extension__ typedef unsigned __int128 omap_u128;
@@ -448,10 +455,16 @@ obl_err obl_omap_access(obl_omap *m, uint64_t op, const void *key, const void *v
     }
     obl_err err = OBL_OK;
     for (uint32_t k = 0; k < m->kicks; k++) {
-        obl_err e = omap_kick(m);
+        obl_err e = omap_kick(m); /* each kick step is complete or not begun */
         if (e == OBL_ERR_STASH_OVERFLOW)
             err = e;
         else if (e != OBL_OK)
+            return e;
+    }
+    {
+        /* a kick's stash overflow may leave the index ORAM refusing */
+        obl_err e = ro_ready(m->oram);
+        if (e != OBL_OK)
             return e;
     }
     /* in, out: the slot value given to and taken from the index (the value
@@ -476,14 +489,12 @@ obl_err obl_omap_access(obl_omap *m, uint64_t op, const void *key, const void *v
     op_ctx c = {m, (const unsigned char *)key, in, out, is_put, obl_ct_eq64(op, OBL_OMAP_ERASE),
                 compact ? 1 : is_put, compact ? obl_ct_lt64(m->count, m->capacity) : 1, 0, 0};
 
-    /* The queue: a pending entry is found, updated or erased here. */
+    /* The queue: a pending entry is found here (updated or erased in the
+     * last scan, once both bucket accesses are done). */
     for (uint32_t j = 0; j < m->Q; j++) {
         unsigned char *q = m->queue + (size_t)j * m->qes;
-        uint64_t h = ld32(q);
-        uint64_t match = (h & 1) & obl_ct_memeq(q + m->hs, key, m->ks);
+        uint64_t match = (ld32(q) & 1) & obl_ct_memeq(q + m->hs, key, m->ks);
         obl_ct_cmov(match, out, q + m->hs + m->ks, m->svs);
-        obl_ct_cmov(match & c.upd, q + m->hs + m->ks, in, m->svs);
-        st32(q, obl_ct_select64(match & c.is_erase, 0, h));
         c.found |= match;
     }
 
@@ -520,9 +531,14 @@ obl_err obl_omap_access(obl_omap *m, uint64_t op, const void *key, const void *v
     got = 0;
     for (uint32_t j = 0; j < m->Q; j++) {
         unsigned char *q = m->queue + (size_t)j * m->qes;
-        uint64_t fr = ((ld32(q) & 1) ^ 1) & (got ^ 1) & need;
+        uint64_t h = ld32(q);
+        /* the key's pending entry (need is 0 then): updated or erased */
+        uint64_t match = (h & 1) & obl_ct_memeq(q + m->hs, key, m->ks);
+        obl_ct_cmov(match & c.upd, q + m->hs + m->ks, in, m->svs);
+        h = obl_ct_select64(match & c.is_erase, 0, h);
+        uint64_t fr = ((h & 1) ^ 1) & (got ^ 1) & need;
         /* header: valid, first kick tries table 0 */
-        st32(q, obl_ct_select64(fr, 1, ld32(q)));
+        st32(q, obl_ct_select64(fr, 1, h));
         obl_ct_cmov(fr, q + m->hs, key, m->ks);
         obl_ct_cmov(fr, q + m->hs + m->ks, in, m->svs);
         got |= fr;
@@ -531,7 +547,9 @@ obl_err obl_omap_access(obl_omap *m, uint64_t op, const void *key, const void *v
     m->st.queue_max = obl_ct_max64(m->st.queue_max, occ);
     m->st.operations++;
     m->st.oram_accesses += m->kicks + 2u;
-    m->count += (c.is_put & (c.found ^ 1)) - (c.is_erase & c.found);
+    /* never below zero (it cannot be, unless an interrupted operation,
+     * docs/omap.md, left it behind the index) */
+    m->count += (c.is_put & (c.found ^ 1)) - (c.is_erase & c.found & obl_ct_nonzero64(m->count));
     if (compact) {
         obl_err e = omap_value_access(m, &c, (const unsigned char *)key, nl, vin, vout);
         m->st.oram_accesses++;

@@ -113,6 +113,10 @@ obl_err nr_create(obl_nroram **out, const obl_nroram_params *p);
  * new_pos into the stash, writes the fetched path back, evicts on the next
  * two reverse-lexicographic paths, and checks the stash.
  * Returns OBL_OK or OBL_ERR_STASH_OVERFLOW (completed, see oram.h).
+ * The dummy id (all ones) as `id` is harmless: nr_fetch "finds" the empty
+ * slots, which stay empty, and leaves unspecified bytes in o->tmp; nr_put
+ * then stores nothing. The map (src/omap/omap.c) relies on this for the
+ * 8-byte key 0xff..ff, whose value it keeps outside the ORAM.
  */
 uint64_t nr_fetch32(obl_nroram *o, uint64_t id, uint64_t pos);
 obl_err nr_put32(obl_nroram *o, uint64_t keep, uint64_t id, uint64_t new_pos);
@@ -127,8 +131,9 @@ obl_err nr_ready(obl_nroram *o);
  * with fresh uniform leaves, written to leaves_out[i]; the first ss bytes
  * of block i (ss <= vs) are data[i * ss ..], the rest zero; all zeros when
  * data is NULL (data_len bytes are given; the rest is zero). Block i has
- * id i, or ids[i] when ids is not NULL (64-bit trees only; no id may be
- * the dummy id). The tree must be empty and have below 2^31 leaves.
+ * id i, or ids[i] when ids is not NULL (64-bit trees only; a block whose
+ * id is the dummy id takes a slot that is then left empty: it is not
+ * stored, and the map relies on that). The tree must be empty and have below 2^31 leaves.
  * Secret: the data, the ids and the leaves. Public: n, vs, ss, data_len,
  * whether ids is NULL. */
 obl_err nr_build(obl_nroram *o, uint64_t n, const unsigned char *data, size_t ss,

@@ -26,6 +26,7 @@
 #include "common/secret.h"
 #include "common/trace.h"
 #include "oram/nroram_internal.h"
+#include "oram/roram_internal.h"
 
 #define RO_MAX_LEVELS 16
 #define RO_FAN_LOG 4 /* 16 positions per 64-byte block */
@@ -272,6 +273,17 @@ static void ro_slot_rmw(unsigned char *blk, uint64_t k, size_t vs, uint64_t slot
         obl_ct_cmov(obl_ct_eq64(j, slot), blk + j * vs, val, vs);
 }
 
+/* see roram_internal.h */
+obl_err ro_ready(obl_roram *r)
+{
+    for (uint32_t l = 0; l < r->T; l++) {
+        obl_err e = nr_ready(r->lv[l]);
+        if (e != OBL_OK)
+            return e;
+    }
+    return OBL_OK;
+}
+
 /*
  * The access. Secret: index, is_write, in/out contents, the callback's
  * work. Public: the pointers' NULL-ness, the error returned.
@@ -295,11 +307,9 @@ static obl_err ro_access(obl_roram *r, uint64_t index, uint64_t is_write, const 
         return OBL_OK;
     }
 
-    for (uint32_t l = 0; l < r->T; l++) {
-        obl_err e = nr_ready(r->lv[l]);
-        if (e != OBL_OK)
-            return e;
-    }
+    obl_err re = ro_ready(r);
+    if (re != OBL_OK)
+        return re;
     /* new leaves for every level, drawn before the walk */
     uint64_t np[RO_MAX_LEVELS];
     for (uint32_t l = 0; l < r->T; l++)

@@ -17,7 +17,9 @@
 #include <obl/omap.h>
 
 #include "common/secret.h"
+#include "omap/omap_internal.h"
 #include "omap/siphash.h"
+#include "oram/nroram_internal.h"
 #include "testutil.h"
 
 static test_rng R;
@@ -187,6 +189,98 @@ static obl_omap_params base_params(uint64_t cap, size_t ks, size_t vs)
     return p;
 }
 
+/* ------------------------------------------- compact layout invariant -- */
+
+typedef struct {
+    uint64_t id, leaf;
+    int64_t bucket; /* value ORAM bucket, -1 for the stash */
+} sync_ent;
+
+static int sync_cmp(const void *a, const void *b)
+{
+    uint64_t x = ((const sync_ent *)a)->id, y = ((const sync_ent *)b)->id;
+    return x < y ? -1 : x > y;
+}
+
+/*
+ * White-box check of a compact map (plain runs only: it reads secrets and
+ * branches on them): every index entry (bucket or queue) has exactly one
+ * block in the value ORAM, with the entry's key as id, the entry's leaf,
+ * and on that leaf's path (or in the stash); no block lacks an entry; the
+ * entry count is right. The all-ones key has no block. Returns the number
+ * of violations. The buckets are read through the ORAM (obl_roram_read).
+ */
+static long compact_sync_check(obl_omap *m)
+{
+    if (!m->vo || T.ct)
+        return 0;
+    obl_nroram *o = m->vo;
+    size_t cap = (size_t)(2 * m->M * m->B + m->Q), bcap = o->P + NR_Z * o->nbuckets;
+    sync_ent *ix = (sync_ent *)xmalloc(cap * sizeof(sync_ent));
+    sync_ent *bl = (sync_ent *)xmalloc(bcap * sizeof(sync_ent));
+    unsigned char *buf = (unsigned char *)xmalloc(m->bsz);
+    size_t ni = 0, nb = 0, ones = 0;
+    long bad = 0;
+    for (uint64_t b = 0; b < 2 * m->M; b++) {
+        bad += obl_roram_read(m->oram, b, buf) != OBL_OK;
+        uint32_t h;
+        memcpy(&h, buf, 4);
+        for (uint32_t s = 0; s < m->B; s++) {
+            if (!((h >> s) & 1))
+                continue;
+            sync_ent e = {0, 0, 0};
+            uint32_t l;
+            memcpy(&e.id, buf + m->hs + s * m->kv, m->ks);
+            memcpy(&l, buf + m->hs + s * m->kv + m->ks, 4);
+            e.leaf = l;
+            ix[ni++] = e;
+        }
+    }
+    for (uint32_t j = 0; j < m->Q; j++) {
+        const unsigned char *q = m->queue + (size_t)j * m->qes;
+        uint32_t h, l;
+        memcpy(&h, q, 4);
+        if (!(h & 1))
+            continue;
+        sync_ent e = {0, 0, 0};
+        memcpy(&e.id, q + m->hs, m->ks);
+        memcpy(&l, q + m->hs + m->ks, 4);
+        e.leaf = l;
+        ix[ni++] = e;
+    }
+    const nr_meta64 *bm = (const nr_meta64 *)o->bmeta;
+    for (uint32_t s = 0; s < o->P; s++)
+        if (bm[s].id != NR_DUMMY64)
+            bl[nb++] = (sync_ent){bm[s].id, bm[s].leaf, -1};
+    for (uint64_t b = 0; b < o->nbuckets; b++) {
+        const nr_meta64 *tm = (const nr_meta64 *)(o->tree + b * o->bstride);
+        for (uint32_t z = 0; z < NR_Z; z++)
+            if (tm[z].id != NR_DUMMY64)
+                bl[nb++] = (sync_ent){tm[z].id, tm[z].leaf, (int64_t)b};
+    }
+    qsort(ix, ni, sizeof(sync_ent), sync_cmp);
+    qsort(bl, nb, sizeof(sync_ent), sync_cmp);
+    if (m->ones && ni && ix[ni - 1].id == UINT64_MAX)
+        ones = 1; /* sorted last; it has no block */
+    bad += m->count != ni;
+    bad += nb != ni - ones;
+    for (size_t i = 0; i + ones < ni && i < nb; i++) {
+        bad += ix[i].id != bl[i].id || ix[i].leaf != bl[i].leaf;
+        bad += i > 0 && ix[i].id == ix[i - 1].id; /* one entry per key */
+        if (bl[i].bucket >= 0) { /* bucket b of level k lies on leaf's path */
+            uint64_t b = (uint64_t)bl[i].bucket;
+            uint32_t k = 0;
+            while ((((uint64_t)2 << k) - 1) <= b)
+                k++;
+            bad += (bl[i].leaf >> (o->logL - k)) != b - (((uint64_t)1 << k) - 1);
+        }
+    }
+    free(ix);
+    free(bl);
+    free(buf);
+    return bad;
+}
+
 /* Every candidate is looked up once: a full comparison with the model. */
 static void check_all(obl_omap *m, model *md, stream_res *r)
 {
@@ -234,6 +328,7 @@ static void stream_test(uint64_t cap, size_t ks, size_t vs, double fill, long op
     CHECK(p.layout == OBL_OMAP_LAYOUT_AUTO || st.layout == p.layout);
     CHECK_EQ_U64(r.full, 0);
     CHECK_EQ_U64(r.mismatches, 0);
+    CHECK_EQ_U64(compact_sync_check(m), 0);
     printf("  stream cap %" PRIu64 " k/v %zu/%zu fill %.2f%s %s: %ld ops, queue max %" PRIu64
            ", full %ld\n",
            cap, ks, vs, fill, adversarial ? " adversarial" : "",
@@ -284,6 +379,7 @@ static void build_test(uint64_t cap, size_t ks, size_t vs, uint64_t n, long ops)
         check_all(m, &md, &r);
         CHECK_EQ_U64(r.mismatches, 0);
         CHECK_EQ_U64(r.full, 0);
+        CHECK_EQ_U64(compact_sync_check(m), 0);
         printf("  build cap %" PRIu64 " n %" PRIu64 " k/v %zu/%zu%s: ok\n", cap, n, ks, vs,
                p.layout == OBL_OMAP_LAYOUT_COMPACT ? " compact" : "");
         obl_omap_destroy(m);
@@ -518,6 +614,19 @@ static void compact_test(void)
         CHECK_EQ_U64(OBL_DECLASSIFY_VAL(f), want);
         CHECK(memcmp(out, !want ? zero : (k == 7 || k == 55) ? v2 : v1, vs) == 0);
     }
+    k = 100; /* an erase of an absent key makes no room */
+    CHECK_EQ_U64(obl_omap_erase(m, &k, &f), OBL_OK);
+    CHECK_EQ_U64(OBL_DECLASSIFY_VAL(f), 0);
+    k = 57;
+    CHECK_EQ_U64(obl_omap_put(m, &k, v1, &f), OBL_ERR_FULL);
+    /* the all-ones key counts like any other */
+    CHECK_EQ_U64(obl_omap_put(m, ones, v1, &f), OBL_ERR_FULL);
+    CHECK_EQ_U64(compact_sync_check(m), 0);
+    obl_omap_get_stats(m, &st);
+    CHECK_EQ_U64(st.full_errors, 13);
+    /* every call: kicks + 2 index accesses, + 1 value access unless FULL */
+    CHECK_EQ_U64(st.oram_accesses, st.operations * (st.kicks_per_op + 2) +
+                                       (st.operations - st.full_errors));
     obl_omap_destroy(m);
 
     /* the build: the all-ones key among the inputs */
@@ -529,9 +638,11 @@ static void compact_test(void)
     test_rng_fill(&R, V, sizeof(V));
     OBL_SECRET(K, sizeof(K));
     OBL_SECRET(V, sizeof(V));
+    p.capacity = 16; /* built full */
     CHECK_EQ_U64(obl_omap_build(&m, &p, K, V, 16), OBL_OK);
     if (!m)
         return;
+    CHECK_EQ_U64(compact_sync_check(m), 0);
     for (uint64_t i = 0; i < 16; i++) {
         CHECK_EQ_U64(obl_omap_get(m, K + i * 8, out, &f), OBL_OK);
         CHECK_EQ_U64(OBL_DECLASSIFY_VAL(f), 1);
@@ -539,7 +650,37 @@ static void compact_test(void)
         OBL_DECLASSIFY(V + i * vs, vs);
         CHECK(memcmp(out, V + i * vs, vs) == 0);
     }
+    k = 12345;
+    CHECK_EQ_U64(obl_omap_put(m, &k, v1, &f), OBL_ERR_FULL);
+    CHECK_EQ_U64(obl_omap_erase(m, ones, &f), OBL_OK); /* input 9 */
+    CHECK_EQ_U64(OBL_DECLASSIFY_VAL(f), 1);
+    CHECK_EQ_U64(obl_omap_put(m, &k, v1, &f), OBL_OK);
+    CHECK_EQ_U64(obl_omap_put(m, ones, v1, &f), OBL_ERR_FULL);
+    CHECK_EQ_U64(compact_sync_check(m), 0);
     obl_omap_destroy(m);
+
+    /* which layout AUTO picks; COMPACT's limits */
+    static const struct {
+        size_t ks, vs;
+        uint32_t want;
+    } pick[] = {{8, 32, OBL_OMAP_LAYOUT_COMPACT}, {8, 24, OBL_OMAP_LAYOUT_COMPACT},
+                {4, 100, OBL_OMAP_LAYOUT_COMPACT}, {8, 23, OBL_OMAP_LAYOUT_INLINE},
+                {8, 8, OBL_OMAP_LAYOUT_INLINE},    {9, 32, OBL_OMAP_LAYOUT_INLINE},
+                {16, 100, OBL_OMAP_LAYOUT_INLINE}};
+    for (size_t i = 0; i < sizeof(pick) / sizeof(pick[0]); i++) {
+        obl_omap_params a = base_params(20, pick[i].ks, pick[i].vs);
+        a.layout = OBL_OMAP_LAYOUT_AUTO;
+        CHECK_EQ_U64(obl_omap_create(&m, &a), OBL_OK);
+        obl_omap_get_stats(m, &st);
+        CHECK_EQ_U64(st.layout, pick[i].want);
+        obl_omap_destroy(m);
+    }
+    {
+        obl_omap_params a = base_params(((uint64_t)1 << 30) + 1, 8, 32);
+        a.layout = OBL_OMAP_LAYOUT_COMPACT; /* refused before any allocation */
+        CHECK_EQ_U64(obl_omap_create(&m, &a), OBL_ERR_TOO_LARGE);
+        CHECK(m == NULL);
+    }
     printf("  compact: all-ones key, capacity limit, build: ok\n");
 }
 
