@@ -29,9 +29,12 @@
  * documented load is tiny (docs/omap.md gives the measured rate), and a
  * caller who needs to hide it must size the map so that it does not occur.
  * In the compact layout a put of a new key also reports OBL_ERR_FULL when
- * the map holds `capacity` entries (its value ORAM is sized for that many);
- * the inline layout has no such limit (capacity is the load it is sized
- * for).
+ * the map holds `capacity` entries (its value ORAM is sized for that many).
+ * That event is not rare: it is the documented hard limit, and it reveals
+ * what any full container reveals, that the map holds `capacity` entries
+ * at that moment. The inline layout has no such limit (capacity is the
+ * load its tables are sized for), so AUTO's choice changes this behaviour;
+ * a caller who needs one of them sets the layout.
  *
  * Thread safety: none inside; one map per thread or an outside lock.
  */
