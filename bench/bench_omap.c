@@ -1,7 +1,9 @@
 /*
  * Benchmark type `umap` (REPORT type UMAP, implementation obl): the
  * oblivious map of obl/omap.h, created with capacity N at the default load
- * (80% of the slots at capacity, "fill 0.8"). One repetition:
+ * (80% of the slots at capacity, "fill 0.8") and the automatic layout
+ * (docs/omap.md, "Layouts": compact for keys <= 8 bytes and values >= 24
+ * bytes, e.g. 8/56; inline otherwise, e.g. 8/8 and 32/32). One repetition:
  *   Initialization_time_us  obl_omap_build from N distinct random pairs
  *                           (hashing, placement and the ORAM's bulk build)
  *   Get_latency_us          Q gets of present keys, shuffled (every key
@@ -160,7 +162,7 @@ const bench_type bench_umap = {
     .name = "umap",
     .report_type = "UMAP",
     .impl = "obl",
-    .summary = "oblivious cuckoo map over a recursive ORAM (obl/omap.h): bulk build of N pairs, Q shuffled gets, misses, updates, erases, inserts",
+    .summary = "oblivious cuckoo map, automatic layout (obl/omap.h): bulk build of N pairs, Q shuffled gets, misses, updates, erases, inserts",
     .default_key_bytes = 8,
     .default_value_bytes = 8,
     .default_queries = 10000,
