@@ -173,6 +173,14 @@ OBL_INLINE void obl_ct_cmov_portable(uint64_t ctl, void *dst, const void *src, s
         a ^= m & (a ^ b);
         memcpy(d + i, &a, 8);
     }
+    if (i + 4 <= len) { /* a 4-byte word (the map's leaves), not 4 bytes */
+        uint32_t a, b;
+        memcpy(&a, d + i, 4);
+        memcpy(&b, s + i, 4);
+        a ^= (uint32_t)m & (a ^ b);
+        memcpy(d + i, &a, 4);
+        i += 4;
+    }
     unsigned char mb = (unsigned char)m;
     for (; i < len; i++)
         d[i] = (unsigned char)(d[i] ^ (mb & (d[i] ^ s[i])));
@@ -193,6 +201,17 @@ OBL_INLINE void obl_ct_cswap_portable(uint64_t ctl, void *a, void *b, size_t len
         v ^= t;
         memcpy(x + i, &u, 8);
         memcpy(y + i, &v, 8);
+    }
+    if (i + 4 <= len) { /* a 4-byte word, as in obl_ct_cmov_portable */
+        uint32_t u, v, t;
+        memcpy(&u, x + i, 4);
+        memcpy(&v, y + i, 4);
+        t = (uint32_t)m & (u ^ v);
+        u ^= t;
+        v ^= t;
+        memcpy(x + i, &u, 4);
+        memcpy(y + i, &v, 4);
+        i += 4;
     }
     unsigned char mb = (unsigned char)m;
     for (; i < len; i++) {
