@@ -160,10 +160,14 @@ typedef struct obl_omap_stats {
                                  + 1 in the compact layout (not on FULL) */
     uint32_t layout;          /* the layout in use: OBL_OMAP_LAYOUT_INLINE or
                                  OBL_OMAP_LAYOUT_COMPACT */
+    uint64_t stash_max;       /* largest stash occupancy seen in the index
+                                 ORAM's data level and the value ORAM */
+    uint64_t stash_overflows; /* their OBL_ERR_STASH_OVERFLOW events */
 } obl_omap_stats;
 
-/* Reading queue_max reveals the queue's history to the caller, who decides
- * whether that is public; the library never branches on it. */
+/* Reading queue_max and stash_max reveals the queue's and the stashes'
+ * history to the caller, who decides whether that is public; the library
+ * never branches on them. */
 void obl_omap_get_stats(const obl_omap *m, obl_omap_stats *st);
 
 uint64_t obl_omap_capacity(const obl_omap *m);

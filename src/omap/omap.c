@@ -591,8 +591,18 @@ void obl_omap_get_stats(const obl_omap *m, obl_omap_stats *st)
     if (!st)
         return;
     memset(st, 0, sizeof(*st));
-    if (m)
-        *st = m->st;
+    if (!m)
+        return;
+    *st = m->st;
+    obl_oram_stats os;
+    obl_roram_stats(m->oram, &os);
+    st->stash_max = os.stash_max;
+    st->stash_overflows = os.overflows;
+    if (m->vo) {
+        obl_nroram_stats(m->vo, &os);
+        st->stash_max = st->stash_max > os.stash_max ? st->stash_max : os.stash_max;
+        st->stash_overflows += os.overflows;
+    }
 }
 
 /* see obl/omap.h */

@@ -708,10 +708,12 @@ static void queue_rate(uint64_t cap, long ops, uint32_t B, uint32_t load, uint32
     uint64_t salt = test_rng_next(&R);
     for (uint64_t i = 0; i < U; i++)
         keys[i] = (i * 0x9e3779b97f4a7c15ULL) ^ salt;
-    long full = 0;
+    long full = 0, other = 0; /* other: any error but FULL (stash events) */
     uint64_t v = 0, f;
     for (uint64_t i = 0; i < cap; i++) {
-        full += obl_omap_put(m, &keys[i], &v, &f) == OBL_ERR_FULL;
+        obl_err e = obl_omap_put(m, &keys[i], &v, &f);
+        full += e == OBL_ERR_FULL;
+        other += e != OBL_OK && e != OBL_ERR_FULL;
         pres[i] = 1;
     }
     for (long t = 0; t < ops; t++) {
@@ -719,7 +721,7 @@ static void queue_rate(uint64_t cap, long ops, uint32_t B, uint32_t load, uint32
         do
             a = test_rng_below(&R, U);
         while (!pres[a]);
-        (void)obl_omap_erase(m, &keys[a], &f);
+        other += obl_omap_erase(m, &keys[a], &f) != OBL_OK;
         pres[a] = 0;
         uint64_t b;
         do
@@ -727,15 +729,20 @@ static void queue_rate(uint64_t cap, long ops, uint32_t B, uint32_t load, uint32
         while (pres[b]);
         obl_err e = obl_omap_put(m, &keys[b], &v, &f);
         full += e == OBL_ERR_FULL;
+        other += e != OBL_OK && e != OBL_ERR_FULL;
         pres[b] = e != OBL_ERR_FULL;
     }
     obl_omap_stats st;
     obl_omap_get_stats(m, &st);
     printf("  queue rate: cap %" PRIu64 " B %u load %u%% Q %u %s: %" PRIu64
-           " ops, FULL %ld, queue max %" PRIu64 "\n",
+           " ops, FULL %ld, other errors %ld, queue max %" PRIu64 ", stash max %" PRIu64 "\n",
            cap, st.slots_per_bucket, load, Q,
            st.layout == OBL_OMAP_LAYOUT_COMPACT ? "compact" : "inline", st.operations, full,
-           st.queue_max);
+           other, st.queue_max, st.stash_max);
+    CHECK_EQ_U64(st.stash_overflows, 0);
+    CHECK(st.stash_max > 0 && st.stash_max <= OBL_ORAM_DEFAULT_STASH);
+    CHECK_EQ_U64(other, 0); /* no stash overflow or refused access */
+    CHECK_EQ_U64(compact_sync_check(m), 0);
     obl_omap_destroy(m);
     free(keys);
     free(pres);
@@ -803,6 +810,8 @@ int main(int argc, char **argv)
         build_test(200, 32, 32, 200, 2000);
         build_test(10, 8, 8, 0, 100);
         queue_rate(4096, 20000, 4, 80, 32);
+        g_layout = OBL_OMAP_LAYOUT_COMPACT; /* churn at capacity, value ORAM full */
+        queue_rate(4096, 20000, 0, 80, 32);
         g_layout = OBL_OMAP_LAYOUT_AUTO;
         stream_test(500, 8, 32, 1.0, 3000, 0, NULL);
         build_test(500, 8, 32, 500, 1000);
