@@ -15,6 +15,9 @@
  *   Erase_latency_us        E = min(Q, N/4) erases of distinct present keys
  *   Put_latency_us          the E keys put back: inserts of new keys
  *   Memory_kb, Bytes_per_entry  measured through the counting allocator
+ *   Stash_max_blocks        the largest stash occupancy of the index ORAM's
+ *                           data level and the value ORAM (obl_omap_stats);
+ *                           a stash overflow fails the case
  * Every operation performs the same ORAM accesses, so the phases differ
  * only by noise; they are measured separately because the issue asks for
  * each. Results are checked (hit and miss counts, values of the hits).
@@ -141,6 +144,10 @@ static int umap_run(bench_case *c, void *state)
 
     free(buf);
     bench_record_memory(c, mem, &b);
+    obl_omap_stats st;
+    obl_omap_get_stats(m, &st);
+    bench_record(c, "Stash_max_blocks", (double)st.stash_max);
+    failed |= st.stash_overflows != 0;
     obl_omap_destroy(m);
     return bench_rep_status(c, failed, &cnt);
 }
