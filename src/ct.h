@@ -158,7 +158,8 @@ OBL_INLINE void obl_ct_cswap64(uint64_t ctl, uint64_t *a, uint64_t *b)
 
 /*
  * Portable conditional copy: if (ctl) memcpy(dst, src, len). Words are moved
- * through memcpy so unaligned buffers are fine; the tail is done bytewise.
+ * through memcpy so unaligned buffers are fine: 8-byte words, then one
+ * 4-byte word if 4 or more bytes remain, then bytes.
  */
 OBL_INLINE void obl_ct_cmov_portable(uint64_t ctl, void *dst, const void *src, size_t len)
 {
@@ -173,7 +174,7 @@ OBL_INLINE void obl_ct_cmov_portable(uint64_t ctl, void *dst, const void *src, s
         a ^= m & (a ^ b);
         memcpy(d + i, &a, 8);
     }
-    if (i + 4 <= len) { /* a 4-byte word (the map's leaves), not 4 bytes */
+    if (i + 4 <= len) { /* one 4-byte word (the map's 4-byte leaves) */
         uint32_t a, b;
         memcpy(&a, d + i, 4);
         memcpy(&b, s + i, 4);
@@ -261,8 +262,11 @@ OBL_SIMD_INLINE("avx2") void obl_ct_cswap_avx2_inl(uint64_t ctl, void *a, void *
  * AVX-512: 64-byte mask moves. The k-mask is all ones or all zeros; a masked
  * store with a zero mask still issues the store uop for the same address, so
  * the address trace does not depend on ctl. We load both sides and store the
- * blend unmasked, which is what the memory system sees either way. The tail
- * (len % 64 bytes, public) goes through 32-byte blends and 8-byte words, not
+ * result unmasked, which is what the memory system sees either way; the
+ * conditional copy is an AND/XOR of full vectors, not a k-mask move, which
+ * compilers fold into a load masked by the secret (gcc 12 did). The tail
+ * (len % 64 bytes, public) goes through 32-byte blends and 8- and 4-byte
+ * words, not
  * a byte-masked load and store, which measured far slower on Zen 4 (likely
  * because a masked store is not forwarded to the next load of the same
  * bytes, and the eviction reloads its held block at every level). Measured:
@@ -271,16 +275,17 @@ OBL_SIMD_INLINE("avx2") void obl_ct_cswap_avx2_inl(uint64_t ctl, void *a, void *
  */
 OBL_SIMD_INLINE("avx512f,avx512bw") void obl_ct_cmov_avx512_inl(uint64_t ctl, void *dst, const void *src, size_t len)
 {
-    __mmask8 k = (__mmask8)obl_ct_mask(ctl);
+    __m512i m = _mm512_set1_epi64((long long)obl_ct_mask(ctl));
     unsigned char *d = (unsigned char *)dst;
     const unsigned char *s = (const unsigned char *)src;
     size_t i = 0;
     for (; i + 64 <= len; i += 64) {
         __m512i a = _mm512_loadu_si512((const void *)(d + i));
         __m512i b = _mm512_loadu_si512((const void *)(s + i));
-        _mm512_storeu_si512((void *)(d + i), _mm512_mask_mov_epi64(a, k, b));
+        __m512i t = _mm512_and_si512(m, _mm512_xor_si512(a, b));
+        _mm512_storeu_si512((void *)(d + i), _mm512_xor_si512(a, t));
     }
-    if (i < len) /* the tail: 32-byte blends, then 8-byte words */
+    if (i < len) /* the tail: 32-byte blends, then 8- and 4-byte words */
         obl_ct_cmov_avx2_inl(ctl, d + i, s + i, len - i);
 }
 
@@ -297,7 +302,7 @@ OBL_SIMD_INLINE("avx512f,avx512bw") void obl_ct_cswap_avx512_inl(uint64_t ctl, v
         _mm512_storeu_si512((void *)(x + i), _mm512_xor_si512(u, t));
         _mm512_storeu_si512((void *)(y + i), _mm512_xor_si512(v, t));
     }
-    if (i < len) /* the tail: 32-byte blends, then 8-byte words */
+    if (i < len) /* the tail: 32-byte blends, then 8- and 4-byte words */
         obl_ct_cswap_avx2_inl(ctl, x + i, y + i, len - i);
 }
 #endif

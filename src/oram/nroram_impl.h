@@ -341,7 +341,8 @@ static inline __attribute__((always_inline)) uint64_t NR_F(nr_fetch_core)(obl_nr
     OBL_TRACE_TOUCH(OBL_TRACE_REGION_ORAM_STASH, OBL_TRACE_RW, 0, P);
     /* ReadAndRemove over the stash and then the path, in place: the block
      * is taken under its match mask and its id set to the dummy (all ones);
-     * mask arithmetic as in nr_evict_buf. At most one real block matches,
+     * mask arithmetic as in nr_evict_buf. At most one real block matches
+     * (an id is stored once: obl_nroram_insert's rule that the id be absent),
      * so 8- and 64-byte blocks are OR-ed into a register (the compiler
      * cannot keep o->tmp in one: it may alias the tree); in-process A/B
      * with the eviction's held block (nr_evict_core) for 64 bytes. Other
@@ -360,7 +361,9 @@ static inline __attribute__((always_inline)) uint64_t NR_F(nr_fetch_core)(obl_nr
 #endif
 #define NR_TAKE(p, m)                                                                    \
     do {                                                                                 \
-        uint64_t m_ = (uint64_t)0 - (uint64_t)((m) & 1);                                 \
+        /* through the barrier: a plain 0 - bit lets compilers turn the AND  \
+         * into a load masked by the secret match (clang 14 did) */        \
+        uint64_t m_ = obl_ct_mask((uint64_t)((m) & 1));                                 \
         if (vs == 8) { /* public */                                                      \
             uint64_t v_;                                                                 \
             memcpy(&v_, (p), 8);                                                         \
@@ -368,7 +371,7 @@ static inline __attribute__((always_inline)) uint64_t NR_F(nr_fetch_core)(obl_nr
         } else if (reg64) { /* public */                                                 \
             NR_TAKE64((p), m_);                                                          \
         } else {                                                                         \
-            obl_ct_cmov(m_ & 1, o->tmp, (p), vs);                                        \
+            obl_ct_cmov((uint64_t)((m) & 1), o->tmp, (p), vs);                          \
         }                                                                                \
     } while (0)
     if (vs != 8 && !reg64) /* public */
