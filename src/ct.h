@@ -233,7 +233,10 @@ OBL_SIMD_INLINE("avx2") void obl_ct_cmov_avx2_inl(uint64_t ctl, void *dst, const
     for (; i + 32 <= len; i += 32) {
         __m256i a = _mm256_loadu_si256((const __m256i *)(d + i));
         __m256i b = _mm256_loadu_si256((const __m256i *)(s + i));
-        _mm256_storeu_si256((__m256i *)(d + i), _mm256_blendv_epi8(a, b, m));
+        /* AND/XOR, not blendv: with AVX-512 enabled, compilers turn a blendv
+         * into a k-masked blend of the memory operand (the mask secret) */
+        __m256i t = _mm256_and_si256(m, _mm256_xor_si256(a, b));
+        _mm256_storeu_si256((__m256i *)(d + i), _mm256_xor_si256(a, t));
     }
     if (i < len)
         obl_ct_cmov_portable(ctl, d + i, s + i, len - i);
@@ -319,11 +322,12 @@ OBL_INLINE void obl_ct_cmov(uint64_t ctl, void *dst, const void *src, size_t len
         return;
     }
 #if defined(__SSE4_1__)
-    if (len == 16) { /* one SSE blend instead of two word selects */
+    if (len == 16) { /* one SSE vector instead of two word selects */
         __m128i m = _mm_set1_epi64x((long long)obl_ct_mask(ctl));
         __m128i a = _mm_loadu_si128((const __m128i *)dst);
         __m128i b = _mm_loadu_si128((const __m128i *)src);
-        _mm_storeu_si128((__m128i *)dst, _mm_blendv_epi8(a, b, m));
+        /* AND/XOR, not blendv (see obl_ct_cmov_avx2_inl) */
+        _mm_storeu_si128((__m128i *)dst, _mm_xor_si128(a, _mm_and_si128(m, _mm_xor_si128(a, b))));
         return;
     }
 #endif

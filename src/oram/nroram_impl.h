@@ -256,7 +256,9 @@ static inline __attribute__((always_inline)) void NR_F(nr_evict_core)(obl_nroram
             for (uint32_t j = 0; j < P; j++) {
                 uint64_t v;
                 memcpy(&v, o->bdata + (size_t)j * 8, 8);
-                h |= v & ((uint64_t)0 - (uint64_t)(j == sel));
+                /* through the barrier: else the loop vectorises into loads
+                 * masked by the secret slot (gcc 12 did) */
+                h |= v & obl_ct_mask(nr_eqs(j, sel));
             }
             memcpy(hold, &h, 8);
         } else {
