@@ -352,6 +352,22 @@ OBL_INLINE void obl_ct_cswap(uint64_t ctl, void *a, void *b, size_t len)
 #endif
 }
 
+/* if (ctl) memset(dst, 0, len): 8-byte words, then bytes. */
+OBL_INLINE void obl_ct_czero(uint64_t ctl, void *dst, size_t len)
+{
+    uint64_t keep = ~obl_ct_mask(ctl);
+    unsigned char *d = (unsigned char *)dst;
+    size_t i = 0;
+    for (; i + 8 <= len; i += 8) {
+        uint64_t a;
+        memcpy(&a, d + i, 8);
+        a &= keep;
+        memcpy(d + i, &a, 8);
+    }
+    for (; i < len; i++)
+        d[i] &= (unsigned char)keep;
+}
+
 /* out = ctl ? a : b, for len-byte blocks (out may alias a or b). */
 OBL_INLINE void obl_ct_select_block(uint64_t ctl, void *out, const void *a, const void *b,
                                     size_t len)

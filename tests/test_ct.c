@@ -123,6 +123,21 @@ static void test_blocks(test_rng *r, const char *name, cmov_fn cmov, cswap_fn cs
     printf("  block moves %-9s %s\n", name, T.failures == before ? "ok" : "FAILED");
 }
 
+/* obl_ct_czero: zeros all len bytes under ctl, none otherwise, none past len */
+static void test_czero(test_rng *r)
+{
+    unsigned char a[80], keep[80], zero[80] = {0};
+    for (size_t len = 0; len <= 70; len++)
+        for (uint64_t c = 0; c < 2; c++) {
+            test_rng_fill(r, a, sizeof(a));
+            memcpy(keep, a, sizeof(a));
+            obl_ct_czero(c, a + 1, len);
+            CHECK_MEM(a + 1, c ? zero : keep + 1, len);
+            CHECK(a[0] == keep[0]);
+            CHECK_MEM(a + 1 + len, keep + 1 + len, sizeof(a) - 1 - len);
+        }
+}
+
 static void test_select_block(test_rng *r)
 {
     unsigned char a[100], b[100], o[100];
@@ -245,6 +260,7 @@ static void test_secret_tracking(test_rng *r)
         /* AVX-512 variants are not run here: valgrind 3.19 cannot execute
          * them. They are covered functionally in the release build. */
         obl_ct_select_block(c, s3, s1, s2, n);
+        obl_ct_czero(c, s3, n);
         acc ^= obl_ct_memeq(s1, s2, n) + obl_ct_memlt(s1, s2, n) + s3[0];
     }
     uint64_t idx = test_rng_below(r, 64);
@@ -272,6 +288,7 @@ int main(int argc, char **argv)
     if (obl_ct_cpu_has_avx512() && !OBL_CT_CHECKING)
         test_blocks(&r, "avx512", obl_ct_cmov_avx512, obl_ct_cswap_avx512);
     test_select_block(&r);
+    test_czero(&r);
     test_lookup(&r);
     test_lookup_trace();
     test_secret_tracking(&r);

@@ -426,9 +426,7 @@ static obl_err omap_value_access(obl_omap *m, const op_ctx *c, const unsigned ch
     if (m->ones) {
         obl_ct_cmov(is1, vout, m->ones, m->vs);
         obl_ct_cmov(is1 & c->is_put, m->ones, vin, m->vs);
-        unsigned char mz = (unsigned char)(obl_ct_mask(is1 & c->is_erase) & 0xff);
-        for (size_t i = 0; i < m->vs; i++)
-            m->ones[i] &= (unsigned char)~mz;
+        obl_ct_czero(is1 & c->is_erase, m->ones, m->vs);
     }
     return e;
 }

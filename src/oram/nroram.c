@@ -259,10 +259,7 @@ static obl_err nr_access_common(obl_nroram *o, uint64_t id, uint64_t pos, uint64
         if (in) {
             obl_ct_cmov(is_write, o->tmp, in, vs);
         } else {
-            /* in == NULL: writes zeros; clear with a mask over the block */
-            unsigned char mz = (unsigned char)(obl_ct_mask(is_write) & 0xff);
-            for (size_t i = 0; i < vs; i++)
-                o->tmp[i] &= (unsigned char)~mz;
+            obl_ct_czero(is_write, o->tmp, vs); /* in == NULL: writes zeros */
         }
         /* kept if present (read/write) or written; removed on REMOVE */
         keep = (found | is_write) & (is_remove ^ 1);

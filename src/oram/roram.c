@@ -248,9 +248,7 @@ static void ro_apply(unsigned char *val, size_t vs, uint64_t w, const void *in,
     } else if (in) {
         obl_ct_cmov(w, val, in, vs);
     } else {
-        unsigned char mz = (unsigned char)(obl_ct_mask(w) & 0xff);
-        for (size_t i = 0; i < vs; i++)
-            val[i] &= (unsigned char)~mz;
+        obl_ct_czero(w, val, vs);
     }
 }
 
