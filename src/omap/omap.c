@@ -223,7 +223,8 @@ obl_err omap_alloc(obl_omap **out, const obl_omap_params *p)
     m->kicks = kicks;
     m->scan_max = p->oram_scan_max;
     m->queue_bytes = qb;
-    m->scratch_bytes = qes + 2 * svs + 2 * p->value_size;
+    /* inline: the slot values are the values, so no separate pair */
+    m->scratch_bytes = qes + 2 * svs + (compact ? 2 * p->value_size : 0);
     m->ones_bytes = compact && p->key_size == 8 ? p->value_size : 0;
     m->queue = (unsigned char *)obl_alloc(&m->ac, qb, 64);
     m->scratch = (unsigned char *)obl_alloc(&m->ac, m->scratch_bytes, 64);
@@ -465,10 +466,11 @@ obl_err obl_omap_access(obl_omap *m, uint64_t op, const void *key, const void *v
         if (e != OBL_OK)
             return e;
     }
-    /* in, out: the slot value given to and taken from the index (the value
-     * itself, or the new and the old leaf); vin, vout: the value */
+    /* in, out: the slot value given to and taken from the index: the value
+     * itself (inline: in and out are vin and vout), or the new and the old
+     * leaf (compact); vin, vout: the value */
     unsigned char *in = m->scratch + m->qes, *out = in + m->svs;
-    unsigned char *vin = out + m->svs, *vout = vin + m->vs;
+    unsigned char *vin = compact ? out + m->svs : in, *vout = compact ? vin + m->vs : out;
     if (value_in)
         memcpy(vin, value_in, m->vs);
     else
@@ -479,9 +481,6 @@ obl_err obl_omap_access(obl_omap *m, uint64_t op, const void *key, const void *v
         nl = obl_nroram_random_pos(m->vo);
         st32(in, nl);
         memset(out, 0, 4);
-    } else {
-        memcpy(in, vin, m->vs);
-        memset(out, 0, m->vs);
     }
     uint64_t is_put = obl_ct_eq64(op, OBL_OMAP_PUT);
     op_ctx c = {m, (const unsigned char *)key, in, out, is_put, obl_ct_eq64(op, OBL_OMAP_ERASE),
@@ -555,8 +554,6 @@ obl_err obl_omap_access(obl_omap *m, uint64_t op, const void *key, const void *v
             err = e;
         else if (e != OBL_OK)
             return e;
-    } else {
-        memcpy(vout, out, m->vs);
     }
     if (value_out)
         memcpy(value_out, vout, m->vs);

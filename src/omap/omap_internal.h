@@ -50,7 +50,7 @@ struct obl_omap {
     unsigned char *ones;  /* compact, 8-byte keys: the all-ones key's value */
     unsigned char *queue; /* Q * qes */
     unsigned char *scratch; /* qes (kick entry), 2 * svs (slot value in,
-                               out), 2 * vs (value in, out) */
+                               out), compact: 2 * vs (value in, out) */
     size_t queue_bytes, scratch_bytes, ones_bytes;
     uint64_t count;       /* entries held (secret) */
     obl_omap_stats st;
