@@ -337,6 +337,18 @@ static void stream_test(uint64_t cap, size_t ks, size_t vs, double fill, long op
     model_free(&md);
 }
 
+/* A stream at capacity with 2-slot buckets, 2 kicks per operation, a
+ * 16-entry queue and 70% load: the queue works harder than at the defaults. */
+static void small_bucket_stream(uint64_t cap, size_t ks, size_t vs, long ops)
+{
+    obl_omap_params p = base_params(cap, ks, vs);
+    p.slots_per_bucket = 2;
+    p.kicks_per_op = 2;
+    p.queue_size = 16;
+    p.load_percent = 70;
+    stream_test(cap, ks, vs, 1.0, ops, 0, &p);
+}
+
 /* ----------------------------------------------------------- bulk build -- */
 
 static void build_test(uint64_t cap, size_t ks, size_t vs, uint64_t n, long ops)
@@ -773,14 +785,7 @@ int main(int argc, char **argv)
         build_test(4096, 8, 56, 4096, 2000);
         build_test(1000, 3, 100, 700, 2000);
         build_test(10, 8, 32, 0, 100);
-        {
-            obl_omap_params p = base_params(500, 8, 40);
-            p.slots_per_bucket = 2;
-            p.kicks_per_op = 2;
-            p.queue_size = 16;
-            p.load_percent = 70;
-            stream_test(500, 8, 40, 1.0, 6000, 0, &p);
-        }
+        small_bucket_stream(500, 8, 40, 6000);
     }
     g_layout = OBL_OMAP_LAYOUT_INLINE;
     if (T.ct) {
@@ -797,14 +802,7 @@ int main(int argc, char **argv)
         stream_test(300, 32, 32, 1.0, 5000, 0, NULL);
         stream_test(777, 16, 100, 0.9, 5000, 0, NULL);
         stream_test(2000, 8, 8, 1.0, 10000, 1, NULL);
-        {
-            obl_omap_params p = base_params(500, 8, 8);
-            p.slots_per_bucket = 2;
-            p.kicks_per_op = 2;
-            p.queue_size = 16;
-            p.load_percent = 70;
-            stream_test(500, 8, 8, 1.0, 8000, 0, &p);
-        }
+        small_bucket_stream(500, 8, 8, 8000);
         build_test(1000, 8, 8, 1000, 5000);
         build_test(4096, 8, 56, 3000, 2000);
         build_test(200, 32, 32, 200, 2000);
