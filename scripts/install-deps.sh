@@ -5,6 +5,7 @@
 set -eu
 need=""
 command -v cc >/dev/null 2>&1 || need="$need gcc"
+command -v clang >/dev/null 2>&1 || need="$need clang"
 command -v cmake >/dev/null 2>&1 || need="$need cmake"
 command -v make >/dev/null 2>&1 || need="$need make"
 command -v git >/dev/null 2>&1 || need="$need git"

@@ -1,9 +1,10 @@
 #!/bin/sh
 # The whole test suite of obl, as the README shows and CI runs it:
 # installs what is missing, then configures, builds and runs ctest in the
-# three builds: release (unit tests and the suite's tooling tests), sanitize
-# (address + undefined behaviour) and ct (every test under valgrind memcheck
-# with secrets marked, plus the negative controls that must fail the check).
+# four builds: release (unit tests and the suite's tooling tests), sanitize
+# (address + undefined behaviour), ct (every test under valgrind memcheck
+# with secrets marked, plus the negative controls that must fail the check)
+# and clang (the unit tests and the masked-operand audit with clang).
 # Warnings are errors. Exit status 0 only when every test of every build passed.
 set -eu
 cd "$(dirname "$0")/.."
@@ -12,7 +13,7 @@ jobs=$(nproc 2>/dev/null || echo 2)
 pass=0
 fail=0
 status=0
-for preset in release sanitize ct; do
+for preset in release sanitize ct clang; do
   echo "=== build: $preset"
   cmake --preset "$preset" -DOBL_WERROR=ON >/dev/null
   cmake --build --preset "$preset" -j "$jobs" >/dev/null

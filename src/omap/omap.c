@@ -3,7 +3,8 @@
  * access and its three wrappers, statistics.
  *
  * Every call of obl_omap_access, whatever its op, key or outcome, runs:
- *   1. kicks_per_op kick-out steps: select the first valid queue entry (full
+ *   1. on every kick_interval-th call (a public count): kicks_per_op
+ *      kick-out steps: select the first valid queue entry (full
  *      scan), one ORAM access to the bucket of its current table (a random
  *      bucket when the queue is empty), place it in a free slot or swap it
  *      with a random occupant (random-walk cuckoo insertion, Fotakis et al.,
@@ -182,7 +183,7 @@ obl_err omap_alloc(obl_omap **out, const obl_omap_params *p)
     uint32_t Q = p->queue_size ? p->queue_size : OBL_OMAP_DEFAULT_QUEUE;
     uint32_t kicks = p->kicks_per_op ? p->kicks_per_op : OBL_OMAP_DEFAULT_KICKS;
     if (B > OBL_OMAP_MAX_SLOTS || load < 10 || load > 95 || Q > 1024 || kicks > 8 ||
-        p->layout > OBL_OMAP_LAYOUT_COMPACT)
+        p->kick_interval > OBL_OMAP_MAX_KICK_INTERVAL || p->layout > OBL_OMAP_LAYOUT_COMPACT)
         return OBL_ERR_INVALID_ARG;
     if (p->capacity > ((uint64_t)1 << 40))
         return OBL_ERR_TOO_LARGE;
@@ -198,6 +199,7 @@ obl_err omap_alloc(obl_omap **out, const obl_omap_params *p)
     size_t hs = compact ? 4 : 8;
     size_t kv = p->key_size + svs, bsz, qes = hs + kv, qb;
     uint64_t M = omap_size(p->capacity, load, hs, kv, &B);
+    uint32_t kint = p->kick_interval ? p->kick_interval : OBL_OMAP_DEFAULT_KICK_INTERVAL;
     if (!obl_mul_ok(kv, B, &bsz) || !obl_add_ok(bsz, hs, &bsz) ||
         bsz > OBL_ORAM_MAX_VALUE_SIZE || !obl_mul_ok(qes, Q, &qb))
         return OBL_ERR_TOO_LARGE;
@@ -221,6 +223,8 @@ obl_err omap_alloc(obl_omap **out, const obl_omap_params *p)
     m->B = B;
     m->Q = Q;
     m->kicks = kicks;
+    m->kint = kint;
+    m->kphase = 0;
     m->scan_max = p->oram_scan_max;
     m->queue_bytes = qb;
     /* inline: the slot values are the values, so no separate pair */
@@ -245,6 +249,7 @@ obl_err omap_alloc(obl_omap **out, const obl_omap_params *p)
     m->st.buckets = 2 * M;
     m->st.slots_per_bucket = B;
     m->st.kicks_per_op = kicks;
+    m->st.kick_interval = kint;
     m->st.layout = layout;
     if (m->ones) {
         memset(m->ones, 0, m->ones_bytes);
@@ -438,10 +443,11 @@ obl_err obl_omap_access(obl_omap *m, uint64_t op, const void *key, const void *v
 {
     /*
      * Secret: op, key, the values, the outcome. Public: the parameters, the
-     * pointers' NULL-ness, the error code. The access sequence is fixed:
-     * kicks_per_op kick steps, a queue scan, bucket h0(key), bucket
-     * h1(key), a queue scan; in the compact layout then one access of the
-     * value ORAM.
+     * pointers' NULL-ness, the error code, the number of operations made.
+     * The access sequence is fixed: kicks_per_op kick steps if this is a
+     * kicking operation (every kick_interval-th, counted by kphase), a
+     * queue scan, bucket h0(key), bucket h1(key), a queue scan; in the
+     * compact layout then one access of the value ORAM.
      */
     if (!m || !key)
         return OBL_ERR_INVALID_ARG;
@@ -453,13 +459,16 @@ obl_err obl_omap_access(obl_omap *m, uint64_t op, const void *key, const void *v
             return e;
     }
     obl_err err = OBL_OK;
-    for (uint32_t k = 0; k < m->kicks; k++) {
+    const uint32_t nk = m->kphase == 0 ? m->kicks : 0; /* public */
+    for (uint32_t k = 0; k < nk; k++) {
         obl_err e = omap_kick(m); /* each kick step is complete or not begun */
         if (e == OBL_ERR_STASH_OVERFLOW)
             err = e;
         else if (e != OBL_OK)
             return e;
     }
+    /* the kick round is done: the next one is kint operations later */
+    m->kphase = m->kphase + 1 == m->kint ? 0 : m->kphase + 1;
     {
         /* a kick's stash overflow may leave the index ORAM refusing */
         obl_err e = ro_ready(m->oram);
@@ -519,7 +528,7 @@ obl_err obl_omap_access(obl_omap *m, uint64_t op, const void *key, const void *v
      * matched nowhere and no slot was written. */
     if (OBL_DECLASSIFY_VAL(overflow)) {
         m->st.operations++;
-        m->st.oram_accesses += m->kicks + 2u;
+        m->st.oram_accesses += nk + 2u;
         m->st.full_errors++;
         if (found)
             *found = 0;
@@ -543,7 +552,7 @@ obl_err obl_omap_access(obl_omap *m, uint64_t op, const void *key, const void *v
     occ += need;
     m->st.queue_max = obl_ct_max64(m->st.queue_max, occ);
     m->st.operations++;
-    m->st.oram_accesses += m->kicks + 2u;
+    m->st.oram_accesses += nk + 2u;
     /* never below zero (it cannot be, unless an interrupted operation,
      * docs/omap.md, left it behind the index) */
     m->count += (c.is_put & (c.found ^ 1)) - (c.is_erase & c.found & obl_ct_nonzero64(m->count));

@@ -43,6 +43,8 @@ struct obl_omap {
     size_t bsz;           /* bucket bytes: hs + B * kv */
     size_t qes;           /* queue entry bytes: hs + kv */
     uint32_t B, Q, kicks;
+    uint32_t kint;        /* kick_interval */
+    uint32_t kphase;      /* operations since the last kick round, mod kint (public) */
     uint32_t scan_max;
     uint32_t layout;      /* OBL_OMAP_LAYOUT_INLINE or _COMPACT */
     obl_roram *oram;      /* 2M buckets */

@@ -36,7 +36,12 @@
 
 #include "ct.h"
 #include "common/secret.h"
+#include "common/trace.h"
 #include "oram/nroram_internal.h"
+
+/* The trace hook (tests only): every compare-exchange reports the element
+ * positions it touches (`lanes` consecutive ones from i). */
+#define BS_TOUCH(i, lanes) OBL_TRACE_TOUCH(OBL_TRACE_REGION_SORT, OBL_TRACE_RW, (i), (lanes))
 
 /* Sort keys stay below 2^63 (leaf << 32 | id with leaf < 2^31, or a slot
  * number), so a comparison is the sign of a difference. */
@@ -55,6 +60,8 @@ typedef struct bsort {
  * Secret: the keys, aux, payloads. Public: i, j. */
 static inline void bs_ce(const bsort *s, size_t i, size_t j)
 {
+    BS_TOUCH(i, 1);
+    BS_TOUCH(j, 1);
     uint64_t a = s->key[i], b = s->key[j];
     uint64_t c = obl_ct_barrier64((b - a) >> 63); /* a > b, keys < 2^63 */
     uint64_t m = obl_ct_mask(c), t = m & (a ^ b);
@@ -73,6 +80,8 @@ static inline void bs_ce(const bsort *s, size_t i, size_t j)
 /* Eight mirror compare-exchanges: i .. i+7 against j+7 .. j (reversed). */
 static inline void bs_ce8_mirror(const bsort *s, size_t i, size_t j)
 {
+    BS_TOUCH(i, 8);
+    BS_TOUCH(j, 8);
     const __m512i rev = _mm512_set_epi64(0, 1, 2, 3, 4, 5, 6, 7);
     __m512i a = _mm512_loadu_si512((const void *)(s->key + i));
     __m512i b = _mm512_permutexvar_epi64(rev, _mm512_loadu_si512((const void *)(s->key + j)));
@@ -111,6 +120,7 @@ static void bs_small8(const bsort *s, size_t lo, size_t hi, size_t k)
 {
     int has_aux = s->aux != NULL;
     for (size_t b = lo; b < hi; b += 8) {
+        BS_TOUCH(b, 8);
         __m512i x = _mm512_loadu_si512((const void *)(s->key + b));
         __m512i a = has_aux ? _mm512_loadu_si512((const void *)(s->aux + b)) : x;
         size_t j = 4;
@@ -129,6 +139,8 @@ static void bs_small8(const bsort *s, size_t lo, size_t hi, size_t k)
 /* Eight compare-exchanges (i .. i+7 against j .. j+7) at once. */
 static inline void bs_ce8(const bsort *s, size_t i, size_t j)
 {
+    BS_TOUCH(i, 8);
+    BS_TOUCH(j, 8);
     __m512i a = _mm512_loadu_si512((const void *)(s->key + i));
     __m512i b = _mm512_loadu_si512((const void *)(s->key + j));
     if (s->aux) {
@@ -141,7 +153,171 @@ static inline void bs_ce8(const bsort *s, size_t i, size_t j)
     _mm512_storeu_si512((void *)(s->key + i), _mm512_min_epu64(a, b));
     _mm512_storeu_si512((void *)(s->key + j), _mm512_max_epu64(a, b));
 }
+
+/* The payloads of the eight pairs (i + l, j + l), or (i + l, j + 7 - l)
+ * when `rev`, swapped where bit l of sw is set: AND/XOR with a broadcast
+ * mask, whole 64-byte vectors (s->vs a multiple of 64). Secret: sw, the
+ * payloads. Public: i, j, rev. */
+static inline void bs_pay8(const bsort *s, size_t i, size_t j, unsigned sw, int rev)
+{
+    for (size_t l = 0; l < 8; l++) {
+        const __m512i m = _mm512_set1_epi64(-(long long)((sw >> l) & 1));
+        unsigned char *p = s->pay + (i + l) * s->vs;
+        unsigned char *q = s->pay + (j + (rev ? 7 - l : l)) * s->vs;
+        for (size_t o = 0; o < s->vs; o += 64) {
+            __m512i x = _mm512_load_si512((const void *)(p + o));
+            __m512i y = _mm512_load_si512((const void *)(q + o));
+            __m512i t = _mm512_and_si512(_mm512_xor_si512(x, y), m);
+            _mm512_store_si512((void *)(p + o), _mm512_xor_si512(x, t));
+            _mm512_store_si512((void *)(q + o), _mm512_xor_si512(y, t));
+        }
+    }
+}
+
+/* bs_ce8 and bs_ce8_mirror with payloads: the swap decisions of the eight
+ * keys at once, then the eight payload swaps. */
+static inline void bs_ce8p(const bsort *s, size_t i, size_t j, int rev)
+{
+    BS_TOUCH(i, 8);
+    BS_TOUCH(j, 8);
+    const __m512i r = _mm512_set_epi64(0, 1, 2, 3, 4, 5, 6, 7);
+    __m512i a = _mm512_loadu_si512((const void *)(s->key + i));
+    __m512i b = _mm512_loadu_si512((const void *)(s->key + j));
+    if (rev)
+        b = _mm512_permutexvar_epi64(r, b);
+    __mmask8 k = _mm512_cmpgt_epu64_mask(a, b);
+    __m512i lo = _mm512_min_epu64(a, b), hi = _mm512_max_epu64(a, b);
+    _mm512_storeu_si512((void *)(s->key + i), lo);
+    _mm512_storeu_si512((void *)(s->key + j), rev ? _mm512_permutexvar_epi64(r, hi) : hi);
+    if (s->aux) {
+        __m512i x = _mm512_loadu_si512((const void *)(s->aux + i));
+        __m512i y = _mm512_loadu_si512((const void *)(s->aux + j));
+        if (rev)
+            y = _mm512_permutexvar_epi64(r, y);
+        /* AND/XOR with a vector mask: no blend that a compiler could
+         * turn into a load masked by the secret k (docs/oram.md) */
+        __m512i t = _mm512_and_si512(_mm512_xor_si512(x, y), _mm512_movm_epi64(k));
+        __m512i ya = _mm512_xor_si512(y, t);
+        _mm512_storeu_si512((void *)(s->aux + i), _mm512_xor_si512(x, t));
+        _mm512_storeu_si512((void *)(s->aux + j), rev ? _mm512_permutexvar_epi64(r, ya) : ya);
+    }
+    bs_pay8(s, i, j, (unsigned)k, rev);
+}
+
+/* bs_small8 with 64-byte payloads: each group of 8 elements, keys, aux
+ * words and payloads, is held in registers through the steps. Secret: the
+ * keys, aux, payloads. Public: lo, hi, k. */
+static void bs_small8p(const bsort *s, size_t lo, size_t hi, size_t k)
+{
+    const __m512i idx = _mm512_set_epi64(7, 6, 5, 4, 3, 2, 1, 0);
+    int has_aux = s->aux != NULL;
+    for (size_t b = lo; b < hi; b += 8) {
+        BS_TOUCH(b, 8);
+        __m512i x = _mm512_loadu_si512((const void *)(s->key + b));
+        __m512i a = has_aux ? _mm512_loadu_si512((const void *)(s->aux + b)) : x;
+        __m512i P[8];
+        for (int l = 0; l < 8; l++)
+            P[l] = _mm512_load_si512((const void *)(s->pay + (b + l) * 64));
+        int px = 4, ub = 4; /* this step's partner distance and upper bit */
+        size_t j = 2;       /* the next step's */
+        if (k <= 8) {
+            px = (int)k - 1;
+            ub = (int)k / 2;
+            j = k / 4;
+        }
+        for (;;) {
+            const __m512i perm = _mm512_xor_si512(idx, _mm512_set1_epi64(px));
+            const __mmask8 upper = (__mmask8)_mm512_test_epi64_mask(idx, _mm512_set1_epi64(ub));
+            __m512i y = _mm512_permutexvar_epi64(perm, x);
+            __mmask8 gt = _mm512_cmpgt_epu64_mask(x, y), lt = _mm512_cmpgt_epu64_mask(y, x);
+            __mmask8 sw = (__mmask8)((~upper & gt) | (upper & lt));
+            if (has_aux)
+                a = _mm512_mask_blend_epi64(sw, a, _mm512_permutexvar_epi64(perm, a));
+            x = _mm512_mask_blend_epi64(upper, _mm512_min_epu64(x, y), _mm512_max_epu64(x, y));
+            unsigned bits = (unsigned)sw;
+            for (int l = 0; l < 8; l++) {
+                if (l & ub) /* public: lower lane of each pair */
+                    continue;
+                int q = l ^ px;
+                const __m512i m = _mm512_set1_epi64(-(long long)((bits >> l) & 1));
+                __m512i t = _mm512_and_si512(_mm512_xor_si512(P[l], P[q]), m);
+                P[l] = _mm512_xor_si512(P[l], t);
+                P[q] = _mm512_xor_si512(P[q], t);
+            }
+            if (j == 0)
+                break;
+            px = ub = (int)j;
+            j >>= 1;
+        }
+        _mm512_storeu_si512((void *)(s->key + b), x);
+        if (has_aux)
+            _mm512_storeu_si512((void *)(s->aux + b), a);
+        for (int l = 0; l < 8; l++)
+            _mm512_store_si512((void *)(s->pay + (b + l) * 64), P[l]);
+    }
+}
 #endif
+
+/* A compare-exchange of one element (vec 0) or of 8 consecutive ones
+ * (vec 1: no payload; vec 2: payloads of 64-byte multiples) at i and j.
+ * Public: i, j, vec. */
+static inline void bs_ce_w(const bsort *s, size_t i, size_t j, int vec)
+{
+#if OBL_CT_AVX512
+    if (vec == 2) {
+        bs_ce8p(s, i, j, 0);
+        return;
+    }
+    if (vec) {
+        bs_ce8(s, i, j);
+        return;
+    }
+#endif
+    (void)vec;
+    bs_ce(s, i, j);
+}
+
+/*
+ * t consecutive half-cleaner steps, spans j, j/2, .., j >> (t - 1) (t = 1,
+ * 2 or 3), in one pass over [lo, hi): the 2^t elements e + a * q (q = the
+ * smallest span, a = 0 .. 2^t - 1) are closed under these steps, so each
+ * such group runs all t steps at once, while it is in the L1 cache. The
+ * compare-exchanges, and their order along every element's dependencies,
+ * are those of the t separate steps; a full pass over a large array is
+ * made once instead of t times (the payload sorts of the build are bound
+ * by that traffic). Public: every argument.
+ */
+static inline void bs_half(const bsort *s, size_t lo, size_t hi, size_t j, unsigned t, int vec)
+{
+    const size_t q = j >> (t - 1), w = vec ? 8 : 1, G = (size_t)1 << t;
+    for (size_t b = lo; b < hi; b += 2 * j)
+        for (size_t r = 0; r < q; r += w)
+            for (unsigned u = 0; u < t; u++) {
+                size_t d = (size_t)1 << (t - 1 - u); /* this step's span / q */
+                for (size_t a = 0; a < G; a++)
+                    if (!(a & d)) /* public */
+                        bs_ce_w(s, b + r + a * q, b + r + (a + d) * q, vec);
+            }
+}
+
+/* The half-cleaner steps j = jtop, jtop / 2, .., down to jbot (and at
+ * least w, the lanes per compare-exchange), three at a time where they
+ * can be. Public: every argument. */
+static void bs_halves(const bsort *s, size_t lo, size_t hi, size_t jtop, size_t jbot, int vec)
+{
+    const size_t w = vec ? 8 : 1, lim = jbot > w ? jbot : w;
+    size_t j = jtop;
+    while (j >= lim) {
+        unsigned t = j / 4 >= lim ? 3 : j / 2 >= lim ? 2 : 1;
+        if (t == 3)
+            bs_half(s, lo, hi, j, 3, vec);
+        else if (t == 2)
+            bs_half(s, lo, hi, j, 2, vec);
+        else
+            bs_half(s, lo, hi, j, 1, vec);
+        j >>= t;
+    }
+}
 
 /*
  * Steps of stage k of the network on the elements [lo, hi) (hi - lo a
@@ -163,12 +339,27 @@ static void bs_steps(const bsort *s, size_t lo, size_t hi, size_t k, int mirror,
             for (size_t b = lo; b < hi; b += k)
                 for (size_t i = 0; i < k / 2; i += 8)
                     bs_ce8_mirror(s, b + i, b + k - 8 - i);
-        for (size_t j = jtop; j >= 8 && j >= jbot; j >>= 1)
-            for (size_t b = lo; b < hi; b += 2 * j)
-                for (size_t i = 0; i < j; i += 8)
-                    bs_ce8(s, b + i, b + i + j);
+        bs_halves(s, lo, hi, jtop, jbot, 1); /* j >= 8 */
         if (jbot < 8)
             bs_small8(s, lo, hi, k); /* j = 4, 2, 1 */
+        return;
+    }
+    /* payloads of whole vectors: eight key decisions at once for the spans
+     * of at least 8, element by element below */
+    if (s->pay && s->vs == 64 && hi - lo >= 8 && k <= 8) {
+        bs_small8p(s, lo, hi, k); /* the whole stage, in registers */
+        return;
+    }
+    if (s->pay && s->vs % 64 == 0 && k >= 16 && hi - lo >= 16) {
+        if (mirror)
+            for (size_t b = lo; b < hi; b += k)
+                for (size_t i = 0; i < k / 2; i += 8)
+                    bs_ce8p(s, b + i, b + k - 8 - i, 1);
+        bs_halves(s, lo, hi, jtop, jbot, 2); /* j >= 8 */
+        if (jbot < 8 && s->vs == 64)
+            bs_small8p(s, lo, hi, k); /* j = 4, 2, 1 */
+        else if (jbot < 8)
+            bs_halves(s, lo, hi, jtop < 4 ? jtop : 4, jbot, 0);
         return;
     }
 #endif
@@ -176,10 +367,7 @@ static void bs_steps(const bsort *s, size_t lo, size_t hi, size_t k, int mirror,
         for (size_t b = lo; b < hi; b += k)
             for (size_t i = 0; i < k / 2; i++)
                 bs_ce(s, b + i, b + k - 1 - i);
-    for (size_t j = jtop; j >= jbot && j > 0; j >>= 1)
-        for (size_t b = lo; b < hi; b += 2 * j)
-            for (size_t i = 0; i < j; i++)
-                bs_ce(s, b + i, b + i + j);
+    bs_halves(s, lo, hi, jtop, jbot, 0);
 }
 
 /* Elements per cache block of the blocked network: the largest power of
@@ -355,6 +543,8 @@ obl_err nr_build(obl_nroram *o, uint64_t n, const unsigned char *data, size_t ss
                 const __m512i bit = _mm512_set1_epi64((long long)d);
                 for (; i >= 8; i -= 8) {
                     size_t b = i - 8;
+                    BS_TOUCH(b, 8);
+                    BS_TOUCH(b + d, 8);
                     __m512i k0 = _mm512_loadu_si512((const void *)(key + b));
                     __m512i k1 = _mm512_loadu_si512((const void *)(key + b + d));
                     __m512i a0 = _mm512_loadu_si512((const void *)(aux + b));
@@ -370,6 +560,8 @@ obl_err nr_build(obl_nroram *o, uint64_t n, const unsigned char *data, size_t ss
             }
 #endif
             for (; i-- > 0;) {
+                BS_TOUCH(i, 1);
+                BS_TOUCH(i + d, 1);
                 /* remaining shift of the element now at i is key - i */
                 uint64_t valid = obl_ct_neq64(key[i], BUILD_EMPTY);
                 uint64_t c = valid & (((key[i] - i) >> j) & 1);
@@ -387,6 +579,7 @@ obl_err nr_build(obl_nroram *o, uint64_t n, const unsigned char *data, size_t ss
 
     /* 5. write the stash and the tree, slot by slot */
     for (size_t i = 0; i < (size_t)T; i++) {
+        OBL_TRACE_TOUCH(OBL_TRACE_REGION_ORAM_TREE, OBL_TRACE_WRITE, i, 1);
         uint64_t valid = obl_ct_neq64(key[i], BUILD_EMPTY);
         uint64_t id = (uint32_t)aux[i], leaf = obl_ct_select64(valid, aux[i] >> 32, 0);
         if (ids) /* public */

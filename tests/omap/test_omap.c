@@ -202,6 +202,14 @@ static int sync_cmp(const void *a, const void *b)
     return x < y ? -1 : x > y;
 }
 
+/* Kick steps made by st->operations calls: the first call and every
+ * kick_interval-th after it kick (obl/omap.h). */
+static uint64_t kick_steps(const obl_omap_stats *st)
+{
+    uint64_t rounds = (st->operations + st->kick_interval - 1) / st->kick_interval;
+    return rounds * st->kicks_per_op;
+}
+
 /*
  * White-box check of a compact map (plain runs only: it reads secrets and
  * branches on them): every index entry (bucket or queue) has exactly one
@@ -323,8 +331,8 @@ static void stream_test(uint64_t cap, size_t ks, size_t vs, double fill, long op
     uint64_t qmax = st.queue_max;
     OBL_DECLASSIFY(&qmax, sizeof(qmax));
     CHECK_EQ_U64(st.operations, (uint64_t)r.ops);
-    CHECK_EQ_U64(st.oram_accesses, (uint64_t)r.ops * (st.kicks_per_op + 2 +
-                                                     (st.layout == OBL_OMAP_LAYOUT_COMPACT)));
+    CHECK_EQ_U64(st.oram_accesses, kick_steps(&st) + (uint64_t)r.ops * (2 +
+                                       (st.layout == OBL_OMAP_LAYOUT_COMPACT)));
     CHECK(p.layout == OBL_OMAP_LAYOUT_AUTO || st.layout == p.layout);
     CHECK_EQ_U64(r.full, 0);
     CHECK_EQ_U64(r.mismatches, 0);
@@ -479,6 +487,9 @@ static void bad_input_test(void)
     CHECK_EQ_U64(obl_omap_create(&m, &q), OBL_ERR_INVALID_ARG);
     q = p;
     q.layout = 3;
+    CHECK_EQ_U64(obl_omap_create(&m, &q), OBL_ERR_INVALID_ARG);
+    q = p;
+    q.kick_interval = OBL_OMAP_MAX_KICK_INTERVAL + 1;
     CHECK_EQ_U64(obl_omap_create(&m, &q), OBL_ERR_INVALID_ARG);
     q = p;
     q.key_size = 9;
@@ -636,8 +647,9 @@ static void compact_test(void)
     CHECK_EQ_U64(compact_sync_check(m), 0);
     obl_omap_get_stats(m, &st);
     CHECK_EQ_U64(st.full_errors, 13);
-    /* every call: kicks + 2 index accesses, + 1 value access unless FULL */
-    CHECK_EQ_U64(st.oram_accesses, st.operations * (st.kicks_per_op + 2) +
+    /* every call: 2 index accesses (+ kicks on kicking calls), + 1 value
+     * access unless FULL */
+    CHECK_EQ_U64(st.oram_accesses, kick_steps(&st) + st.operations * 2 +
                                        (st.operations - st.full_errors));
     obl_omap_destroy(m);
 
@@ -693,7 +705,30 @@ static void compact_test(void)
         CHECK_EQ_U64(obl_omap_create(&m, &a), OBL_ERR_TOO_LARGE);
         CHECK(m == NULL);
     }
-    printf("  compact: all-ones key, capacity limit, build: ok\n");
+    /* the kick interval (default 1) and its schedule: the first call
+     * kicks, then every interval-th */
+    static const struct {
+        uint32_t B, load, kint, want;
+    } ki[] = {{5, 80, 0, 1}, {4, 90, 0, 1}, {5, 80, 1, 1}, {4, 80, 2, 2}, {5, 80, 3, 3},
+              {8, 50, 8, 8}};
+    for (size_t i = 0; i < sizeof(ki) / sizeof(ki[0]); i++) {
+        obl_omap_params a = base_params(64, 8, 8);
+        a.slots_per_bucket = ki[i].B;
+        a.load_percent = ki[i].load;
+        a.kick_interval = ki[i].kint;
+        CHECK_EQ_U64(obl_omap_create(&m, &a), OBL_OK);
+        obl_omap_get_stats(m, &st);
+        CHECK_EQ_U64(st.kick_interval, ki[i].want);
+        uint64_t k8 = 0, f8;
+        for (uint64_t c = 1; c <= 2 * ki[i].want + 1; c++) {
+            uint64_t before = st.oram_accesses;
+            CHECK_EQ_U64(obl_omap_get(m, &k8, NULL, &f8), OBL_OK);
+            obl_omap_get_stats(m, &st);
+            CHECK_EQ_U64(st.oram_accesses - before, 2 + ((c - 1) % ki[i].want == 0));
+        }
+        obl_omap_destroy(m);
+    }
+    printf("  compact: all-ones key, capacity limit, build, kick interval: ok\n");
 }
 
 /* ---------------------------------------------------- queue failure rate -- */
@@ -703,10 +738,12 @@ static void compact_test(void)
  * present key followed by puts of an absent one (occupancy stays at
  * capacity): counts FULL events and the largest queue occupancy.
  */
-static void queue_rate(uint64_t cap, long ops, uint32_t B, uint32_t load, uint32_t Q)
+static void queue_rate(uint64_t cap, long ops, uint32_t B, uint32_t load, uint32_t Q,
+                       uint32_t kint)
 {
     obl_omap_params p = base_params(cap, 8, 8);
     p.slots_per_bucket = B;
+    p.kick_interval = kint;
     p.load_percent = load;
     p.queue_size = Q;
     p.oram_scan_max = 0;
@@ -746,9 +783,9 @@ static void queue_rate(uint64_t cap, long ops, uint32_t B, uint32_t load, uint32
     }
     obl_omap_stats st;
     obl_omap_get_stats(m, &st);
-    printf("  queue rate: cap %" PRIu64 " B %u load %u%% Q %u %s: %" PRIu64
+    printf("  queue rate: cap %" PRIu64 " B %u load %u%% Q %u kick every %u %s: %" PRIu64
            " ops, FULL %ld, other errors %ld, queue max %" PRIu64 ", stash max %" PRIu64 "\n",
-           cap, st.slots_per_bucket, load, Q,
+           cap, st.slots_per_bucket, load, Q, st.kick_interval,
            st.layout == OBL_OMAP_LAYOUT_COMPACT ? "compact" : "inline", st.operations, full,
            other, st.queue_max, st.stash_max);
     CHECK_EQ_U64(st.stash_overflows, 0);
@@ -807,20 +844,24 @@ int main(int argc, char **argv)
         build_test(4096, 8, 56, 3000, 2000);
         build_test(200, 32, 32, 200, 2000);
         build_test(10, 8, 8, 0, 100);
-        queue_rate(4096, 20000, 4, 80, 32);
+        queue_rate(4096, 20000, 4, 80, 32, 0);
         g_layout = OBL_OMAP_LAYOUT_COMPACT; /* churn at capacity, value ORAM full */
-        queue_rate(4096, 20000, 0, 80, 32);
+        queue_rate(4096, 20000, 0, 80, 32, 0);
         g_layout = OBL_OMAP_LAYOUT_AUTO;
         stream_test(500, 8, 32, 1.0, 3000, 0, NULL);
         build_test(500, 8, 32, 500, 1000);
     }
     if (T.long_run) {
-        queue_rate(1 << 16, 2000000, 4, 80, 32);
-        queue_rate(1 << 16, 2000000, 4, 90, 32);
-        queue_rate(1 << 16, 2000000, 2, 80, 32);
-        queue_rate(1 << 16, 2000000, 0, 80, 32); /* automatic B (5 here) */
+        queue_rate(1 << 16, 2000000, 4, 80, 32, 0);
+        queue_rate(1 << 16, 2000000, 4, 90, 32, 0);
+        queue_rate(1 << 16, 2000000, 2, 80, 32, 0);
+        queue_rate(1 << 16, 2000000, 0, 80, 32, 0); /* automatic B (5 here) */
+        /* kick intervals above the default: the fill by puts overflows */
+        queue_rate(1 << 16, 2000000, 0, 80, 32, 2);
+        queue_rate(1 << 16, 2000000, 0, 80, 32, 3);
+        queue_rate(1 << 16, 2000000, 4, 80, 32, 2);
         g_layout = OBL_OMAP_LAYOUT_COMPACT; /* same index, leaves as slot values */
-        queue_rate(1 << 16, 2000000, 0, 80, 32);
+        queue_rate(1 << 16, 2000000, 0, 80, 32, 0);
     }
     return test_done("test_omap");
 }
