@@ -9,8 +9,8 @@
  * SipHash-2-4 (Aumasson, Bernstein 2012) under a per-map secret key.
  * Insertion is de-amortised through a fixed-size queue (Arbitman, Naor,
  * Segev, "De-amortized cuckoo hashing", ICALP 2009): every
- * `kick_interval`-th operation (by default every one), of any type, performs exactly `kicks_per_op`
- * kick-out steps on the queue; every operation then reads and rewrites one
+ * `kick_interval`-th operation (by default every one), of any type,
+ * performs exactly `kicks_per_op` kick-out steps on the queue; every operation then reads and rewrites one
  * bucket of each table, i.e. 2 ORAM accesses, plus kicks_per_op on the
  * operations that kick, plus full scans of the queue; in the compact layout
  * (below) one more access, of the value ORAM. Which operations kick depends
@@ -31,6 +31,12 @@
  * ORAM stash overflow it is a public event: its probability at or below the
  * documented load is tiny (docs/omap.md gives the measured rate), and a
  * caller who needs to hide it must size the map so that it does not occur.
+ * That holds for the default kick_interval (1): with a larger one, filling
+ * the map by single puts near capacity makes FULL common (docs/omap.md,
+ * "Queue failure rate"), and each report reveals a put of a new key.
+ * Keys of more than 8 bytes in the compact layout are indexed by a 64-bit
+ * fingerprint: a put of a new key whose fingerprint a stored key has also
+ * reports FULL (probability about count / 2^64 per put).
  * In the compact layout a put of a new key also reports OBL_ERR_FULL when
  * the map holds `capacity` entries (its value ORAM is sized for that many).
  * That event is not rare: it is the documented hard limit, and it reveals
@@ -77,13 +83,18 @@ extern "C" {
  * COMPACT: the buckets hold key and a leaf label; the values live in one
  *   Circuit ORAM (obl_nroram) under the key as block id, so kick-out steps
  *   and both bucket reads move small index entries only, and a get costs
- *   one more (non-recursive) ORAM access. Keys of at most 8 bytes only.
+ *   one more (non-recursive) ORAM access. Keys of more than 8 bytes are
+ *   replaced in the index by a 64-bit keyed fingerprint, which is the
+ *   block id; the block holds key and value, and the stored key is
+ *   compared on every access. Capacity at most 2^30.
  * AUTO: COMPACT for keys of at most 8 bytes and values of at least
- *   OBL_OMAP_COMPACT_MIN_VALUE bytes, else INLINE. */
+ *   OBL_OMAP_COMPACT_MIN_VALUE bytes, and for longer keys when key and
+ *   value take at least OBL_OMAP_COMPACT_MIN_ENTRY bytes; else INLINE. */
 #define OBL_OMAP_LAYOUT_AUTO 0u
 #define OBL_OMAP_LAYOUT_INLINE 1u
 #define OBL_OMAP_LAYOUT_COMPACT 2u
 #define OBL_OMAP_COMPACT_MIN_VALUE 24u
+#define OBL_OMAP_COMPACT_MIN_ENTRY 32u
 
 /* Operation codes for obl_omap_access. The code is SECRET: all codes make
  * the same accesses. Any other value behaves as OBL_OMAP_GET. */
@@ -103,8 +114,6 @@ typedef struct obl_omap_params {
     uint32_t load_percent;      /* 0 = default; 10 .. 95 */
     uint32_t queue_size;        /* 0 = default; 1 .. 1024 */
     uint32_t kicks_per_op;      /* 0 = default; 1 .. 8 */
-    uint32_t kick_interval;     /* operations per kick round; 0 = default;
-                                   1 .. OBL_OMAP_MAX_KICK_INTERVAL (above) */
     uint32_t oram_scan_max;     /* passed to the RORAM (0 = its default) */
     uint32_t layout;            /* OBL_OMAP_LAYOUT_*; 0 = automatic */
     obl_random_fn random;       /* NULL: getrandom(2); seeds the map's PRG */
@@ -112,6 +121,9 @@ typedef struct obl_omap_params {
     uint64_t seed;              /* used instead of random when use_seed != 0 */
     int use_seed;               /* tests and reproducible benchmarks only */
     const obl_allocator *alloc; /* NULL: the C library */
+    uint32_t kick_interval;     /* operations per kick round; 0 = default;
+                                   1 .. OBL_OMAP_MAX_KICK_INTERVAL (above);
+                                   last, so that older callers' layouts stay */
 } obl_omap_params;
 
 /*
@@ -169,7 +181,6 @@ typedef struct obl_omap_stats {
     uint64_t buckets;         /* buckets in both tables */
     uint32_t slots_per_bucket;
     uint32_t kicks_per_op;
-    uint32_t kick_interval;   /* operations per kick round, in use */
     uint64_t oram_accesses;   /* ORAM accesses made: 2 per op, + kicks_per_op
                                  on kicking ops, + 1 in the compact layout
                                  (not on FULL) */
@@ -178,6 +189,7 @@ typedef struct obl_omap_stats {
     uint64_t stash_max;       /* largest stash occupancy seen in the index
                                  ORAM's data level and the value ORAM */
     uint64_t stash_overflows; /* their OBL_ERR_STASH_OVERFLOW events */
+    uint32_t kick_interval;   /* operations per kick round, in use */
 } obl_omap_stats;
 
 /* Reading queue_max and stash_max reveals the queue's and the stashes'

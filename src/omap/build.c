@@ -83,14 +83,17 @@ obl_err obl_omap_build(obl_omap **out, const obl_omap_params *p, const void *key
     if (err != OBL_OK)
         return err;
     const unsigned char *K = (const unsigned char *)keys, *V = (const unsigned char *)values;
-    const size_t ks = m->ks, vs = m->vs, kv = m->kv, B = m->B;
+    const size_t ks = m->ks, vs = m->vs, kv = m->kv, B = m->B, iks = m->iks;
     const uint64_t nb = 2 * m->M;
     size_t rec_bytes = 0, b_bytes = 0, own_bytes = 0, fill_bytes = nb, arr_bytes = 0;
+    size_t fp_bytes = 0, kvb_bytes = 0;
     size_t cnt_bytes = sizeof(uint32_t) << 16;
     int ok = obl_mul_ok((size_t)(n ? n : 1), sizeof(build_rec), &rec_bytes) &&
              obl_mul_ok((size_t)(n ? n : 1), 2 * sizeof(uint64_t), &b_bytes) &&
              obl_mul_ok((size_t)nb * B, sizeof(uint64_t), &own_bytes) &&
-             obl_mul_ok((size_t)nb, m->bsz, &arr_bytes);
+             obl_mul_ok((size_t)nb, m->bsz, &arr_bytes) &&
+             obl_mul_ok((size_t)(n ? n : 1), 8, &fp_bytes) &&
+             obl_mul_ok((size_t)(n ? n : 1), ks + vs, &kvb_bytes);
     if (!ok) {
         omap_free(m);
         return OBL_ERR_TOO_LARGE;
@@ -102,20 +105,28 @@ obl_err obl_omap_build(obl_omap **out, const obl_omap_params *p, const void *key
     uint64_t *own = (uint64_t *)obl_alloc(&m->ac, own_bytes, 64);    /* entry + 1 per slot */
     unsigned char *fill = (unsigned char *)obl_alloc(&m->ac, fill_bytes, 64);
     unsigned char *arr = NULL;
+    /* fingerprint mode: the index keys (fingerprints) and the value
+     * ORAM's blocks {key, value} */
+    uint64_t *fpk = m->fp ? (uint64_t *)obl_alloc(&m->ac, fp_bytes, 64) : NULL;
+    unsigned char *kvb = NULL;
     uint64_t *ids = NULL;
     uint32_t *leaves = NULL;
     size_t ids_bytes = 0, leaves_bytes = 0;
     const int compact = m->layout == OBL_OMAP_LAYOUT_COMPACT;
     uint64_t qn = 0;
-    if (!recs || !tmp || !cnt || !bk || !own || !fill) {
+    if (!recs || !tmp || !cnt || !bk || !own || !fill || (m->fp && !fpk)) {
         err = OBL_ERR_NOMEM;
         goto done;
     }
+    for (uint64_t i = 0; m->fp && i < n; i++)
+        fpk[i] = omap_fingerprint(m, K + i * ks);
+    /* the index keys, iks bytes each */
+    const unsigned char *IK = m->fp ? (const unsigned char *)fpk : K;
 
     /* Hashes. LEAK: the bucket pair and 64-bit hash of each input position,
      * pseudo-random for distinct keys (see the top of this file). */
     for (uint64_t i = 0; i < n; i++) {
-        const unsigned char *k = K + i * ks;
+        const unsigned char *k = IK + i * iks;
         uint64_t h = omap_hash(m, 0, k);
         recs[i].h = h;
         recs[i].i = i;
@@ -128,21 +139,33 @@ obl_err obl_omap_build(obl_omap **out, const obl_omap_params *p, const void *key
     /* Duplicates: equal keys have equal hashes, so after sorting by hash a
      * duplicate pair sits inside a run of equal hashes; runs longer than one
      * (a duplicate, or a 64-bit PRF collision, probability ~ n^2 / 2^65) are
-     * compared pairwise in constant time. */
+     * compared pairwise in constant time. In fingerprint mode equal
+     * fingerprints hash equally too: two different keys with one
+     * fingerprint cannot both be held (fpc). */
     radix_sort_vartime(recs, tmp, n, cnt);
-    uint64_t dup = 0;
+    uint64_t dup = 0, fpc = 0;
     for (uint64_t s = 0; s < n;) {
         uint64_t e = s + 1;
         while (e < n && recs[e].h == recs[s].h)
             e++;
         for (uint64_t a = s; a < e; a++)
-            for (uint64_t b = a + 1; b < e; b++)
-                dup |= obl_ct_memeq(K + recs[a].i * ks, K + recs[b].i * ks, ks);
+            for (uint64_t b = a + 1; b < e; b++) {
+                uint64_t eq = obl_ct_memeq(K + recs[a].i * ks, K + recs[b].i * ks, ks);
+                dup |= eq;
+                if (m->fp) /* public */
+                    fpc |= obl_ct_eq64(fpk[recs[a].i], fpk[recs[b].i]) & (eq ^ 1);
+            }
         s = e;
     }
-    /* LEAK: whether the input holds a duplicate key: the public error. */
+    /* LEAK: whether the input holds a duplicate key: the public error; and
+     * whether two keys share a fingerprint (probability ~ n^2 / 2^65): the
+     * capacity event OBL_ERR_FULL. */
     if (OBL_DECLASSIFY_VAL(dup)) {
         err = OBL_ERR_DUPLICATE_KEY;
+        goto done;
+    }
+    if (OBL_DECLASSIFY_VAL(fpc)) {
+        err = OBL_ERR_FULL;
         goto done;
     }
     obl_free(&m->ac, recs, rec_bytes);
@@ -167,14 +190,31 @@ obl_err obl_omap_build(obl_omap **out, const obl_omap_params *p, const void *key
         }
         for (uint64_t i = 0; i < n; i++) {
             uint64_t id = 0;
-            memcpy(&id, K + i * ks, ks);
+            memcpy(&id, IK + i * iks, iks);
             ids[i] = id;
             if (m->ones)
                 obl_ct_cmov(obl_ct_eq64(id, UINT64_MAX), m->ones, V + i * vs, vs);
         }
+        const unsigned char *blocks = V;
+        size_t bs = vs;
+        if (m->fp) { /* public */
+            kvb = (unsigned char *)obl_alloc(&m->ac, kvb_bytes, 64);
+            if (!kvb) {
+                err = OBL_ERR_NOMEM;
+                goto done;
+            }
+            for (uint64_t i = 0; i < n; i++) {
+                memcpy(kvb + i * (ks + vs), K + i * ks, ks);
+                memcpy(kvb + i * (ks + vs) + ks, V + i * vs, vs);
+            }
+            blocks = kvb;
+            bs = ks + vs;
+        }
         err = nr_create(&m->vo, &np);
         if (err == OBL_OK)
-            err = nr_build(m->vo, n, V, vs, (size_t)n * vs, ids, leaves);
+            err = nr_build(m->vo, n, blocks, bs, (size_t)n * bs, ids, leaves);
+        obl_free(&m->ac, kvb, kvb_bytes);
+        kvb = NULL;
         obl_free(&m->ac, ids, ids_bytes);
         ids = NULL;
         if (err != OBL_OK)
@@ -220,8 +260,8 @@ obl_err obl_omap_build(obl_omap **out, const obl_omap_params *p, const void *key
             unsigned char *q = m->queue + qn * m->qes;
             uint64_t h = 1 | ((uint64_t)(t ^ 1) << 1);
             memcpy(q, &h, m->hs); /* little-endian: the low bytes */
-            memcpy(q + m->hs, K + cur * ks, ks);
-            memcpy(q + m->hs + ks, OMAP_SV(cur), svs);
+            memcpy(q + m->hs, IK + cur * iks, iks);
+            memcpy(q + m->hs + iks, OMAP_SV(cur), svs);
             qn++;
         }
     }
@@ -238,8 +278,8 @@ obl_err obl_omap_build(obl_omap **out, const obl_omap_params *p, const void *key
         memcpy(bp, &hdr, m->hs); /* little-endian: the low bytes */
         for (unsigned s = 0; s < fill[b]; s++) {
             uint64_t i = own[b * B + s] - 1;
-            memcpy(bp + m->hs + s * kv, K + i * ks, ks);
-            memcpy(bp + m->hs + s * kv + ks, OMAP_SV(i), svs);
+            memcpy(bp + m->hs + s * kv, IK + i * iks, iks);
+            memcpy(bp + m->hs + s * kv + iks, OMAP_SV(i), svs);
         }
     }
 #undef OMAP_SV
@@ -261,6 +301,8 @@ done:
     obl_free(&m->ac, arr, arr_bytes);
     obl_free(&m->ac, ids, ids_bytes);
     obl_free(&m->ac, leaves, leaves_bytes);
+    obl_free(&m->ac, fpk, fp_bytes);
+    obl_free(&m->ac, kvb, kvb_bytes);
     if (err != OBL_OK) {
         omap_free(m);
         return err;

@@ -54,7 +54,14 @@ static inline void st32(unsigned char *p, uint64_t w)
 /* see omap_internal.h */
 uint64_t omap_hash(const obl_omap *m, unsigned t, const void *key)
 {
-    return obl_siphash24(m->sk[2 * t], m->sk[2 * t + 1], key, m->ks);
+    return obl_siphash24(m->sk[2 * t], m->sk[2 * t + 1], key, m->iks);
+}
+
+/* see omap_internal.h */
+uint64_t omap_fingerprint(const obl_omap *m, const void *key)
+{
+    uint64_t f = obl_siphash24(m->sk[4], m->sk[5], key, m->ks) & m->fpmask;
+    return f - obl_ct_eq64(f, UINT64_MAX);
 }
 
 /* see omap_internal.h */
@@ -102,8 +109,8 @@ void omap_values_params(obl_omap *m, obl_nroram_params *np, const obl_omap_param
 {
     memset(np, 0, sizeof(*np));
     np->capacity = m->capacity;
-    np->value_size = m->vs;
-    np->pos_bytes = 8; /* ids are keys of up to 8 bytes */
+    np->value_size = m->fp ? m->ks + m->vs : m->vs; /* fingerprint mode: key, value */
+    np->pos_bytes = 8; /* ids: keys of up to 8 bytes, or fingerprints */
     np->alloc = p->alloc;
     np->random = p->random;
     np->random_opaque = p->random_opaque;
@@ -113,21 +120,26 @@ void omap_values_params(obl_omap *m, obl_nroram_params *np, const obl_omap_param
 
 /*
  * The layout for p (already checked): OBL_OMAP_LAYOUT_INLINE or _COMPACT,
- * or 0 when p asks for COMPACT where it cannot be used. COMPACT needs keys
- * of at most 8 bytes (block ids) and at most 2^30 entries (the value
- * ORAM's build takes below 2^31 leaves; leaves fit 32 bits).
- * AUTO picks COMPACT where it measured faster (docs/omap.md, "Layouts").
+ * or 0 when p asks for COMPACT where it cannot be used: more than 2^30
+ * entries (the value ORAM's build takes below 2^31 leaves; leaves fit 32
+ * bits). Keys of at most 8 bytes are block ids; longer keys use
+ * fingerprints (omap_internal.h).
+ * AUTO picks COMPACT where it measured faster (docs/omap.md, "Layouts"):
+ * keys of at most 8 bytes with values of at least
+ * OBL_OMAP_COMPACT_MIN_VALUE bytes, longer keys when key and value take at
+ * least OBL_OMAP_COMPACT_MIN_ENTRY bytes.
  * Public: p.
  */
 static uint32_t omap_layout(const obl_omap_params *p)
 {
-    int can = p->key_size <= 8 && p->capacity <= ((uint64_t)1 << 30);
+    int can = p->capacity <= ((uint64_t)1 << 30);
     if (p->layout == OBL_OMAP_LAYOUT_INLINE)
         return OBL_OMAP_LAYOUT_INLINE;
     if (p->layout == OBL_OMAP_LAYOUT_COMPACT)
         return can ? OBL_OMAP_LAYOUT_COMPACT : 0;
-    return can && p->value_size >= OBL_OMAP_COMPACT_MIN_VALUE ? OBL_OMAP_LAYOUT_COMPACT
-                                                              : OBL_OMAP_LAYOUT_INLINE;
+    int pays = p->key_size <= 8 ? p->value_size >= OBL_OMAP_COMPACT_MIN_VALUE
+                                : p->key_size + p->value_size >= OBL_OMAP_COMPACT_MIN_ENTRY;
+    return can && pays ? OBL_OMAP_LAYOUT_COMPACT : OBL_OMAP_LAYOUT_INLINE;
 }
 
 /*
@@ -189,15 +201,17 @@ obl_err omap_alloc(obl_omap **out, const obl_omap_params *p)
         return OBL_ERR_TOO_LARGE;
     uint32_t layout = omap_layout(p);
     if (!layout)
-        return p->key_size > 8 ? OBL_ERR_INVALID_ARG : OBL_ERR_TOO_LARGE;
+        return OBL_ERR_TOO_LARGE;
     int compact = layout == OBL_OMAP_LAYOUT_COMPACT;
+    int fp = compact && p->key_size > 8;
+    size_t iks = fp ? 8 : p->key_size;
     size_t svs = compact ? 4 : p->value_size;
     /* headers: 8 bytes inline, so that slots of 8-byte multiples stay
      * 8-byte aligned and buckets a multiple of 8 (in-process A/B at 2^20,
      * 8/8: 4-byte headers made gets 12% slower); 4 bytes compact, so that
      * an 8/56 bucket is one cache line (4 + 5 * 12) */
     size_t hs = compact ? 4 : 8;
-    size_t kv = p->key_size + svs, bsz, qes = hs + kv, qb;
+    size_t kv = iks + svs, bsz, qes = hs + kv, qb;
     uint64_t M = omap_size(p->capacity, load, hs, kv, &B);
     uint32_t kint = p->kick_interval ? p->kick_interval : OBL_OMAP_DEFAULT_KICK_INTERVAL;
     if (!obl_mul_ok(kv, B, &bsz) || !obl_add_ok(bsz, hs, &bsz) ||
@@ -214,6 +228,9 @@ obl_err omap_alloc(obl_omap **out, const obl_omap_params *p)
     m->M = M;
     m->ks = p->key_size;
     m->vs = p->value_size;
+    m->iks = iks;
+    m->fp = fp;
+    m->fpmask = UINT64_MAX;
     m->hs = hs;
     m->svs = svs;
     m->kv = kv;
@@ -229,7 +246,7 @@ obl_err omap_alloc(obl_omap **out, const obl_omap_params *p)
     m->queue_bytes = qb;
     /* inline: the slot values are the values, so no separate pair */
     m->scratch_bytes = qes + 2 * svs + (compact ? 2 * p->value_size : 0);
-    m->ones_bytes = compact && p->key_size == 8 ? p->value_size : 0;
+    m->ones_bytes = compact && p->key_size == 8 ? p->value_size : 0; /* not fp */
     m->queue = (unsigned char *)obl_alloc(&m->ac, qb, 64);
     m->scratch = (unsigned char *)obl_alloc(&m->ac, m->scratch_bytes, 64);
     m->ones = m->ones_bytes ? (unsigned char *)obl_alloc(&m->ac, m->ones_bytes, 64) : NULL;
@@ -243,7 +260,7 @@ obl_err omap_alloc(obl_omap **out, const obl_omap_params *p)
         omap_free(m);
         return OBL_ERR_RANDOM;
     }
-    for (int i = 0; i < 4; i++)
+    for (int i = 0; i < 6; i++)
         m->sk[i] = obl_prg_u64(&m->prg);
     m->st.queue_size = Q;
     m->st.buckets = 2 * M;
@@ -384,9 +401,9 @@ static void op_fn(void *vctx, void *value, uint64_t found_unused, uint64_t *keep
     uint64_t hdr = ld32(b);
     for (uint32_t i = 0; i < m->B; i++) {
         unsigned char *s = b + m->hs + i * m->kv;
-        uint64_t match = ((hdr >> i) & 1) & obl_ct_memeq(s, c->key, m->ks);
-        obl_ct_cmov(match, c->out, s + m->ks, m->svs);
-        obl_ct_cmov(match & c->upd & (c->placed ^ 1), s + m->ks, c->in, m->svs);
+        uint64_t match = ((hdr >> i) & 1) & obl_ct_memeq(s, c->key, m->iks);
+        obl_ct_cmov(match, c->out, s + m->iks, m->svs);
+        obl_ct_cmov(match & c->upd & (c->placed ^ 1), s + m->iks, c->in, m->svs);
         /* A put that already stored the key in table 0 drops the old copy. */
         uint64_t del = match & (c->is_erase | (c->is_put & c->placed));
         hdr &= ~(del << i);
@@ -396,8 +413,8 @@ static void op_fn(void *vctx, void *value, uint64_t found_unused, uint64_t *keep
     for (uint32_t i = 0; i < m->B; i++) {
         unsigned char *s = b + m->hs + i * m->kv;
         uint64_t fr = (((hdr >> i) & 1) ^ 1) & (got ^ 1) & need;
-        obl_ct_cmov(fr, s, c->key, m->ks);
-        obl_ct_cmov(fr, s + m->ks, c->in, m->svs);
+        obl_ct_cmov(fr, s, c->key, m->iks);
+        obl_ct_cmov(fr, s + m->iks, c->in, m->svs);
         hdr |= fr << i;
         got |= fr;
     }
@@ -437,6 +454,66 @@ static obl_err omap_value_access(obl_omap *m, const op_ctx *c, const unsigned ch
     return e;
 }
 
+/* Fingerprint mode: the value ORAM's read-modify-write of the block
+ * {key, value} under the key's fingerprint. */
+typedef struct {
+    const obl_omap *m;
+    const unsigned char *key, *vin;
+    unsigned char *vout;
+    uint64_t is_put, is_erase;
+    uint64_t match;   /* out: the block holds this key */
+    uint64_t collide; /* out: it holds another key (same fingerprint) */
+} fpv_ctx;
+
+/*
+ * The block's update: a stored key equal to the operation's is read,
+ * updated (put) or removed (erase); another key with the same fingerprint
+ * is left as it is (a collision); an absent block is inserted by a put.
+ * Secret: everything in c and the block. Public: sizes.
+ */
+static void fpv_fn(void *vctx, void *value, uint64_t found, uint64_t *keep)
+{
+    fpv_ctx *c = (fpv_ctx *)vctx;
+    const obl_omap *m = c->m;
+    unsigned char *b = (unsigned char *)value;
+    uint64_t match = found & obl_ct_memeq(b, c->key, m->ks);
+    uint64_t collide = found & (match ^ 1);
+    obl_ct_cmov(match, c->vout, b + m->ks, m->vs);
+    uint64_t wr = c->is_put & (collide ^ 1);
+    obl_ct_cmov(wr, b, c->key, m->ks);
+    obl_ct_cmov(wr, b + m->ks, c->vin, m->vs);
+    *keep = (found & ((c->is_erase & match) ^ 1)) | ((found ^ 1) & c->is_put);
+    c->match = match;
+    c->collide = collide;
+}
+
+/*
+ * Fingerprint mode: as omap_value_access, for the block of fingerprint
+ * `f`. Sets *match and *collide (fpv_ctx). Secret: everything but m's
+ * parameters. Public: the revealed path.
+ */
+static obl_err omap_value_fp(obl_omap *m, const op_ctx *c, const unsigned char *key,
+                             uint64_t f, uint64_t nl, const unsigned char *vin,
+                             unsigned char *vout, uint64_t *match, uint64_t *collide)
+{
+    uint64_t pos = obl_ct_select64(c->found, ld32(c->out), obl_nroram_random_pos(m->vo));
+    /* LEAK: the path read, as in omap_value_access */
+    OBL_DECLASSIFY(&pos, sizeof(pos));
+    fpv_ctx v = {m, key, vin, vout, c->is_put, c->is_erase, 0, 0};
+    obl_err e = obl_nroram_update(m->vo, f, pos, nl, fpv_fn, &v);
+    *match = v.match;
+    *collide = v.collide;
+    return e;
+}
+
+/* A call has run (it is counted in st.operations): the next kick round is
+ * kint such calls after the last. A call that fails before it is counted
+ * leaves the phase, so its retry kicks again. Public. */
+static void omap_next_phase(obl_omap *m)
+{
+    m->kphase = m->kphase + 1 == m->kint ? 0 : m->kphase + 1;
+}
+
 /* see obl/omap.h */
 obl_err obl_omap_access(obl_omap *m, uint64_t op, const void *key, const void *value_in,
                         void *value_out, uint64_t *found)
@@ -467,8 +544,6 @@ obl_err obl_omap_access(obl_omap *m, uint64_t op, const void *key, const void *v
         else if (e != OBL_OK)
             return e;
     }
-    /* the kick round is done: the next one is kint operations later */
-    m->kphase = m->kphase + 1 == m->kint ? 0 : m->kphase + 1;
     {
         /* a kick's stash overflow may leave the index ORAM refusing */
         obl_err e = ro_ready(m->oram);
@@ -491,21 +566,31 @@ obl_err obl_omap_access(obl_omap *m, uint64_t op, const void *key, const void *v
         st32(in, nl);
         memset(out, 0, 4);
     }
+    /* the index key: the key, or its fingerprint (fingerprint mode) */
+    const unsigned char *ikey = (const unsigned char *)key;
+    /* 64 bytes, not 8: the copies and compares of m->iks bytes have vector
+     * paths that gcc's bounds warning cannot rule out for a shorter array */
+    _Alignas(64) unsigned char fpk[64] = {0};
+    if (m->fp) { /* public */
+        uint64_t f = omap_fingerprint(m, key);
+        memcpy(fpk, &f, 8);
+        ikey = fpk;
+    }
     uint64_t is_put = obl_ct_eq64(op, OBL_OMAP_PUT);
-    op_ctx c = {m, (const unsigned char *)key, in, out, is_put, obl_ct_eq64(op, OBL_OMAP_ERASE),
+    op_ctx c = {m, ikey, in, out, is_put, obl_ct_eq64(op, OBL_OMAP_ERASE),
                 compact ? 1 : is_put, compact ? obl_ct_lt64(m->count, m->capacity) : 1, 0, 0};
 
     /* The queue: a pending entry is found here (updated or erased in the
      * last scan, once both bucket accesses are done). */
     for (uint32_t j = 0; j < m->Q; j++) {
         unsigned char *q = m->queue + (size_t)j * m->qes;
-        uint64_t match = (ld32(q) & 1) & obl_ct_memeq(q + m->hs, key, m->ks);
-        obl_ct_cmov(match, out, q + m->hs + m->ks, m->svs);
+        uint64_t match = (ld32(q) & 1) & obl_ct_memeq(q + m->hs, ikey, m->iks);
+        obl_ct_cmov(match, out, q + m->hs + m->iks, m->svs);
         c.found |= match;
     }
 
     for (unsigned t = 0; t < 2; t++) {
-        obl_err e = obl_roram_update(m->oram, omap_bucket(m, t, key), op_fn, &c);
+        obl_err e = obl_roram_update(m->oram, omap_bucket(m, t, ikey), op_fn, &c);
         if (e == OBL_ERR_STASH_OVERFLOW)
             err = e;
         else if (e != OBL_OK)
@@ -528,6 +613,7 @@ obl_err obl_omap_access(obl_omap *m, uint64_t op, const void *key, const void *v
      * matched nowhere and no slot was written. */
     if (OBL_DECLASSIFY_VAL(overflow)) {
         m->st.operations++;
+        omap_next_phase(m);
         m->st.oram_accesses += nk + 2u;
         m->st.full_errors++;
         if (found)
@@ -539,35 +625,78 @@ obl_err obl_omap_access(obl_omap *m, uint64_t op, const void *key, const void *v
         unsigned char *q = m->queue + (size_t)j * m->qes;
         uint64_t h = ld32(q);
         /* the key's pending entry (need is 0 then): updated or erased */
-        uint64_t match = (h & 1) & obl_ct_memeq(q + m->hs, key, m->ks);
-        obl_ct_cmov(match & c.upd, q + m->hs + m->ks, in, m->svs);
+        uint64_t match = (h & 1) & obl_ct_memeq(q + m->hs, ikey, m->iks);
+        obl_ct_cmov(match & c.upd, q + m->hs + m->iks, in, m->svs);
         h = obl_ct_select64(match & c.is_erase, 0, h);
         uint64_t fr = ((h & 1) ^ 1) & (got ^ 1) & need;
         /* header: valid, first kick tries table 0 */
         st32(q, obl_ct_select64(fr, 1, h));
-        obl_ct_cmov(fr, q + m->hs, key, m->ks);
-        obl_ct_cmov(fr, q + m->hs + m->ks, in, m->svs);
+        obl_ct_cmov(fr, q + m->hs, ikey, m->iks);
+        obl_ct_cmov(fr, q + m->hs + m->iks, in, m->svs);
         got |= fr;
     }
     occ += need;
     m->st.queue_max = obl_ct_max64(m->st.queue_max, occ);
     m->st.operations++;
+    omap_next_phase(m);
     m->st.oram_accesses += nk + 2u;
     /* never below zero (it cannot be, unless an interrupted operation,
      * docs/omap.md, left it behind the index) */
     m->count += (c.is_put & (c.found ^ 1)) - (c.is_erase & c.found & obl_ct_nonzero64(m->count));
-    if (compact) {
+    uint64_t present = c.found; /* the key was in the map */
+    if (compact && !m->fp) {
         obl_err e = omap_value_access(m, &c, (const unsigned char *)key, nl, vin, vout);
         m->st.oram_accesses++;
         if (e == OBL_ERR_STASH_OVERFLOW)
             err = e;
         else if (e != OBL_OK)
             return e;
+    } else if (m->fp) {
+        uint64_t f, match, collide;
+        memcpy(&f, fpk, 8);
+        obl_err e = omap_value_fp(m, &c, (const unsigned char *)key, f, nl, vin, vout, &match,
+                                  &collide);
+        m->st.oram_accesses++;
+        if (e == OBL_ERR_STASH_OVERFLOW)
+            err = e;
+        else if (e != OBL_OK)
+            return e;
+        present = match;
+        /* An erase of a key whose fingerprint belongs to another key took
+         * that key's index entry out: it goes back, as a queue entry with
+         * the block's new leaf (the value ORAM kept the block there). */
+        uint64_t restore = c.is_erase & collide;
+        uint64_t back = 0;
+        for (uint32_t j = 0; j < m->Q; j++) {
+            unsigned char *q = m->queue + (size_t)j * m->qes;
+            uint64_t h = ld32(q);
+            uint64_t fr = ((h & 1) ^ 1) & (back ^ 1) & restore;
+            st32(q, obl_ct_select64(fr, 1, h));
+            obl_ct_cmov(fr, q + m->hs, fpk, m->iks);
+            obl_ct_cmov(fr, q + m->hs + m->iks, in, m->svs);
+            back |= fr;
+        }
+        m->count += back;
+        /* LEAK: a put of a new key whose 64-bit fingerprint is another
+         * stored key's (probability about count / 2^64 per put): the public
+         * capacity event OBL_ERR_FULL; the map's contents are unchanged
+         * (the other key's block kept its value). And, with probability
+         * below that times the queue's overflow rate, an erase that could
+         * not put the other key's entry back (OBL_ERR_STATE, docs/omap.md,
+         * "Fingerprints"). */
+        uint64_t full = c.is_put & collide, lost = restore & (back ^ 1);
+        uint64_t fail = full | lost;
+        if (OBL_DECLASSIFY_VAL(fail)) {
+            m->st.full_errors += OBL_DECLASSIFY_VAL(full);
+            if (found)
+                *found = 0;
+            return OBL_DECLASSIFY_VAL(lost) ? OBL_ERR_STATE : OBL_ERR_FULL;
+        }
     }
     if (value_out)
         memcpy(value_out, vout, m->vs);
     if (found)
-        *found = c.found;
+        *found = present;
     return err;
 }
 

@@ -16,6 +16,11 @@
  * key's block to a fresh leaf, so every access that finds the key rewrites
  * its sv. The one key whose id would be the ORAM's dummy id (all-ones,
  * 8-byte keys) keeps its value in `ones` instead (zeros when absent).
+ * COMPACT with keys of more than 8 bytes (fingerprint mode, `fp`): the
+ * index holds a 64-bit keyed fingerprint of the key instead of the key
+ * (iks = 8; omap_fingerprint, never all-ones), the value ORAM's block id
+ * is that fingerprint and its block holds the key and the value, so that a
+ * fingerprint collision is detected by comparing the stored key.
  */
 #ifndef OBL_SRC_OMAP_INTERNAL_H
 #define OBL_SRC_OMAP_INTERNAL_H
@@ -32,12 +37,17 @@
 struct obl_omap {
     obl_alloc_ctx ac;
     obl_prg prg;
-    uint64_t sk[4];       /* SipHash keys: (sk[0], sk[1]) table 0, (sk[2], sk[3]) table 1 */
+    uint64_t sk[6];       /* SipHash keys: (sk[0], sk[1]) table 0, (sk[2], sk[3]) table 1,
+                             (sk[4], sk[5]) fingerprints */
     uint64_t capacity;
     uint64_t M;           /* buckets per table */
     size_t ks, vs;        /* key, value bytes */
+    size_t iks;           /* index key bytes: ks, or 8 in fingerprint mode */
+    int fp;               /* fingerprint mode (compact, keys over 8 bytes) */
+    uint64_t fpmask;      /* fingerprints are masked with it: all ones; tests
+                             narrow it (right after create) to force collisions */
     size_t svs;           /* slot value bytes: vs (inline) or 4 (compact) */
-    size_t kv;            /* index entry bytes: ks + svs */
+    size_t kv;            /* index entry bytes: iks + svs */
     size_t hs;            /* header bytes: 8 (inline) or 4 (compact); only
                              the low 32 bits are used */
     size_t bsz;           /* bucket bytes: hs + B * kv */
@@ -69,12 +79,18 @@ void omap_oram_params(obl_omap *m, obl_roram_params *rp, const obl_omap_params *
  * the map's; 8-byte ids). */
 void omap_values_params(obl_omap *m, obl_nroram_params *np, const obl_omap_params *p);
 
-/* Bucket index of key in table t (0 or 1), in [t * M, (t + 1) * M).
- * Secret: key and the result. Public: t. */
+/* Bucket index of an index key (iks bytes) in table t (0 or 1), in
+ * [t * M, (t + 1) * M). Secret: key and the result. Public: t. */
 uint64_t omap_bucket(const obl_omap *m, unsigned t, const void *key);
 
-/* Full 64-bit SipHash of key under table t's key. Secret. */
+/* Full 64-bit SipHash of an index key (iks bytes) under table t's key.
+ * Secret. */
 uint64_t omap_hash(const obl_omap *m, unsigned t, const void *key);
+
+/* Fingerprint mode: the index key of `key` (ks bytes): its SipHash under
+ * sk[4], sk[5], masked by fpmask, all-ones replaced by all-ones - 1 (the
+ * value ORAM's dummy id). Secret: key and the result. */
+uint64_t omap_fingerprint(const obl_omap *m, const void *key);
 
 /* Frees everything; NULL is fine. */
 void omap_free(obl_omap *m);

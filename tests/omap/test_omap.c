@@ -238,8 +238,8 @@ static long compact_sync_check(obl_omap *m)
                 continue;
             sync_ent e = {0, 0, 0};
             uint32_t l;
-            memcpy(&e.id, buf + m->hs + s * m->kv, m->ks);
-            memcpy(&l, buf + m->hs + s * m->kv + m->ks, 4);
+            memcpy(&e.id, buf + m->hs + s * m->kv, m->iks);
+            memcpy(&l, buf + m->hs + s * m->kv + m->iks, 4);
             e.leaf = l;
             ix[ni++] = e;
         }
@@ -251,8 +251,8 @@ static long compact_sync_check(obl_omap *m)
         if (!(h & 1))
             continue;
         sync_ent e = {0, 0, 0};
-        memcpy(&e.id, q + m->hs, m->ks);
-        memcpy(&l, q + m->hs + m->ks, 4);
+        memcpy(&e.id, q + m->hs, m->iks);
+        memcpy(&l, q + m->hs + m->iks, 4);
         e.leaf = l;
         ix[ni++] = e;
     }
@@ -492,9 +492,9 @@ static void bad_input_test(void)
     q.kick_interval = OBL_OMAP_MAX_KICK_INTERVAL + 1;
     CHECK_EQ_U64(obl_omap_create(&m, &q), OBL_ERR_INVALID_ARG);
     q = p;
-    q.key_size = 9;
-    q.layout = OBL_OMAP_LAYOUT_COMPACT; /* block ids are keys of <= 8 bytes */
-    CHECK_EQ_U64(obl_omap_create(&m, &q), OBL_ERR_INVALID_ARG);
+    q.capacity = ((uint64_t)1 << 30) + 1;
+    q.layout = OBL_OMAP_LAYOUT_COMPACT; /* leaves of 32 bits, build below 2^31 */
+    CHECK_EQ_U64(obl_omap_create(&m, &q), OBL_ERR_TOO_LARGE);
     q = p;
     q.capacity = UINT64_MAX;
     CHECK_EQ_U64(obl_omap_create(&m, &q), OBL_ERR_TOO_LARGE);
@@ -687,10 +687,12 @@ static void compact_test(void)
     static const struct {
         size_t ks, vs;
         uint32_t want;
-    } pick[] = {{8, 32, OBL_OMAP_LAYOUT_COMPACT}, {8, 24, OBL_OMAP_LAYOUT_COMPACT},
+    } pick[] = {{8, 32, OBL_OMAP_LAYOUT_COMPACT},  {8, 24, OBL_OMAP_LAYOUT_COMPACT},
                 {4, 100, OBL_OMAP_LAYOUT_COMPACT}, {8, 23, OBL_OMAP_LAYOUT_INLINE},
-                {8, 8, OBL_OMAP_LAYOUT_INLINE},    {9, 32, OBL_OMAP_LAYOUT_INLINE},
-                {16, 100, OBL_OMAP_LAYOUT_INLINE}};
+                {8, 8, OBL_OMAP_LAYOUT_INLINE},    {9, 32, OBL_OMAP_LAYOUT_COMPACT},
+                {16, 100, OBL_OMAP_LAYOUT_COMPACT}, {32, 32, OBL_OMAP_LAYOUT_COMPACT},
+                {16, 16, OBL_OMAP_LAYOUT_COMPACT}, {16, 15, OBL_OMAP_LAYOUT_INLINE},
+                {24, 4, OBL_OMAP_LAYOUT_INLINE}};
     for (size_t i = 0; i < sizeof(pick) / sizeof(pick[0]); i++) {
         obl_omap_params a = base_params(20, pick[i].ks, pick[i].vs);
         a.layout = OBL_OMAP_LAYOUT_AUTO;
@@ -729,6 +731,53 @@ static void compact_test(void)
         obl_omap_destroy(m);
     }
     printf("  compact: all-ones key, capacity limit, build, kick interval: ok\n");
+}
+
+/* ------------------------------------------- fingerprint collisions -- */
+
+/*
+ * Compact maps with keys of more than 8 bytes index 64-bit fingerprints.
+ * With the fingerprint narrowed to 5 bits (white-box, right after create)
+ * collisions are everywhere: a put of a new key whose fingerprint another
+ * key holds must report FULL and change nothing; a get of it must miss;
+ * an erase of it must leave the other key in place (its index entry goes
+ * back through the queue). The model checks every answer.
+ */
+static void fp_collision_test(size_t ks, size_t vs, long ops)
+{
+    obl_omap_params p = base_params(64, ks, vs);
+    p.layout = OBL_OMAP_LAYOUT_COMPACT;
+    model md;
+    model_init(&md, 160, ks, vs, 0);
+    obl_omap *m = NULL;
+    CHECK_EQ_U64(obl_omap_create(&m, &p), OBL_OK);
+    if (!m) {
+        model_free(&md);
+        return;
+    }
+    CHECK(m->fp == 1 && m->iks == 8);
+    m->fpmask = 0x1f;
+    stream_res r = {0, 0, 0, 0};
+    for (uint64_t i = 0; i < 60; i++)
+        do_op(m, &md, OBL_OMAP_PUT, i, &r);
+    long fill_full = r.full;
+    for (long t = 0; t < ops; t++) {
+        uint64_t idx = test_rng_below(&R, md.U);
+        uint64_t c = test_rng_below(&R, 10);
+        uint64_t op = c < 4 ? OBL_OMAP_GET : c < 7 ? OBL_OMAP_PUT : OBL_OMAP_ERASE;
+        do_op(m, &md, op, idx, &r);
+    }
+    check_all(m, &md, &r);
+    CHECK(fill_full >= 28); /* 60 keys, at most 32 fingerprints */
+    CHECK(md.count <= 32);
+    CHECK_EQ_U64(r.mismatches, 0);
+    CHECK_EQ_U64(r.errors, 0);
+    CHECK_EQ_U64(compact_sync_check(m), 0);
+    printf("  fingerprint collisions k/v %zu/%zu: %ld ops, %ld FULL (%ld in the fill), %" PRIu64
+           " held: ok\n",
+           ks, vs, r.ops, r.full, fill_full, md.count);
+    obl_omap_destroy(m);
+    model_free(&md);
 }
 
 /* ---------------------------------------------------- queue failure rate -- */
@@ -813,6 +862,11 @@ int main(int argc, char **argv)
         stream_test(24, 8, 32, 1.0, 200, 0, NULL);
         stream_test(20, 5, 3, 1.0, 100, 1, NULL);
         build_test(40, 8, 32, 40, 100);
+        /* fingerprint mode */
+        stream_test(24, 32, 32, 1.0, 200, 0, NULL);
+        stream_test(20, 9, 3, 1.0, 100, 1, NULL);
+        build_test(30, 16, 16, 30, 100);
+        fp_collision_test(32, 8, 150);
     } else {
         stream_test(1, 8, 8, 1.0, 500, 0, NULL);
         stream_test(3, 4, 1, 1.0, 500, 0, NULL);
@@ -823,6 +877,21 @@ int main(int argc, char **argv)
         build_test(1000, 3, 100, 700, 2000);
         build_test(10, 8, 32, 0, 100);
         small_bucket_stream(500, 8, 40, 6000);
+        /* fingerprint mode: keys over 8 bytes (9: adversarial keys) */
+        static const struct {
+            uint64_t cap;
+            size_t ks, vs;
+            long ops;
+        } fps[] = {{1, 32, 32, 500},  {1000, 32, 32, 10000}, {1000, 16, 16, 10000},
+                   {2000, 9, 20, 10000}, {300, 100, 1, 3000}};
+        for (size_t i = 0; i < sizeof(fps) / sizeof(fps[0]); i++)
+            stream_test(fps[i].cap, fps[i].ks, fps[i].vs, 1.0, fps[i].ops, fps[i].ks == 9, NULL);
+        small_bucket_stream(500, 32, 32, 6000);
+        build_test(4096, 32, 32, 4096, 2000);
+        build_test(1000, 20, 100, 700, 2000);
+        build_test(10, 32, 32, 0, 100);
+        fp_collision_test(32, 32, 3000);
+        fp_collision_test(16, 8, 3000);
     }
     g_layout = OBL_OMAP_LAYOUT_INLINE;
     if (T.ct) {

@@ -692,8 +692,9 @@ static void stash_soak(void)
  * of compare-exchange positions and slot writes. Zero-valued creation and
  * creation from an array, value sizes that take each network path
  * (8: packed keys only; 56 and 64: 64-byte payloads in registers; 100:
- * 128-byte payloads; 4096: the element-by-element path), and a size that
- * is not a power of two.
+ * 128-byte payloads, 8 key decisions per vector; 200: element by element;
+ * 4096 with 100 values: more elements than one cache block holds, so the
+ * blocked stages run too), and sizes that are not powers of two.
  */
 static void roram_build_trace(void)
 {
@@ -705,10 +706,11 @@ static void roram_build_trace(void)
         uint64_t n;
         size_t vs;
         int from;
-    } cs[] = {{300, 8, 0}, {300, 8, 1}, {1000, 56, 1}, {517, 64, 1}, {200, 100, 1}, {20, 4096, 1}};
+    } cs[] = {{300, 8, 0},   {300, 8, 1},   {1000, 56, 1},  {517, 64, 1},
+              {200, 100, 1}, {150, 200, 1}, {100, 4096, 1}};
     for (size_t c = 0; c < sizeof(cs) / sizeof(cs[0]); c++) {
         if (T.ct && cs[c].n * cs[c].vs > 60000)
-            continue;
+            continue; /* memcheck: the small ones */
         obl_trace tr[2];
         for (int run = 0; run < 2; run++) {
             obl_roram_params p;
