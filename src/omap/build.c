@@ -63,6 +63,14 @@ static void radix_sort_vartime(build_rec *recs, build_rec *tmp, uint64_t n, uint
     /* four passes: the sorted data is back in the caller's recs */
 }
 
+/* Fingerprint mode: a value block's id, the fingerprint of the key it
+ * starts with (nr_build calls it on every slot: SipHash takes the same
+ * time for any key of ks bytes). Secret: the block. */
+static uint64_t omap_block_id(const void *ctx, const unsigned char *block)
+{
+    return omap_fingerprint((const obl_omap *)ctx, block);
+}
+
 /* see obl/omap.h */
 obl_err obl_omap_build(obl_omap **out, const obl_omap_params *p, const void *keys,
                        const void *values, uint64_t n)
@@ -212,7 +220,9 @@ obl_err obl_omap_build(obl_omap **out, const obl_omap_params *p, const void *key
         }
         err = nr_create(&m->vo, &np);
         if (err == OBL_OK)
-            err = nr_build(m->vo, n, blocks, bs, (size_t)n * bs, ids, leaves);
+            err = m->fp ? nr_build(m->vo, n, blocks, bs, (size_t)n * bs, NULL, omap_block_id, m,
+                                   leaves)
+                        : nr_build(m->vo, n, blocks, bs, (size_t)n * bs, ids, NULL, NULL, leaves);
         obl_free(&m->ac, kvb, kvb_bytes);
         kvb = NULL;
         obl_free(&m->ac, ids, ids_bytes);

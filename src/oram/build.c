@@ -410,15 +410,18 @@ static void bs_sort(const bsort *s, size_t m)
 
 /* see nroram_internal.h */
 obl_err nr_build(obl_nroram *o, uint64_t n, const unsigned char *data, size_t ss,
-                 size_t data_len, const uint64_t *ids, uint32_t *leaves_out)
+                 size_t data_len, const uint64_t *ids, nr_id_fn id_fn, const void *id_ctx,
+                 uint32_t *leaves_out)
 {
     const size_t vs = o->vs;
     const uint32_t P = o->P, logL = o->logL, D = o->D;
     const uint64_t T = (uint64_t)P + (uint64_t)NR_Z * o->nbuckets; /* all slots */
     /* sort keys are leaf << 32 | i: leaves below 2^31, positions below 2^32 */
     if (n > o->capacity || n > UINT32_MAX - 1 || T > UINT32_MAX || logL > 31 ||
-        (o->pb == 4 && ids))
+        (o->pb == 4 && (ids || id_fn)))
         return OBL_ERR_TOO_LARGE;
+    if (ids && id_fn)
+        return OBL_ERR_INVALID_ARG;
     size_t m = 1;
     while (m < n)
         m <<= 1;
@@ -433,7 +436,7 @@ obl_err nr_build(obl_nroram *o, uint64_t n, const unsigned char *data, size_t ss
     /* Explicit ids travel with the payload, in 8 bytes after the value
      * (56-byte values and their ids fill one line). */
     const size_t idoff = vs, pl = vs + (ids ? 8 : 0);
-    const int haspay = data || ids;
+    const int haspay = data || ids || id_fn;
     size_t ps = pl <= 128 ? (pl + 63) & ~(size_t)63 : pl;
     size_t kb = W * 8, pb = haspay ? W * ps : 0;
     uint64_t *key = (uint64_t *)obl_alloc(ac, kb, 64);
@@ -584,6 +587,8 @@ obl_err nr_build(obl_nroram *o, uint64_t n, const unsigned char *data, size_t ss
         uint64_t id = (uint32_t)aux[i], leaf = obl_ct_select64(valid, aux[i] >> 32, 0);
         if (ids) /* public */
             memcpy(&id, pay + i * ps + idoff, 8);
+        if (id_fn) /* public; every slot, real or empty */
+            id = id_fn(id_ctx, pay + i * ps);
         unsigned char *mp, *dst;
         if (i < P) {
             mp = (unsigned char *)o->bmeta + i * 2 * o->pb;

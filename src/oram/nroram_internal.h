@@ -127,16 +127,25 @@ obl_err nr_put64(obl_nroram *o, uint64_t keep, uint64_t id, uint64_t new_pos);
  * evictions; OBL_ERR_STATE if the stash still has no free slot. Public. */
 obl_err nr_ready(obl_nroram *o);
 
+/* A block's id computed from its content (nr_build): called on every slot
+ * of the tree and the stash, real or empty, so it must take the same time
+ * whatever the content (a constant-time hash). Secret: the block, the id. */
+typedef uint64_t (*nr_id_fn)(const void *ctx, const unsigned char *block);
+
 /* Oblivious tree build (src/oram/build.c): places n <= capacity blocks
  * with fresh uniform leaves, written to leaves_out[i]; the first ss bytes
  * of block i (ss <= vs) are data[i * ss ..], the rest zero; all zeros when
  * data is NULL (data_len bytes are given; the rest is zero). Block i has
- * id i, or ids[i] when ids is not NULL (64-bit trees only; a block whose
- * id is the dummy id takes a slot that is then left empty: it is not
- * stored, and the map relies on that). The tree must be empty and have below 2^31 leaves.
+ * id i, or ids[i] when ids is not NULL, or id_fn(id_ctx, block i's
+ * content) when id_fn is not NULL (64-bit trees only, at most one of the
+ * two; a block whose id is the dummy id takes a slot that is then left
+ * empty: it is not stored, and the map relies on that). The tree must be
+ * empty and have below 2^31 leaves. With id_fn the ids do not travel
+ * through the sorts (a 64-byte block keeps a 64-byte stride).
  * Secret: the data, the ids and the leaves. Public: n, vs, ss, data_len,
- * whether ids is NULL. */
+ * whether ids and id_fn are NULL. */
 obl_err nr_build(obl_nroram *o, uint64_t n, const unsigned char *data, size_t ss,
-                 size_t data_len, const uint64_t *ids, uint32_t *leaves_out);
+                 size_t data_len, const uint64_t *ids, nr_id_fn id_fn, const void *id_ctx,
+                 uint32_t *leaves_out);
 
 #endif /* OBL_SRC_ORAM_NRORAM_INTERNAL_H */

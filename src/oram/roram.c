@@ -173,7 +173,7 @@ static obl_err ro_create(obl_roram **out, const obl_roram_params *p, const void 
                 err = OBL_ERR_NOMEM;
             if (err == OBL_OK)
                 err = nr_build(r->lv[l], cnt[l], content, l == 0 ? bpk : 64, content_len, NULL,
-                               leaves);
+                               NULL, NULL, leaves);
             if (prev_leaves)
                 obl_free(&r->ac, prev_leaves, prev_bytes);
             prev_leaves = leaves;
