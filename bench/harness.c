@@ -54,12 +54,7 @@ size_t bench_rss_bytes(void)
 static void *bench_count_alloc(void *opaque, size_t size, size_t align)
 {
     bench_counter *c = (bench_counter *)opaque;
-    if (align < sizeof(void *))
-        align = sizeof(void *);
-    size_t rounded = (size + align - 1) & ~(align - 1);
-    if (rounded < size)
-        return NULL;
-    void *p = aligned_alloc(align, rounded ? rounded : align);
+    void *p = c->inner.alloc(c->inner.opaque, size, align);
     if (p) {
         c->live += size;
         c->calls++;
@@ -75,11 +70,12 @@ static void bench_count_free(void *opaque, void *p, size_t size)
     if (!p)
         return;
     c->live -= size;
-    free(p);
+    c->inner.free(c->inner.opaque, p, size);
 }
 
 obl_allocator bench_counting_allocator(bench_counter *c)
 {
+    c->inner = obl_default_allocator(); /* what users get without one */
     obl_allocator a = {bench_count_alloc, bench_count_free, c};
     return a;
 }

@@ -131,9 +131,11 @@ void bench_plan_add(bench_plan *pl, const bench_type *t, uint64_t n, uint64_t ke
                     double est_seconds);
 
 /* A counting obl_allocator: every byte a structure allocates through it is
- * counted (live and peak), so memory is measured, not estimated. */
+ * counted (live and peak), so memory is measured, not estimated; the
+ * memory itself comes from obl_default_allocator(), the one users get. */
 typedef struct bench_counter {
     size_t live, peak, calls;
+    obl_allocator inner;
 } bench_counter;
 obl_allocator bench_counting_allocator(bench_counter *c);
 

@@ -62,13 +62,23 @@ const char *obl_err_name(obl_err err);
  * Caller-supplied allocator. `alloc` returns `size` bytes aligned to `align`
  * (a power of two, at most 4096) or NULL; `free` receives the same size back
  * and may be given NULL. Pass NULL where a module asks for an allocator to use
- * the C library (aligned_alloc/free).
+ * the default one (obl_default_allocator).
  */
 typedef struct obl_allocator {
     void *(*alloc)(void *opaque, size_t size, size_t align);
     void (*free)(void *opaque, void *ptr, size_t size);
     void *opaque;
 } obl_allocator;
+
+/*
+ * The allocator used when none is given: the C library's aligned_alloc and
+ * free; on Linux, blocks of 4 MiB and more are aligned to 2 MiB, rounded up
+ * to a multiple of it and advised for transparent huge pages
+ * (MADV_HUGEPAGE), which makes the random accesses of a large ORAM tree
+ * cheaper (fewer TLB misses; measured in docs/oram.md, "Huge pages").
+ * A caller's allocator can wrap it, to count bytes for example.
+ */
+obl_allocator obl_default_allocator(void);
 
 /*
  * Caller-supplied randomness: fill `len` bytes of `buf` with uniformly random

@@ -6,11 +6,35 @@
 #include <stdlib.h>
 #include <string.h>
 
+#if defined(__linux__)
+#include <sys/mman.h>
+#endif
+
+/* Allocations of at least this size are aligned to, and rounded up to, 2
+ * MiB and advised for transparent huge pages (Linux, MADV_HUGEPAGE; a
+ * no-op where the kernel's setting is "never"): an ORAM tree is read at
+ * random, so with 4 KiB pages nearly every bucket below the cached levels
+ * is also a TLB miss, and a bulk build faults in its working arrays page
+ * by page. Measured in docs/oram.md ("Huge pages"). Public: the size. */
+#define OBL_HUGE_MIN ((size_t)4 << 20)
+#define OBL_HUGE_PAGE ((size_t)2 << 20)
+
 static void *obl_default_alloc(void *opaque, size_t size, size_t align)
 {
     (void)opaque;
     if (align < sizeof(void *))
         align = sizeof(void *);
+#if defined(__linux__) && defined(MADV_HUGEPAGE)
+    if (size >= OBL_HUGE_MIN && align <= OBL_HUGE_PAGE) {
+        size_t r = (size + OBL_HUGE_PAGE - 1) & ~(OBL_HUGE_PAGE - 1);
+        if (r < size)
+            return NULL;
+        void *p = aligned_alloc(OBL_HUGE_PAGE, r);
+        if (p)
+            (void)madvise(p, r, MADV_HUGEPAGE); /* advice only: failure is harmless */
+        return p;
+    }
+#endif
     /* aligned_alloc wants size to be a multiple of align */
     size_t rounded = (size + align - 1) & ~(align - 1);
     if (rounded < size)
@@ -25,15 +49,16 @@ static void obl_default_free(void *opaque, void *ptr, size_t size)
     free(ptr);
 }
 
+/* see obl/obl.h */
+obl_allocator obl_default_allocator(void)
+{
+    obl_allocator a = {obl_default_alloc, obl_default_free, NULL};
+    return a;
+}
+
 void obl_alloc_init(obl_alloc_ctx *c, const obl_allocator *a)
 {
-    if (a && a->alloc && a->free) {
-        c->a = *a;
-    } else {
-        c->a.alloc = obl_default_alloc;
-        c->a.free = obl_default_free;
-        c->a.opaque = NULL;
-    }
+    c->a = a && a->alloc && a->free ? *a : obl_default_allocator();
     c->bytes = 0;
 }
 

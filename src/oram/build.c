@@ -21,11 +21,12 @@
  *  4. sort the (id, slot, leaf) triples back to id order (keys only), so
  *     that they line up with the payloads, which have not moved; then
  *     bitonic-sort the blocks with their payloads by slot (the only sort
- *     that moves payloads), and route each to its slot with an
- *     oblivious expansion network: element i moves right by t_i - i, one
- *     power of two per pass from the highest, the reverse of the
- *     order-preserving compaction of Goodrich (SPAA 2011, section 2);
- *     targets are strictly increasing, so no two blocks collide;
+ *     that moves payloads; the stash's slots are numbered after the
+ *     tree's here), move the stash's blocks, the last few, to their slots
+ *     by a scan of a window of P positions, and route the tree's blocks
+ *     to their slots with an oblivious expansion: the order-preserving
+ *     offset compaction of Sasy, Johnson and Goldberg (ORCompact, CCS
+ *     2022) run backwards, depth first (bs_expand);
  *  5. one sequential pass writes every slot of the stash and the tree.
  *
  * Everything but the loop bounds (n, vs, the tree's size) flows through
@@ -371,8 +372,51 @@ static void bs_steps(const bsort *s, size_t lo, size_t hi, size_t k, int mirror,
 }
 
 /* Elements per cache block of the blocked network: the largest power of
- * two whose keys, aux words and payloads fit in about half of a 1 MiB L2. */
+ * two whose keys, aux words and payloads fit in about half of a 1 MiB L2,
+ * and the same for a second, outer block in the L3 (32 MiB, shared). */
 #define BS_BLOCK_BYTES ((size_t)512 << 10)
+#ifndef BS_L3_BYTES
+#define BS_L3_BYTES ((size_t)8 << 20)
+#endif
+
+/* The cache sizes the blocks are made for; nr_build_set_blocks (tests)
+ * shrinks them, so that small sorts take every blocked path. */
+static size_t bs_l2_bytes = BS_BLOCK_BYTES, bs_l3_bytes = BS_L3_BYTES;
+
+/* see nroram_internal.h */
+void nr_build_set_blocks(size_t l2_bytes, size_t l3_bytes)
+{
+    bs_l2_bytes = l2_bytes ? l2_bytes : BS_BLOCK_BYTES;
+    bs_l3_bytes = l3_bytes ? l3_bytes : BS_L3_BYTES;
+}
+
+/* The largest power of two C >= 8, at most m (itself a power of two, or
+ * below 8), with C elements of esz bytes in at most bytes / 2. Public. */
+static size_t bs_block(size_t esz, size_t bytes, size_t m)
+{
+    size_t C = 8;
+    while (C * 2 * esz <= bytes)
+        C <<= 1;
+    return C > m ? m : C;
+}
+
+/* Sorts the C3 elements from lo (the whole network for C3 elements),
+ * blocked for blocks of C elements (C <= C3, both powers of two): the
+ * stages k <= C block by block, each later stage's spans of at least C as
+ * passes over [lo, lo + C3), its shorter spans block by block. Public:
+ * every argument. */
+static void bs_sort_blk(const bsort *s, size_t lo, size_t C3, size_t C)
+{
+    for (size_t b = lo; b < lo + C3; b += C)
+        for (size_t k = 2; k <= C; k <<= 1)
+            bs_steps(s, b, b + C, k, 1, k / 4, 1);
+    for (size_t k = 2 * C; k <= C3; k <<= 1) {
+        bs_steps(s, lo, lo + C3, k, 1, k / 4, C); /* mirror and spans above C */
+        size_t jt = k / 4 < C / 2 ? k / 4 : C / 2;
+        for (size_t b = lo; b < lo + C3; b += C)
+            bs_steps(s, b, b + C, k, 0, jt, 1);
+    }
+}
 
 /*
  * Sorts m elements (m a power of two) ascending by key: Batcher's bitonic
@@ -380,32 +424,120 @@ static void bs_steps(const bsort *s, size_t lo, size_t hi, size_t k, int mirror,
  * merge compares i with the mirror element of its block, so that every
  * compare-exchange puts the smaller key first.
  *
- * Blocked for the caches: a step of span at most C (the block, C elements
- * in BS_BLOCK_BYTES) pairs elements of one aligned C-block only, so the
- * stages k <= C run block by block (each block sorted in cache), and every
- * later stage makes full passes only for its steps of span above C, then
- * finishes its short steps block by block. The compare-exchanges and their
- * order within each pair's dependencies are those of the plain network:
- * the result is the same, and the sequence of addresses is a function of m
- * and the element size only. Public: m and the network.
+ * Blocked for the caches, at two levels: a step of span at most C (the
+ * block, C elements in BS_BLOCK_BYTES) pairs elements of one aligned
+ * C-block only, so the stages k <= C run block by block (each block sorted
+ * in cache), and every later stage makes passes only for its steps of span
+ * above C, then finishes its short steps block by block; the same holds
+ * for the outer blocks of C3 elements (BS_L3_BYTES), so the stages up to
+ * C3 run outer block by outer block, in the L3, and only the stages above
+ * C3 make passes over all m elements, for their spans above C3. The
+ * compare-exchanges and their order within each pair's dependencies are
+ * those of the plain network: the result is the same, and the sequence of
+ * addresses is a function of m and the element size only. Public: m and
+ * the network.
  */
 static void bs_sort(const bsort *s, size_t m)
 {
     size_t esz = 8 + (s->aux ? 8 : 0) + (s->pay ? s->vs : 0);
-    size_t C = 8;
-    while (C * 2 * esz <= BS_BLOCK_BYTES)
-        C <<= 1;
-    if (C > m)
-        C = m;
-    for (size_t b = 0; b < m; b += C)
-        for (size_t k = 2; k <= C; k <<= 1)
-            bs_steps(s, b, b + C, k, 1, k / 4, 1);
-    for (size_t k = 2 * C; k <= m; k <<= 1) {
-        bs_steps(s, 0, m, k, 1, k / 4, C); /* mirror and spans above C */
-        size_t jt = k / 4 < C / 2 ? k / 4 : C / 2;
-        for (size_t b = 0; b < m; b += C)
-            bs_steps(s, b, b + C, k, 0, jt, 1);
+    size_t C = bs_block(esz, bs_l2_bytes, m), C3 = bs_block(esz, bs_l3_bytes, m);
+    if (C3 < C)
+        C3 = C;
+    for (size_t b3 = 0; b3 < m; b3 += C3)
+        bs_sort_blk(s, b3, C3, C);
+    for (size_t k = 2 * C3; k <= m; k <<= 1) {
+        bs_steps(s, 0, m, k, 1, k / 4, C3); /* mirror and spans above C3 */
+        for (size_t b3 = 0; b3 < m; b3 += C3) {
+            bs_steps(s, b3, b3 + C3, k, 0, C3 / 2, C); /* spans C3 / 2 .. C */
+            size_t jt = C3 / 2 < C / 2 ? C3 / 2 : C / 2;
+            for (size_t b = b3; b < b3 + C3; b += C)
+                bs_steps(s, b, b + C, k, 0, jt, 1);
+        }
     }
+}
+
+/*
+ * Expansion (step 4): the elements at [base, base + n) (n a power of two)
+ * are those bound for the slots [base, base + n), in increasing target
+ * order (key = target, strictly increasing), placed cyclically from
+ * base + z; afterwards each is at its target. It runs the order-preserving
+ * offset compaction of Sasy, Johnson and Goldberg (ORCompact's
+ * OROffCompact, CCS 2022, section 4, algorithm 2) backwards: the marked
+ * cells of that compaction are our targets, its swap pass of the merge
+ * step is its own inverse and comes first here, then the two halves are
+ * expanded with the offsets the compaction gave them. With z = 0 this is
+ * the inverse of compacting the targets to the front in order, which is
+ * what places the j-th element at the j-th target.
+ *
+ * The swap pass pairs i with i + n/2; element i swaps when
+ * s XOR (i >= (z + m) mod n/2), with m the number of targets in the left
+ * half (counted from the keys: an empty slot's key is above every target)
+ * and s = ((z mod n/2) + m >= n/2) XOR (z >= n/2). Depth first: once a
+ * node fits in the caches, all its levels run there, so only the nodes
+ * above the cache size make passes over memory (the Goodrich network,
+ * used before, made log W of them).
+ *
+ * Secret: z, m, the keys, aux words, payloads. Public: base, n and the
+ * sequence of addresses, which depends on them only.
+ */
+static void bs_expand(const bsort *s, size_t base, size_t n, uint64_t z)
+{
+    if (n < 2)
+        return;
+    const size_t h = n / 2;
+    const uint64_t lim = base + h;
+    uint64_t *key = s->key, *aux = s->aux;
+    uint64_t m = 0;
+    for (size_t i = base; i < base + n; i++)
+        m += key[i] < lim; /* a comparison's 0/1 summed: no branch */
+    const uint64_t zl = z & (h - 1);
+    const uint64_t sb = obl_ct_ge64(zl + m, h) ^ obl_ct_ge64(z, h);
+    const uint64_t thr = (z + m) & (h - 1);
+    size_t i = 0;
+#if OBL_CT_AVX512
+    /* eight at a time: payloads of whole vectors, or none */
+    if (h >= 8 && (!s->pay || s->vs % 64 == 0)) {
+        const __m512i lane = _mm512_set_epi64(7, 6, 5, 4, 3, 2, 1, 0);
+        const __m512i sv = _mm512_set1_epi64(-(long long)sb);
+        const __m512i tv = _mm512_set1_epi64((long long)thr - 1);
+        for (; i < h; i += 8) {
+            size_t a = base + i, b = a + h;
+            BS_TOUCH(a, 8);
+            BS_TOUCH(b, 8);
+            /* -1 where i + l >= thr: the sign of thr - 1 - (i + l) */
+            __m512i ge = _mm512_srai_epi64(
+                _mm512_sub_epi64(tv, _mm512_add_epi64(lane, _mm512_set1_epi64((long long)i))), 63);
+            __m512i mv = _mm512_xor_si512(ge, sv);
+            __m512i k0 = _mm512_loadu_si512((const void *)(key + a));
+            __m512i k1 = _mm512_loadu_si512((const void *)(key + b));
+            __m512i t = _mm512_and_si512(_mm512_xor_si512(k0, k1), mv);
+            _mm512_storeu_si512((void *)(key + a), _mm512_xor_si512(k0, t));
+            _mm512_storeu_si512((void *)(key + b), _mm512_xor_si512(k1, t));
+            __m512i x0 = _mm512_loadu_si512((const void *)(aux + a));
+            __m512i x1 = _mm512_loadu_si512((const void *)(aux + b));
+            t = _mm512_and_si512(_mm512_xor_si512(x0, x1), mv);
+            _mm512_storeu_si512((void *)(aux + a), _mm512_xor_si512(x0, t));
+            _mm512_storeu_si512((void *)(aux + b), _mm512_xor_si512(x1, t));
+            if (s->pay)
+                bs_pay8(s, a, b, (unsigned)_mm512_movepi64_mask(mv), 0);
+        }
+    }
+#endif
+    for (; i < h; i++) {
+        size_t a = base + i, b = a + h;
+        BS_TOUCH(a, 1);
+        BS_TOUCH(b, 1);
+        uint64_t c = sb ^ obl_ct_ge64(i, thr);
+        uint64_t mk = obl_ct_mask(c), tk = mk & (key[a] ^ key[b]), ta = mk & (aux[a] ^ aux[b]);
+        key[a] ^= tk;
+        key[b] ^= tk;
+        aux[a] ^= ta;
+        aux[b] ^= ta;
+        if (s->pay)
+            obl_ct_cswap(c, s->pay + a * s->vs, s->pay + b * s->vs, s->vs);
+    }
+    bs_expand(s, base, h, zl);
+    bs_expand(s, base + h, h, thr);
 }
 
 /* see nroram_internal.h */
@@ -425,7 +557,11 @@ obl_err nr_build(obl_nroram *o, uint64_t n, const unsigned char *data, size_t ss
     size_t m = 1;
     while (m < n)
         m <<= 1;
-    size_t W = (size_t)T > m ? (size_t)T : m; /* working length */
+    /* Working positions: the tree's slots at [0, E), E = Z * (nbuckets + 1)
+     * = 4L, a power of two at least m (L >= n / 2), for the expansion;
+     * the stash's slots after them, at [E, E + P) (step 4). */
+    const size_t E = (size_t)NR_Z * ((size_t)o->nbuckets + 1);
+    size_t W = E + P; /* working length */
     obl_alloc_ctx *ac = &o->ac;
     /* Payload stride of the working array: blocks of up to 128 bytes are
      * padded to whole cache lines (56 -> 64, 100 -> 128), so that no
@@ -517,78 +653,49 @@ obl_err nr_build(obl_nroram *o, uint64_t n, const unsigned char *data, size_t ss
     }
 
     /* 4. back to id order (keys only), where the payloads are; then sort
-     * by slot with the payloads and expand: element at i goes to
-     * key[i] >= i */
+     * by working position (the slot, the stash's after the tree's) with
+     * the payloads, and expand */
     {
         bsort s3 = {key, aux, NULL, vs};
         bs_sort(&s3, m); /* key[i] = i for i < n now */
         for (size_t i = 0; i < W; i++) {
             uint64_t real = obl_ct_lt64(i, n); /* public */
-            key[i] = obl_ct_select64(real, aux[i] >> 32, BUILD_EMPTY);
+            uint64_t t = aux[i] >> 32; /* the slot: stash first, then the tree */
+            uint64_t wp = obl_ct_select64(obl_ct_lt64(t, P), E + t, t - P);
+            key[i] = obl_ct_select64(real, wp, BUILD_EMPTY);
             aux[i] = obl_ct_select64(real, (aux[i] & 0xffffffffu) << 32 | i, 0);
         }
         bsort s2 = {key, aux, pay, ps};
         bs_sort(&s2, m);
-        unsigned top = 0;
-        while (((size_t)1 << (top + 1)) < W)
-            top++;
-        for (unsigned j = top + 1; j-- > 0;) {
-            size_t d = (size_t)1 << j;
-            if (d >= W)
-                continue;
-            size_t i = W - d;
-#if OBL_CT_AVX512
-            /* chunks of 8 from the right: with d >= 8 a chunk's targets lie
-             * beyond it and were processed before, as in the scalar order */
-            if (!pay && d >= 8) {
-                const __m512i lane = _mm512_set_epi64(7, 6, 5, 4, 3, 2, 1, 0);
-                const __m512i empty = _mm512_set1_epi64((long long)BUILD_EMPTY);
-                const __m512i bit = _mm512_set1_epi64((long long)d);
-                for (; i >= 8; i -= 8) {
-                    size_t b = i - 8;
-                    BS_TOUCH(b, 8);
-                    BS_TOUCH(b + d, 8);
-                    __m512i k0 = _mm512_loadu_si512((const void *)(key + b));
-                    __m512i k1 = _mm512_loadu_si512((const void *)(key + b + d));
-                    __m512i a0 = _mm512_loadu_si512((const void *)(aux + b));
-                    __m512i a1 = _mm512_loadu_si512((const void *)(aux + b + d));
-                    __m512i posv = _mm512_add_epi64(lane, _mm512_set1_epi64((long long)b));
-                    __mmask8 c = _mm512_test_epi64_mask(_mm512_sub_epi64(k0, posv), bit) &
-                                 _mm512_cmpneq_epu64_mask(k0, empty);
-                    _mm512_storeu_si512((void *)(key + b), _mm512_mask_blend_epi64(c, k0, k1));
-                    _mm512_storeu_si512((void *)(key + b + d), _mm512_mask_blend_epi64(c, k1, k0));
-                    _mm512_storeu_si512((void *)(aux + b), _mm512_mask_blend_epi64(c, a0, a1));
-                    _mm512_storeu_si512((void *)(aux + b + d), _mm512_mask_blend_epi64(c, a1, a0));
-                }
-            }
-#endif
-            for (; i-- > 0;) {
-                BS_TOUCH(i, 1);
-                BS_TOUCH(i + d, 1);
-                /* remaining shift of the element now at i is key - i */
-                uint64_t valid = obl_ct_neq64(key[i], BUILD_EMPTY);
-                uint64_t c = valid & (((key[i] - i) >> j) & 1);
-                uint64_t mk = obl_ct_mask(c);
-                uint64_t tk = mk & (key[i] ^ key[i + d]), ta = mk & (aux[i] ^ aux[i + d]);
-                key[i] ^= tk;
-                key[i + d] ^= tk;
-                aux[i] ^= ta;
-                aux[i + d] ^= ta;
+        /* The stash's blocks (at most S < P of them) are the last ones of
+         * [0, n): the window of the last P positions holds them all. Each
+         * stash slot j takes the block whose key is E + j, by a swap with
+         * the empty element there (every window position is tried). */
+        size_t w0 = n > P ? n - P : 0;
+        for (size_t j = 0; j < P; j++)
+            for (size_t w = w0; w < n; w++) {
+                BS_TOUCH(w, 1);
+                BS_TOUCH(E + j, 1);
+                uint64_t c = obl_ct_eq64(key[w], E + j);
+                obl_ct_cswap64(c, &key[w], &key[E + j]);
+                obl_ct_cswap64(c, &aux[w], &aux[E + j]);
                 if (pay)
-                    obl_ct_cswap(c, pay + i * ps, pay + (i + d) * ps, ps);
+                    obl_ct_cswap(c, pay + w * ps, pay + (E + j) * ps, ps);
             }
-        }
+        /* the tree's blocks, at [0, n - stash), to their slots */
+        bs_expand(&s2, 0, E, 0);
     }
 
     /* 5. write the stash and the tree, slot by slot */
     for (size_t i = 0; i < (size_t)T; i++) {
         OBL_TRACE_TOUCH(OBL_TRACE_REGION_ORAM_TREE, OBL_TRACE_WRITE, i, 1);
-        uint64_t valid = obl_ct_neq64(key[i], BUILD_EMPTY);
-        uint64_t id = (uint32_t)aux[i], leaf = obl_ct_select64(valid, aux[i] >> 32, 0);
+        size_t wp = i < P ? E + i : i - P; /* working position (step 4); public */
+        uint64_t valid = obl_ct_neq64(key[wp], BUILD_EMPTY);
+        uint64_t id = (uint32_t)aux[wp], leaf = obl_ct_select64(valid, aux[wp] >> 32, 0);
         if (ids) /* public */
-            memcpy(&id, pay + i * ps + idoff, 8);
+            memcpy(&id, pay + wp * ps + idoff, 8);
         if (id_fn) /* public; every slot, real or empty */
-            id = id_fn(id_ctx, pay + i * ps);
+            id = id_fn(id_ctx, pay + wp * ps);
         unsigned char *mp, *dst;
         if (i < P) {
             mp = (unsigned char *)o->bmeta + i * 2 * o->pb;
@@ -607,7 +714,7 @@ obl_err nr_build(obl_nroram *o, uint64_t n, const unsigned char *data, size_t ss
             memcpy(mp, &me, sizeof(me));
         }
         if (pay)
-            memcpy(dst, pay + i * ps, vs);
+            memcpy(dst, pay + wp * ps, vs);
         else
             memset(dst, 0, vs);
     }

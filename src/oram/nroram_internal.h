@@ -148,4 +148,9 @@ obl_err nr_build(obl_nroram *o, uint64_t n, const unsigned char *data, size_t ss
                  size_t data_len, const uint64_t *ids, nr_id_fn id_fn, const void *id_ctx,
                  uint32_t *leaves_out);
 
+/* Tests only, not thread-safe: the cache sizes (bytes) the build's sorts
+ * block for, so that small builds take the paths of large ones; 0 restores
+ * the default (1 MiB L2, 32 MiB L3: 512 KiB and 8 MiB of elements). */
+void nr_build_set_blocks(size_t l2_bytes, size_t l3_bytes);
+
 #endif /* OBL_SRC_ORAM_NRORAM_INTERNAL_H */

@@ -22,6 +22,7 @@
 
 #include "common/secret.h"
 #include "common/trace.h"
+#include "oram/nroram_internal.h"
 #include "testutil.h"
 
 static test_rng R;
@@ -811,6 +812,19 @@ int main(int argc, char **argv)
             }
         if (ct)
             roram_model(20, 4096, 20, 2, 1);
+    }
+    printf("RORAM model, builds with small sort blocks\n");
+    {
+        /* blocks of 8 .. 64 elements, outer blocks of 32 .. 512: the
+         * two-level blocked sort and its outer passes run at these sizes */
+        nr_build_set_blocks(1024, 8192);
+        static const uint64_t ns[] = {1000, 5003};
+        static const size_t vss[] = {8, 56, 100, 200};
+        for (size_t c = 0; c < 2; c++)
+            for (size_t v = 0; v < 4; v++)
+                if (!ct || (ns[c] == 1000 && vss[v] <= 56))
+                    roram_model(ns[c], vss[v], ct ? 40 : 1000, 0, 1);
+        nr_build_set_blocks(0, 0);
     }
     printf("RORAM update\n");
     roram_update();
