@@ -72,11 +72,13 @@ typedef struct obl_allocator {
 
 /*
  * The allocator used when none is given: the C library's aligned_alloc and
- * free; on Linux, blocks of 4 MiB and more are aligned to 2 MiB, rounded up
- * to a multiple of it and advised for transparent huge pages
- * (MADV_HUGEPAGE), which makes the random accesses of a large ORAM tree
- * cheaper (fewer TLB misses; measured in docs/oram.md, "Huge pages").
- * A caller's allocator can wrap it, to count bytes for example.
+ * free. obl asks for 4096-byte alignment only for memory it reads at random
+ * (the ORAM trees); on Linux, the default allocator gives such blocks of
+ * 4 MiB and more a 2 MiB alignment, rounds them up to a multiple of it and
+ * advises them for transparent huge pages (MADV_HUGEPAGE), which makes the
+ * random accesses cheaper (fewer TLB misses; measured in docs/oram.md,
+ * "Huge pages"). A caller's allocator can wrap it, to count bytes for
+ * example.
  */
 obl_allocator obl_default_allocator(void);
 

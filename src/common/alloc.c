@@ -10,12 +10,14 @@
 #include <sys/mman.h>
 #endif
 
-/* Allocations of at least this size are aligned to, and rounded up to, 2
- * MiB and advised for transparent huge pages (Linux, MADV_HUGEPAGE; a
- * no-op where the kernel's setting is "never"): an ORAM tree is read at
- * random, so with 4 KiB pages nearly every bucket below the cached levels
- * is also a TLB miss, and a bulk build faults in its working arrays page
- * by page. Measured in docs/oram.md ("Huge pages"). Public: the size. */
+/* Requests for page alignment (OBL_ALIGN_RANDOM: memory read at random,
+ * the ORAM trees) of at least this size are aligned to, and rounded up to,
+ * 2 MiB and advised for transparent huge pages (Linux, MADV_HUGEPAGE; a
+ * no-op where the kernel's setting is "never"): with 4 KiB pages nearly
+ * every bucket below a tree's cached levels is also a TLB miss. Memory
+ * read in order (the build's working arrays) keeps 4 KiB pages: on a VM,
+ * fresh huge pages were slow to fault in. Measured in docs/oram.md ("Huge
+ * pages"). Public: the size and alignment. */
 #define OBL_HUGE_MIN ((size_t)4 << 20)
 #define OBL_HUGE_PAGE ((size_t)2 << 20)
 
@@ -25,7 +27,7 @@ static void *obl_default_alloc(void *opaque, size_t size, size_t align)
     if (align < sizeof(void *))
         align = sizeof(void *);
 #if defined(__linux__) && defined(MADV_HUGEPAGE)
-    if (size >= OBL_HUGE_MIN && align <= OBL_HUGE_PAGE) {
+    if (size >= OBL_HUGE_MIN && align == OBL_ALIGN_RANDOM) {
         size_t r = (size + OBL_HUGE_PAGE - 1) & ~(OBL_HUGE_PAGE - 1);
         if (r < size)
             return NULL;

@@ -20,6 +20,10 @@ typedef struct obl_alloc_ctx {
 /* Initialise from the caller's allocator; NULL selects aligned_alloc/free. */
 void obl_alloc_init(obl_alloc_ctx *c, const obl_allocator *a);
 
+/* The alignment to ask for memory that is read at random (ORAM trees): the
+ * default allocator gives large such blocks huge pages (alloc.c). */
+#define OBL_ALIGN_RANDOM ((size_t)4096)
+
 /* size bytes aligned to align (power of two, <= 4096), or NULL. Zeroed. */
 void *obl_alloc(obl_alloc_ctx *c, size_t size, size_t align);
 

@@ -176,7 +176,7 @@ obl_err nr_create(obl_nroram **out, const obl_nroram_params *p)
         nr_free_all(o);
         return err;
     }
-    o->tree = (unsigned char *)obl_alloc(&ac, tree_bytes, 64);
+    o->tree = (unsigned char *)obl_alloc(&ac, tree_bytes, OBL_ALIGN_RANDOM);
     o->bmeta = o->tree ? obl_alloc(&ac, o->bmeta_bytes, 64) : NULL;
     o->bdata = o->bmeta ? (unsigned char *)obl_alloc(&ac, o->bdata_bytes, 64) : NULL;
     o->tmp = o->bdata ? (unsigned char *)obl_alloc(&ac, vs, 64) : NULL;
