@@ -480,64 +480,128 @@ static void bs_sort(const bsort *s, size_t m)
  * Secret: z, m, the keys, aux words, payloads. Public: base, n and the
  * sequence of addresses, which depends on them only.
  */
+#if OBL_CT_AVX512
+/* -1 in lane l where sb XOR (i + l >= thr), else 0. Secret: sb, thr. */
+static inline __m512i bs_xmask8(uint64_t sb, uint64_t thr, size_t i)
+{
+    const __m512i lane = _mm512_set_epi64(7, 6, 5, 4, 3, 2, 1, 0);
+    /* the sign of thr - 1 - (i + l): thr and i are below 2^63 */
+    __m512i ge = _mm512_srai_epi64(
+        _mm512_sub_epi64(_mm512_set1_epi64((long long)thr - 1),
+                         _mm512_add_epi64(lane, _mm512_set1_epi64((long long)i))),
+        63);
+    return _mm512_xor_si512(ge, _mm512_set1_epi64(-(long long)sb));
+}
+
+/* Swaps elements a + l and b + l (keys, aux words, payloads) where lane l
+ * of mv is all ones. AND/XOR: no blend a compiler could turn into a masked
+ * load. Secret: mv and the elements. Public: a, b. */
+static inline void bs_xswap8(const bsort *s, size_t a, size_t b, __m512i mv)
+{
+    BS_TOUCH(a, 8);
+    BS_TOUCH(b, 8);
+    __m512i k0 = _mm512_loadu_si512((const void *)(s->key + a));
+    __m512i k1 = _mm512_loadu_si512((const void *)(s->key + b));
+    __m512i t = _mm512_and_si512(_mm512_xor_si512(k0, k1), mv);
+    _mm512_storeu_si512((void *)(s->key + a), _mm512_xor_si512(k0, t));
+    _mm512_storeu_si512((void *)(s->key + b), _mm512_xor_si512(k1, t));
+    __m512i x0 = _mm512_loadu_si512((const void *)(s->aux + a));
+    __m512i x1 = _mm512_loadu_si512((const void *)(s->aux + b));
+    t = _mm512_and_si512(_mm512_xor_si512(x0, x1), mv);
+    _mm512_storeu_si512((void *)(s->aux + a), _mm512_xor_si512(x0, t));
+    _mm512_storeu_si512((void *)(s->aux + b), _mm512_xor_si512(x1, t));
+    if (s->pay)
+        bs_pay8(s, a, b, (unsigned)_mm512_movepi64_mask(mv), 0);
+}
+#endif
+
+/* Swaps elements a and b where sb XOR (i >= thr). Secret: sb, thr, the
+ * elements. Public: a, b, i. */
+static inline void bs_xswap1(const bsort *s, size_t a, size_t b, uint64_t sb, uint64_t thr,
+                             size_t i)
+{
+    BS_TOUCH(a, 1);
+    BS_TOUCH(b, 1);
+    uint64_t *key = s->key, *aux = s->aux;
+    uint64_t c = sb ^ obl_ct_ge64(i, thr);
+    uint64_t mk = obl_ct_mask(c), tk = mk & (key[a] ^ key[b]), ta = mk & (aux[a] ^ aux[b]);
+    key[a] ^= tk;
+    key[b] ^= tk;
+    aux[a] ^= ta;
+    aux[b] ^= ta;
+    if (s->pay)
+        obl_ct_cswap(c, s->pay + a * s->vs, s->pay + b * s->vs, s->vs);
+}
+
+/* The swap bit's parts of a node of n positions (n >= 2) with offset z and
+ * m targets in its left half: sb and thr (see bs_expand). Secret. */
+static inline void bs_xparams(size_t n, uint64_t z, uint64_t m, uint64_t *sb, uint64_t *thr)
+{
+    const uint64_t h = n / 2;
+    *sb = obl_ct_ge64((z & (h - 1)) + m, h) ^ obl_ct_ge64(z, h);
+    *thr = (z + m) & (h - 1);
+}
+
 static void bs_expand(const bsort *s, size_t base, size_t n, uint64_t z)
 {
     if (n < 2)
         return;
-    const size_t h = n / 2;
-    const uint64_t lim = base + h;
-    uint64_t *key = s->key, *aux = s->aux;
-    uint64_t m = 0;
-    for (size_t i = base; i < base + n; i++)
-        m += key[i] < lim; /* a comparison's 0/1 summed: no branch */
-    const uint64_t zl = z & (h - 1);
-    const uint64_t sb = obl_ct_ge64(zl + m, h) ^ obl_ct_ge64(z, h);
-    const uint64_t thr = (z + m) & (h - 1);
-    size_t i = 0;
+    const size_t h = n / 2, q = n / 4;
+    const uint64_t *key = s->key;
 #if OBL_CT_AVX512
-    /* eight at a time: payloads of whole vectors, or none */
-    if (h >= 8 && (!s->pay || s->vs % 64 == 0)) {
-        const __m512i lane = _mm512_set_epi64(7, 6, 5, 4, 3, 2, 1, 0);
-        const __m512i sv = _mm512_set1_epi64(-(long long)sb);
-        const __m512i tv = _mm512_set1_epi64((long long)thr - 1);
-        for (; i < h; i += 8) {
-            size_t a = base + i, b = a + h;
-            BS_TOUCH(a, 8);
-            BS_TOUCH(b, 8);
-            /* -1 where i + l >= thr: the sign of thr - 1 - (i + l) */
-            __m512i ge = _mm512_srai_epi64(
-                _mm512_sub_epi64(tv, _mm512_add_epi64(lane, _mm512_set1_epi64((long long)i))), 63);
-            __m512i mv = _mm512_xor_si512(ge, sv);
-            __m512i k0 = _mm512_loadu_si512((const void *)(key + a));
-            __m512i k1 = _mm512_loadu_si512((const void *)(key + b));
-            __m512i t = _mm512_and_si512(_mm512_xor_si512(k0, k1), mv);
-            _mm512_storeu_si512((void *)(key + a), _mm512_xor_si512(k0, t));
-            _mm512_storeu_si512((void *)(key + b), _mm512_xor_si512(k1, t));
-            __m512i x0 = _mm512_loadu_si512((const void *)(aux + a));
-            __m512i x1 = _mm512_loadu_si512((const void *)(aux + b));
-            t = _mm512_and_si512(_mm512_xor_si512(x0, x1), mv);
-            _mm512_storeu_si512((void *)(aux + a), _mm512_xor_si512(x0, t));
-            _mm512_storeu_si512((void *)(aux + b), _mm512_xor_si512(x1, t));
-            if (s->pay)
-                bs_pay8(s, a, b, (unsigned)_mm512_movepi64_mask(mv), 0);
-        }
-    }
+    const int vec = !s->pay || s->vs % 64 == 0; /* public */
+#else
+    const int vec = 0;
 #endif
-    for (; i < h; i++) {
-        size_t a = base + i, b = a + h;
-        BS_TOUCH(a, 1);
-        BS_TOUCH(b, 1);
-        uint64_t c = sb ^ obl_ct_ge64(i, thr);
-        uint64_t mk = obl_ct_mask(c), tk = mk & (key[a] ^ key[b]), ta = mk & (aux[a] ^ aux[b]);
-        key[a] ^= tk;
-        key[b] ^= tk;
-        aux[a] ^= ta;
-        aux[b] ^= ta;
-        if (s->pay)
-            obl_ct_cswap(c, s->pay + a * s->vs, s->pay + b * s->vs, s->vs);
+    if (n >= 4) {
+        /* Two levels in one pass over the node (half the passes over
+         * memory): the children's counts are those of the targets in the
+         * first and third quarters, known before any swap. The swaps of
+         * the four positions i, i + q, i + h, i + h + q: the node's (i and
+         * i + h; i + q and i + h + q), then each child's (i and i + q;
+         * i + h and i + h + q), the order of the two levels. */
+        uint64_t m = 0, ml = 0, m3 = 0;
+        for (size_t i = base; i < base + n; i++) {
+            m += key[i] < base + h; /* comparisons' 0/1 summed: no branch */
+            ml += key[i] < base + q;
+            m3 += key[i] < base + h + q;
+        }
+        const uint64_t mr = m3 - m;
+        uint64_t sb, thr, sbl, thrl, sbr, thrr;
+        bs_xparams(n, z, m, &sb, &thr);
+        const uint64_t zl = z & (h - 1), zr = thr; /* the children's offsets */
+        bs_xparams(h, zl, ml, &sbl, &thrl);
+        bs_xparams(h, zr, mr, &sbr, &thrr);
+        size_t i = 0;
+#if OBL_CT_AVX512
+        if (vec && q >= 8)
+            for (; i < q; i += 8) {
+                size_t a0 = base + i, a1 = a0 + q, a2 = a0 + h, a3 = a2 + q;
+                bs_xswap8(s, a0, a2, bs_xmask8(sb, thr, i));
+                bs_xswap8(s, a1, a3, bs_xmask8(sb, thr, i + q));
+                bs_xswap8(s, a0, a1, bs_xmask8(sbl, thrl, i));
+                bs_xswap8(s, a2, a3, bs_xmask8(sbr, thrr, i));
+            }
+#endif
+        for (; i < q; i++) {
+            size_t a0 = base + i, a1 = a0 + q, a2 = a0 + h, a3 = a2 + q;
+            bs_xswap1(s, a0, a2, sb, thr, i);
+            bs_xswap1(s, a1, a3, sb, thr, i + q);
+            bs_xswap1(s, a0, a1, sbl, thrl, i);
+            bs_xswap1(s, a2, a3, sbr, thrr, i);
+        }
+        const uint64_t zll = zl & (q - 1), zrl = zr & (q - 1);
+        bs_expand(s, base, q, zll);
+        bs_expand(s, base + q, q, thrl);
+        bs_expand(s, base + h, q, zrl);
+        bs_expand(s, base + h + q, q, thrr);
+        return;
     }
-    bs_expand(s, base, h, zl);
-    bs_expand(s, base + h, h, thr);
+    /* n = 2 */
+    uint64_t m = key[base] < base + 1, sb, thr;
+    bs_xparams(n, z, m, &sb, &thr);
+    bs_xswap1(s, base, base + 1, sb, thr, 0);
+    (void)vec;
 }
 
 /* see nroram_internal.h */
