@@ -383,6 +383,16 @@ static void bs_steps(const bsort *s, size_t lo, size_t hi, size_t k, int mirror,
  * shrinks them, so that small sorts take every blocked path. */
 static size_t bs_l2_bytes = BS_BLOCK_BYTES, bs_l3_bytes = BS_L3_BYTES;
 
+/* Tests only: the drawn leaves are ANDed with this (all ones: unchanged),
+ * so that a test can crowd the blocks onto few paths and fill the stash. */
+static uint64_t bs_leaf_mask = UINT64_MAX;
+
+/* see nroram_internal.h */
+void nr_build_set_leaf_mask(uint64_t mask)
+{
+    bs_leaf_mask = mask;
+}
+
 /* see nroram_internal.h */
 void nr_build_set_blocks(size_t l2_bytes, size_t l3_bytes)
 {
@@ -666,7 +676,7 @@ obl_err nr_build(obl_nroram *o, uint64_t n, const unsigned char *data, size_t ss
         /* 1. leaves and keys, in id order */
         for (size_t i = 0; i < W; i++) {
             if (i < n) {
-                uint64_t leaf = obl_prg_bits(&o->prg, logL);
+                uint64_t leaf = obl_prg_bits(&o->prg, logL) & bs_leaf_mask;
                 leaves_out[i] = (uint32_t)leaf;
                 key[i] = leaf << 32 | i;
             } else {

@@ -300,15 +300,21 @@ static void nroram_trace(void)
 
 /* ---------------------------------------------------------------- RORAM -- */
 
+/* RORAM parameters: n values of vs bytes, scan_max, a fresh seed. */
+static void roram_params(obl_roram_params *p, uint64_t n, size_t vs, uint32_t scan_max)
+{
+    memset(p, 0, sizeof(*p));
+    p->n = n;
+    p->value_size = vs;
+    p->scan_max = scan_max;
+    p->use_seed = 1;
+    p->seed = test_rng_next(&R);
+}
+
 static void roram_model(uint64_t n, size_t vs, long ops, uint32_t scan_max, int from)
 {
     obl_roram_params p;
-    memset(&p, 0, sizeof(p));
-    p.n = n;
-    p.value_size = vs;
-    p.scan_max = scan_max;
-    p.use_seed = 1;
-    p.seed = test_rng_next(&R);
+    roram_params(&p, n, vs, scan_max);
     unsigned char *mv = (unsigned char *)xmalloc(n * vs);
     if (from)
         test_rng_fill(&R, mv, n * vs);
@@ -380,6 +386,89 @@ static void ro_add_fn(void *ctx, void *value, uint64_t found, uint64_t *keep)
     (void)keep;
     unsigned char *v = (unsigned char *)value;
     v[0] = (unsigned char)(v[0] + *(unsigned char *)ctx);
+}
+
+/* A RORAM of n random values of vs bytes built from an array (*a, the
+ * caller frees it), with the given scan_max and a fresh seed. */
+static obl_err build_random(obl_roram **r, unsigned char **a, uint64_t n, size_t vs,
+                            uint32_t scan_max)
+{
+    *a = (unsigned char *)xmalloc(n * vs);
+    test_rng_fill(&R, *a, n * vs);
+    obl_roram_params p;
+    roram_params(&p, n, vs, scan_max);
+    return obl_roram_create_from(r, &p, *a);
+}
+
+/*
+ * Builds from an array at every size n = 1 .. nmax (values of 8, 56 and 100
+ * bytes, forced recursion every other size), each read back whole: the
+ * build's stash window and expansion meet every ratio of n to the tree's
+ * slots.
+ */
+static void roram_build_sizes(uint64_t nmax)
+{
+    static const size_t vss[] = {8, 56, 100};
+    unsigned char out[100];
+    for (uint64_t n = 1; n <= nmax; n++)
+        for (size_t v = 0; v < 3; v++) {
+            size_t vs = vss[v];
+            unsigned char *a = NULL;
+            obl_roram *r = NULL;
+            CHECK_EQ_U64(build_random(&r, &a, n, vs, n & 1 ? 2 : 0), OBL_OK);
+            for (uint64_t i = 0; r && i < n; i++) {
+                CHECK_EQ_U64(obl_roram_read(r, i, out), OBL_OK);
+                OBL_DECLASSIFY(out, vs); /* the test compares it */
+                CHECK_MEM(out, a + i * vs, vs);
+            }
+            obl_roram_destroy(r);
+            free(a);
+        }
+}
+
+/*
+ * The build's stash path: with every leaf forced to 0, first fit fills path
+ * 0 and puts the rest into the stash (n - 2 * levels blocks); every value
+ * must still read back, and a build needing more than the stash fails
+ * with OBL_ERR_STASH_OVERFLOW, freeing everything.
+ */
+static void roram_build_crowded(void)
+{
+    static const size_t vss[] = {8, 64, 100};
+    unsigned char out[100];
+    nr_build_set_leaf_mask(0);
+    for (size_t v = 0; v < 3; v++)
+        for (uint64_t n = 1; n <= 40; n++) {
+            size_t vs = vss[v];
+            unsigned char *a = NULL;
+            obl_roram *r = NULL;
+            /* scan_max 2: trees, even for so few values */
+            obl_err e = build_random(&r, &a, n, vs, 2);
+            /* the data level has 8 values of 8 bytes per block */
+            uint64_t blocks = vs == 8 ? (n + 7) / 8 : n, half = (blocks + 1) / 2, D = 1;
+            while (((uint64_t)1 << (D - 1)) < half)
+                D++;
+            if (blocks > 2 * D + 20) { /* path and the default stash of 20 */
+                CHECK_EQ_U64(e, OBL_ERR_STASH_OVERFLOW);
+                CHECK(r == NULL);
+            } else {
+                CHECK_EQ_U64(e, OBL_OK);
+                /* the reads start with a stash that may be nearly full:
+                 * an overflow is reported (the read is complete), or the
+                 * structure refuses (STATE) until extra evictions succeed */
+                for (uint64_t i = 0; r && i < n; i++) {
+                    obl_err re = OBL_ERR_STATE;
+                    for (int t = 0; t < 50 && re == OBL_ERR_STATE; t++)
+                        re = obl_roram_read(r, i, out);
+                    CHECK(re == OBL_OK || re == OBL_ERR_STASH_OVERFLOW);
+                    OBL_DECLASSIFY(out, vs); /* the test compares it */
+                    CHECK_MEM(out, a + i * vs, vs);
+                }
+            }
+            obl_roram_destroy(r);
+            free(a);
+        }
+    nr_build_set_leaf_mask(UINT64_MAX);
 }
 
 static void roram_update(void)
@@ -826,6 +915,10 @@ int main(int argc, char **argv)
                     roram_model(ns[c], vss[v], ct ? 40 : 1000, 0, 1);
         nr_build_set_blocks(0, 0);
     }
+    printf("RORAM builds at every size up to %d\n", ct ? 12 : 300);
+    roram_build_sizes(ct ? 12 : 300);
+    printf("RORAM build with every block on one path (the stash filled)\n");
+    roram_build_crowded();
     printf("RORAM update\n");
     roram_update();
     printf("RORAM chi-square of revealed leaves\n");
