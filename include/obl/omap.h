@@ -2,48 +2,40 @@
  * obl/omap.h: UMAP, an oblivious unordered map with fixed-size keys and
  * values.
  *
- * Design (docs/omap.md): two-table cuckoo hashing (Pagh, Rodler, "Cuckoo
- * hashing", J. Algorithms 2004) with buckets of several slots (Dietzfelbinger,
- * Weidling 2007), both tables held in ONE recursive ORAM (obl/oram.h), so
- * that which table an access touches is hidden too. Keys are hashed with
- * SipHash-2-4 (Aumasson, Bernstein 2012) under a per-map secret key.
- * Insertion is de-amortised through a fixed-size queue (Arbitman, Naor,
- * Segev, "De-amortized cuckoo hashing", ICALP 2009): every
- * `kick_interval`-th operation (by default every one), of any type,
- * performs exactly `kicks_per_op` kick-out steps on the queue; every operation then reads and rewrites one
- * bucket of each table, i.e. 2 ORAM accesses, plus kicks_per_op on the
- * operations that kick, plus full scans of the queue; in the compact layout
- * (below) one more access, of the value ORAM. Which operations kick depends
- * only on how many operations the map has made (public). There is no
- * data-dependent loop.
+ * Design (docs/omap.md): one-choice hashing into buckets of several slots
+ * with an overflow stash. Keys are hashed with SipHash-2-4 (Aumasson,
+ * Bernstein 2012) under a per-map secret key to one of M buckets; the
+ * buckets live in ONE recursive ORAM (obl/oram.h), so that which bucket an
+ * access touches is hidden. A key whose bucket is full waits in the
+ * overflow stash, a small array in plain memory that every operation scans
+ * whole; an erase that frees a slot of a bucket pulls one of that bucket's
+ * keys back from the stash in the same operation. So the stash holds
+ * exactly sum over buckets of max(0, load - slots): a function of the set
+ * of keys held, never of the history, and its size is chosen from a
+ * Chernoff bound on that sum (failure probability at most 2^-40 per
+ * operation at capacity; docs/omap.md, "Overflow stash").
+ * Every operation, whatever its type, key or outcome, makes the same
+ * accesses: two scans of the stash inside ONE ORAM read-modify-write of
+ * the key's bucket, and in the compact layout (below) one access of the
+ * value ORAM. There is no data-dependent loop and nothing is amortised.
  *
  * Threat model (as obl/oram.h): the adversary sees every address touched
  * and the time taken, not memory contents. Secret: keys, values, the
  * operation type, whether a key was present, the number of entries and the
- * queue's contents and occupancy. Public: the parameters, the number of
+ * stash's contents and occupancy. Public: the parameters, the number of
  * operations, the leaf labels the ORAM reveals (uniform by design), and the
  * error codes returned.
  *
  * Capacity events (public): OBL_ERR_FULL is returned by a put of a NEW key
- * that found both of its buckets full while the queue was full too. The map
- * is left unchanged (the key is not inserted; earlier kick-out steps of the
- * same call only moved entries between the queue and the tables). Like an
- * ORAM stash overflow it is a public event: its probability at or below the
- * documented load is tiny (docs/omap.md gives the measured rate), and a
- * caller who needs to hide it must size the map so that it does not occur.
- * That holds for the default kick_interval (1): with a larger one, filling
- * the map by single puts near capacity makes FULL common (docs/omap.md,
- * "Queue failure rate"), and each report reveals a put of a new key.
+ * when the map already holds `capacity` entries (the documented hard
+ * limit: it reveals what any full container reveals), or when the key's
+ * bucket and the overflow stash are both full (at or below capacity this
+ * has probability at most 2^-40 per operation with the automatic sizing,
+ * like an ORAM stash overflow; a caller who sets the sizes himself gets the
+ * bound docs/omap.md gives for them). The map is then left unchanged.
  * Keys of more than 8 bytes in the compact layout are indexed by a 64-bit
  * fingerprint: a put of a new key whose fingerprint a stored key has also
  * reports FULL (probability about count / 2^64 per put).
- * In the compact layout a put of a new key also reports OBL_ERR_FULL when
- * the map holds `capacity` entries (its value ORAM is sized for that many).
- * That event is not rare: it is the documented hard limit, and it reveals
- * what any full container reveals, that the map holds `capacity` entries
- * at that moment. The inline layout has no such limit (capacity is the
- * load its tables are sized for), so AUTO's choice changes this behaviour;
- * a caller who needs one of them sets the layout.
  *
  * Thread safety: none inside; one map per thread or an outside lock.
  */
@@ -63,27 +55,22 @@ extern "C" {
 #define OBL_OMAP_MAX_KEY_SIZE 1024u
 #define OBL_OMAP_MAX_VALUE_SIZE 65536u
 
-/* Defaults (docs/omap.md, "Parameters"). */
-#define OBL_OMAP_DEFAULT_SLOTS 4u        /* slots per bucket: the automatic minimum */
-#define OBL_OMAP_MAX_SLOTS 8u
-#define OBL_OMAP_DEFAULT_LOAD 80u        /* percent of all slots at capacity */
-#define OBL_OMAP_DEFAULT_QUEUE 32u       /* queue entries */
-#define OBL_OMAP_DEFAULT_KICKS 1u        /* kick-out steps per kicking operation */
-/* Kick interval (docs/omap.md, "Queue failure rate"): the default 1 (a kick
- * round on every operation) is what filling a map by single puts up to its
- * capacity needs. A larger interval makes the operations between kick
- * rounds cheaper (interval 2: about 15 % faster gets at 2^20) and is meant
- * for read-mostly maps filled by obl_omap_build; a put-heavy stream near
- * capacity then overflows the queue (OBL_ERR_FULL, no data lost). */
-#define OBL_OMAP_DEFAULT_KICK_INTERVAL 1u
-#define OBL_OMAP_MAX_KICK_INTERVAL 8u
+/* Sizing (docs/omap.md, "Sizing"). */
+#define OBL_OMAP_MAX_SLOTS 64u           /* slots per bucket */
+#define OBL_OMAP_DEFAULT_BUCKET_LOAD 16u /* mean entries per bucket at capacity */
+#define OBL_OMAP_MAX_BUCKET_LOAD 64u
+#define OBL_OMAP_MAX_OVERFLOW (1u << 20) /* overflow stash entries */
+/* The automatic sizing: the fewest slots per bucket whose overflow bound
+ * (2^-OBL_OMAP_OVERFLOW_BITS) needs at most this many stash entries. */
+#define OBL_OMAP_OVERFLOW_TARGET 256u
+#define OBL_OMAP_OVERFLOW_BITS 40u
 
 /* Layouts (docs/omap.md, "Layouts"), obl_omap_params.layout:
  * INLINE: the buckets hold key and value;
  * COMPACT: the buckets hold key and a leaf label; the values live in one
- *   Circuit ORAM (obl_nroram) under the key as block id, so kick-out steps
- *   and both bucket reads move small index entries only, and a get costs
- *   one more (non-recursive) ORAM access. Keys of more than 8 bytes are
+ *   Circuit ORAM (obl_nroram) under the key as block id, so the bucket
+ *   access moves small index entries only, and a get costs one more
+ *   (non-recursive) ORAM access. Keys of more than 8 bytes are
  *   replaced in the index by a 64-bit keyed fingerprint, which is the
  *   block id; the block holds key and value, and the stored key is
  *   compared on every access. Capacity at most 2^30.
@@ -105,15 +92,19 @@ extern "C" {
 typedef struct obl_omap obl_omap;
 
 typedef struct obl_omap_params {
-    uint64_t capacity;          /* public: entries the map is sized for, >= 1 */
+    uint64_t capacity;          /* public: most entries held at once, >= 1 */
     size_t key_size;            /* public: 1 .. OBL_OMAP_MAX_KEY_SIZE */
     size_t value_size;          /* public: 1 .. OBL_OMAP_MAX_VALUE_SIZE */
-    uint32_t slots_per_bucket;  /* 1 .. OBL_OMAP_MAX_SLOTS; 0 = automatic:
-                                   4 .. 8, with a power-of-two bucket count
-                                   (docs/omap.md, "Sizing") */
-    uint32_t load_percent;      /* 0 = default; 10 .. 95 */
-    uint32_t queue_size;        /* 0 = default; 1 .. 1024 */
-    uint32_t kicks_per_op;      /* 0 = default; 1 .. 8 */
+    uint32_t slots_per_bucket;  /* 0 = automatic (the fewest whose overflow
+                                   bound fits OBL_OMAP_OVERFLOW_TARGET);
+                                   1 .. OBL_OMAP_MAX_SLOTS */
+    uint32_t bucket_load;       /* 0 = OBL_OMAP_DEFAULT_BUCKET_LOAD; 1 ..
+                                   OBL_OMAP_MAX_BUCKET_LOAD: the bucket
+                                   count M is the smallest power of two with
+                                   capacity <= bucket_load * M */
+    uint32_t overflow_size;     /* 0 = automatic: the Chernoff bound for
+                                   2^-OBL_OMAP_OVERFLOW_BITS (at least 8);
+                                   else 1 .. OBL_OMAP_MAX_OVERFLOW */
     uint32_t oram_scan_max;     /* passed to the RORAM (0 = its default) */
     uint32_t layout;            /* OBL_OMAP_LAYOUT_*; 0 = automatic */
     obl_random_fn random;       /* NULL: getrandom(2); seeds the map's PRG */
@@ -121,9 +112,6 @@ typedef struct obl_omap_params {
     uint64_t seed;              /* used instead of random when use_seed != 0 */
     int use_seed;               /* tests and reproducible benchmarks only */
     const obl_allocator *alloc; /* NULL: the C library */
-    uint32_t kick_interval;     /* operations per kick round; 0 = default;
-                                   1 .. OBL_OMAP_MAX_KICK_INTERVAL (above);
-                                   last, so that older callers' layouts stay */
 } obl_omap_params;
 
 /*
@@ -134,15 +122,15 @@ obl_err obl_omap_create(obl_omap **out, const obl_omap_params *p) OBL_WARN_UNUSE
 
 /*
  * Bulk build from n pairs (keys: n * key_size bytes, values: n * value_size
- * bytes), n <= capacity, far faster than n puts: the tables are filled in
- * plain memory and the ORAM is built from them directly.
+ * bytes), n <= capacity, far faster than n puts: the buckets are filled in
+ * plain memory and the ORAMs are built from them directly.
  * Secret: the keys and values. Public: n, the parameters, the error code;
- * and, by design, the bucket-index graph (h1(k_i), h2(k_i)) of the input
- * positions i, which for DISTINCT keys is a list of pseudo-random values
- * independent of the keys (docs/omap.md, "What the build reveals").
+ * and, by design, the bucket h(k_i) of each input position i, which for
+ * DISTINCT keys is a list of pseudo-random values independent of the keys
+ * (docs/omap.md, "What the build reveals").
  * Errors: INVALID_ARG, TOO_LARGE, NOMEM, RANDOM, DUPLICATE_KEY (the input
  * holds some key twice; nothing is created), FULL (the entries did not fit
- * in the tables and the queue; nothing is created).
+ * in the buckets and the overflow stash; nothing is created).
  */
 obl_err obl_omap_build(obl_omap **out, const obl_omap_params *p, const void *keys,
                        const void *values, uint64_t n) OBL_WARN_UNUSED;
@@ -176,30 +164,28 @@ obl_err obl_omap_erase(obl_omap *m, const void *key, uint64_t *existed);
 typedef struct obl_omap_stats {
     uint64_t operations;      /* obl_omap_access calls that ran */
     uint64_t full_errors;     /* OBL_ERR_FULL events */
-    uint64_t queue_max;       /* largest queue occupancy after an operation */
-    uint32_t queue_size;
-    uint64_t buckets;         /* buckets in both tables */
+    uint64_t buckets;         /* M */
     uint32_t slots_per_bucket;
-    uint32_t kicks_per_op;
-    uint64_t oram_accesses;   /* ORAM accesses made: 2 per op, + kicks_per_op
-                                 on kicking ops, + 1 in the compact layout
-                                 (not on FULL) */
+    uint32_t overflow_size;   /* overflow stash entries */
+    uint64_t overflow_max;    /* largest overflow stash occupancy after an
+                                 operation (or the build) */
+    uint64_t oram_accesses;   /* ORAM accesses made: 1 per op, + 1 in the
+                                 compact layout (not on FULL) */
     uint32_t layout;          /* the layout in use: OBL_OMAP_LAYOUT_INLINE or
                                  OBL_OMAP_LAYOUT_COMPACT */
     uint64_t stash_max;       /* largest stash occupancy seen in the index
                                  ORAM's data level and the value ORAM */
     uint64_t stash_overflows; /* their OBL_ERR_STASH_OVERFLOW events */
-    uint32_t kick_interval;   /* operations per kick round, in use */
 } obl_omap_stats;
 
-/* Reading queue_max and stash_max reveals the queue's and the stashes'
- * history to the caller, who decides whether that is public; the library
- * never branches on them. */
+/* Reading overflow_max and stash_max reveals the stashes' history to the
+ * caller, who decides whether that is public; the library never branches
+ * on them. */
 void obl_omap_get_stats(const obl_omap *m, obl_omap_stats *st);
 
 uint64_t obl_omap_capacity(const obl_omap *m);
 
-/* Bytes the map holds (ORAM, queue, buffers). Public. */
+/* Bytes the map holds (ORAMs, overflow stash, buffers). Public. */
 size_t obl_omap_memory_bytes(const obl_omap *m);
 
 /* Frees and wipes everything; NULL is fine. */

@@ -1,26 +1,24 @@
 /*
  * Bulk build of the oblivious map (obl_omap_build, obl/omap.h).
  *
- * The tables are filled in plain memory and the ORAM is built from them
+ * The buckets are filled in plain memory and the ORAM is built from them
  * with obl_roram_create_from, so the cost is O(n) hashing and placement
- * plus the ORAM's own bulk build, instead of n oblivious puts.
+ * plus the ORAMs' own bulk builds, instead of n oblivious puts.
  *
  * What the build reveals (docs/omap.md): the memory trace of this file
  * depends on the keys only through their SipHash values under the map's
- * fresh secret key: the bucket pair (h0(k_i), h1(k_i)) of each input
- * position i, the order of the 64-bit hashes (duplicate detection), and
- * the random-walk choices (from the map's PRG). For distinct keys these
+ * fresh secret key: the bucket h(k_i) of each input position i and the
+ * order of the 64-bit hashes (duplicate detection). For distinct keys these
  * hashes are pseudo-random and independent of the keys (SipHash is a PRF),
  * and later operations go through the ORAM, which hides the bucket they
- * touch, so knowing the graph does not link a later access to an input
+ * touch, so knowing the buckets does not link a later access to an input
  * position. Keys and values themselves are only copied, never compared
  * except with constant-time equality whose result is public only as the
  * OBL_ERR_DUPLICATE_KEY outcome.
  *
- * Placement: each entry goes to the less loaded of its two buckets (two
- * choices balance the tables); when both are full, a random-walk cuckoo
- * insertion (Fotakis et al., STACS 2003, section 3) of at most
- * OMAP_BUILD_MAX_KICKS moves; an entry still homeless joins the queue.
+ * Placement: entry i goes to the next free slot of bucket h(k_i), in input
+ * order; an entry whose bucket is full goes to the overflow stash, which
+ * keeps the stash invariant of omap.c (a stash entry's bucket is full).
  */
 #include <string.h>
 
@@ -31,12 +29,10 @@
 #include "omap/omap_internal.h"
 #include "oram/nroram_internal.h"
 
-#define OMAP_BUILD_MAX_KICKS 512
-
 __extension__ typedef unsigned __int128 build_u128;
 
 typedef struct {
-    uint64_t h;   /* table 0 SipHash */
+    uint64_t h;   /* SipHash of the index key */
     uint64_t i;   /* input position */
 } build_rec;
 
@@ -91,13 +87,13 @@ obl_err obl_omap_build(obl_omap **out, const obl_omap_params *p, const void *key
     if (err != OBL_OK)
         return err;
     const unsigned char *K = (const unsigned char *)keys, *V = (const unsigned char *)values;
-    const size_t ks = m->ks, vs = m->vs, kv = m->kv, B = m->B, iks = m->iks;
-    const uint64_t nb = 2 * m->M;
+    const size_t ks = m->ks, vs = m->vs, B = m->B, iks = m->iks;
+    const uint64_t nb = m->M;
     size_t rec_bytes = 0, b_bytes = 0, own_bytes = 0, fill_bytes = nb, arr_bytes = 0;
     size_t fp_bytes = 0, kvb_bytes = 0;
     size_t cnt_bytes = sizeof(uint32_t) << 16;
     int ok = obl_mul_ok((size_t)(n ? n : 1), sizeof(build_rec), &rec_bytes) &&
-             obl_mul_ok((size_t)(n ? n : 1), 2 * sizeof(uint64_t), &b_bytes) &&
+             obl_mul_ok((size_t)(n ? n : 1), sizeof(uint64_t), &b_bytes) &&
              obl_mul_ok((size_t)nb * B, sizeof(uint64_t), &own_bytes) &&
              obl_mul_ok((size_t)nb, m->bsz, &arr_bytes) &&
              obl_mul_ok((size_t)(n ? n : 1), 8, &fp_bytes) &&
@@ -109,7 +105,7 @@ obl_err obl_omap_build(obl_omap **out, const obl_omap_params *p, const void *key
     build_rec *recs = (build_rec *)obl_alloc(&m->ac, rec_bytes, 64);
     build_rec *tmp = (build_rec *)obl_alloc(&m->ac, rec_bytes, 64);
     uint32_t *cnt = (uint32_t *)obl_alloc(&m->ac, cnt_bytes, 64);
-    uint64_t *bk = (uint64_t *)obl_alloc(&m->ac, b_bytes, 64);       /* 2 buckets per entry */
+    uint64_t *bk = (uint64_t *)obl_alloc(&m->ac, b_bytes, 64);       /* bucket per entry */
     uint64_t *own = (uint64_t *)obl_alloc(&m->ac, own_bytes, 64);    /* entry + 1 per slot */
     unsigned char *fill = (unsigned char *)obl_alloc(&m->ac, fill_bytes, 64);
     unsigned char *arr = NULL;
@@ -131,17 +127,16 @@ obl_err obl_omap_build(obl_omap **out, const obl_omap_params *p, const void *key
     /* the index keys, iks bytes each */
     const unsigned char *IK = m->fp ? (const unsigned char *)fpk : K;
 
-    /* Hashes. LEAK: the bucket pair and 64-bit hash of each input position,
+    /* Hashes. LEAK: the bucket and 64-bit hash of each input position,
      * pseudo-random for distinct keys (see the top of this file). */
     for (uint64_t i = 0; i < n; i++) {
         const unsigned char *k = IK + i * iks;
-        uint64_t h = omap_hash(m, 0, k);
+        uint64_t h = omap_hash(m, k);
         recs[i].h = h;
         recs[i].i = i;
-        bk[2 * i] = (uint64_t)(((build_u128)h * m->M) >> 64);
-        bk[2 * i + 1] = omap_bucket(m, 1, k);
+        bk[i] = (uint64_t)(((build_u128)h * m->M) >> 64);
         OBL_DECLASSIFY(&recs[i].h, sizeof(recs[i].h));
-        OBL_DECLASSIFY(&bk[2 * i], 2 * sizeof(uint64_t));
+        OBL_DECLASSIFY(&bk[i], sizeof(uint64_t));
     }
 
     /* Duplicates: equal keys have equal hashes, so after sorting by hash a
@@ -233,47 +228,24 @@ obl_err obl_omap_build(obl_omap **out, const obl_omap_params *p, const void *key
     const size_t svs = m->svs;
 #define OMAP_SV(i) (compact ? (const unsigned char *)&leaves[i] : V + (i) * vs)
 
-    /* Placement on the (public) hash graph. own[b * B + s] = entry + 1. */
+    /* Placement by the (public) buckets, in input order. own[b * B + s] =
+     * entry + 1. LEAK: the stash's fill after the build, a function of the
+     * public buckets. */
     for (uint64_t i = 0; i < n; i++) {
-        uint64_t cur = i;
-        uint64_t b0 = bk[2 * i], b1 = bk[2 * i + 1];
-        uint64_t b = fill[b1] < fill[b0] ? b1 : b0;
+        uint64_t b = bk[i];
         if (fill[b] < B) {
-            own[b * B + fill[b]++] = cur + 1;
+            own[b * B + fill[b]++] = i + 1;
             continue;
         }
-        unsigned t = 0;
-        int placed = 0;
-        for (int k = 0; k < OMAP_BUILD_MAX_KICKS; k++) {
-            uint64_t bb = bk[2 * cur + t];
-            uint64_t r = obl_prg_below(&m->prg, B);
-            OBL_DECLASSIFY(&r, sizeof(r)); /* PRG choice, independent of data */
-            uint64_t v = own[bb * B + r] - 1;
-            own[bb * B + r] = cur + 1;
-            cur = v;
-            /* the victim sat in table t: it goes to its table 1 - t bucket */
-            t ^= 1;
-            uint64_t nbk = bk[2 * cur + t];
-            if (fill[nbk] < B) {
-                own[nbk * B + fill[nbk]++] = cur + 1;
-                placed = 1;
-                break;
-            }
+        if (qn == m->S) {
+            err = OBL_ERR_FULL;
+            goto done;
         }
-        if (!placed) {
-            /* LEAK: the queue's fill after the build, a function of the
-             * public graph. */
-            if (qn == m->Q) {
-                err = OBL_ERR_FULL;
-                goto done;
-            }
-            unsigned char *q = m->queue + qn * m->qes;
-            uint64_t h = 1 | ((uint64_t)(t ^ 1) << 1);
-            memcpy(q, &h, m->hs); /* little-endian: the low bytes */
-            memcpy(q + m->hs, IK + cur * iks, iks);
-            memcpy(q + m->hs + iks, OMAP_SV(cur), svs);
-            qn++;
-        }
+        m->sh[qn] = 1 | (b << 1);
+        memcpy(m->skey + qn * iks, IK + i * iks, iks);
+        memcpy(m->ssv + qn * svs, OMAP_SV(i), svs);
+        OBL_SECRET(&m->sh[qn], OMAP_HS); /* the stash's content is secret again */
+        qn++;
     }
 
     /* The buckets, then the ORAM over them. */
@@ -282,18 +254,19 @@ obl_err obl_omap_build(obl_omap **out, const obl_omap_params *p, const void *key
         err = OBL_ERR_NOMEM;
         goto done;
     }
+    memset(arr, 0, arr_bytes);
     for (uint64_t b = 0; b < nb; b++) {
         unsigned char *bp = arr + b * m->bsz;
-        uint64_t hdr = ((uint64_t)1 << fill[b]) - 1;
-        memcpy(bp, &hdr, m->hs); /* little-endian: the low bytes */
+        uint64_t hdr = fill[b] >= 64 ? UINT64_MAX : ((uint64_t)1 << fill[b]) - 1;
+        memcpy(bp, &hdr, OMAP_HS);
         for (unsigned s = 0; s < fill[b]; s++) {
             uint64_t i = own[b * B + s] - 1;
-            memcpy(bp + m->hs + s * kv, IK + i * iks, iks);
-            memcpy(bp + m->hs + s * kv + iks, OMAP_SV(i), svs);
+            memcpy(bp + OMAP_HS + s * iks, IK + i * iks, iks);
+            memcpy(bp + OMAP_HS + B * iks + s * svs, OMAP_SV(i), svs);
         }
     }
 #undef OMAP_SV
-    m->st.queue_max = qn;
+    m->st.overflow_max = qn;
     m->count = n;
     {
         obl_roram_params rp;

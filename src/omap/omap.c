@@ -1,29 +1,30 @@
 /*
- * The oblivious map's operations (obl/omap.h): creation, the combined
- * access and its three wrappers, statistics.
+ * The oblivious map's operations (obl/omap.h): creation, sizing, the
+ * combined access and its three wrappers, statistics.
  *
- * Every call of obl_omap_access, whatever its op, key or outcome, runs:
- *   1. on every kick_interval-th call (a public count): kicks_per_op
- *      kick-out steps: select the first valid queue entry (full
- *      scan), one ORAM access to the bucket of its current table (a random
- *      bucket when the queue is empty), place it in a free slot or swap it
- *      with a random occupant (random-walk cuckoo insertion, Fotakis et al.,
- *      "Space efficient hash tables with worst case constant access time",
- *      STACS 2003, section 3), write it back (full scan);
- *   2. a full scan of the queue for the key (read only);
- *   3. one ORAM read-modify-write of the key's bucket in table 0, then one of
- *      its bucket in table 1 (obl_roram_update);
- *   4. a full scan of the queue: its entry for the key is updated or erased
- *      here, and the key appended when a put found no slot;
- *   5. compact layout: one access of the value ORAM (omap_value_access).
+ * One-choice hashing into buckets of B slots with an overflow stash. The
+ * balls-into-bins view: n keys thrown into M buckets; a bucket that gets
+ * more than B keeps the excess in the stash. Every call of obl_omap_access,
+ * whatever its op, key or outcome, runs:
+ *   1. one ORAM read-modify-write of the key's bucket (obl_roram_update),
+ *      whose callback (op_fn) scans the stash (reads), the bucket, applies
+ *      the operation to whichever holds the key, puts a new key in the
+ *      bucket's first free slot or else in the stash's first free entry,
+ *      and when an erase frees a slot of the bucket, moves the bucket's
+ *      first stash entry into it; then scans the stash again (writes);
+ *   2. compact layout: one access of the value ORAM (omap_value_access).
  * Nothing is changed before every ORAM the call needs is known to accept
- * it (nr_ready, ro_ready), and the queue is changed only after both bucket
- * accesses, so that a refused access (OBL_ERR_STATE) leaves the map as it
- * was, but for the rare case in docs/omap.md ("ORAM errors").
- * The de-amortisation follows Arbitman, Naor, Segev, "De-amortized cuckoo
- * hashing" (ICALP 2009), section 3: a queue of pending entries and a fixed
- * number of moves per operation, here with every move oblivious.
+ * it (nr_ready, ro_ready); a FULL outcome changes nothing.
+ *
+ * The stash invariant (an entry of bucket b is in the stash only while b is
+ * full) holds after every operation: only an erase from b frees a slot of
+ * b, and that erase pulls one of b's stash entries back. So the stash holds
+ * sum_b max(0, load_b - B) entries, a function of the keys held; its size
+ * comes from a Chernoff bound on that sum (omap_overflow_bound), as the
+ * per-shard padding of Snoopy (Dauterman et al., SOSP 2021, section 4) is
+ * computed from the binomial tail rather than guessed.
  */
+#include <math.h>
 #include <string.h>
 
 #include <obl/omap.h>
@@ -37,7 +38,7 @@
 
 __extension__ typedef unsigned __int128 omap_u128;
 
-/* Headers and leaves: 32-bit words, widened to 64 for the ct helpers. */
+/* Leaves: 32-bit words; headers: 64-bit words. */
 static inline uint64_t ld32(const unsigned char *p)
 {
     uint32_t w;
@@ -51,25 +52,175 @@ static inline void st32(unsigned char *p, uint64_t w)
     memcpy(p, &v, 4);
 }
 
-/* see omap_internal.h */
-uint64_t omap_hash(const obl_omap *m, unsigned t, const void *key)
+static inline uint64_t ld64(const unsigned char *p)
 {
-    return obl_siphash24(m->sk[2 * t], m->sk[2 * t + 1], key, m->iks);
+    uint64_t w;
+    memcpy(&w, p, 8);
+    return w;
+}
+
+static inline void st64(unsigned char *p, uint64_t w) { memcpy(p, &w, 8); }
+
+/* see omap_internal.h */
+uint64_t omap_hash(const obl_omap *m, const void *key)
+{
+    return obl_siphash24(m->sk[0], m->sk[1], key, m->iks);
 }
 
 /* see omap_internal.h */
 uint64_t omap_fingerprint(const obl_omap *m, const void *key)
 {
-    uint64_t f = obl_siphash24(m->sk[4], m->sk[5], key, m->ks) & m->fpmask;
+    uint64_t f = obl_siphash24(m->sk[2], m->sk[3], key, m->ks) & m->fpmask;
     return f - obl_ct_eq64(f, UINT64_MAX);
 }
 
 /* see omap_internal.h */
-uint64_t omap_bucket(const obl_omap *m, unsigned t, const void *key)
+uint64_t omap_bucket(const obl_omap *m, const void *key)
 {
     /* Lemire's multiply-high range reduction: no division on a secret. */
-    uint64_t h = omap_hash(m, t, key);
-    return (uint64_t)t * m->M + (uint64_t)(((omap_u128)h * m->M) >> 64);
+    return (uint64_t)(((omap_u128)omap_hash(m, key) * m->M) >> 64);
+}
+
+/* ---------------------------------------------------------------- sizing -- */
+
+/*
+ * log E[exp(t * max(0, X - B))] for X ~ Poisson(lam), summed in the log
+ * domain from k = 0 until the terms fall (they do once k + 1 > lam e^t)
+ * below e^-60 of the largest. Public.
+ */
+static double omap_log_mgf(double lam, uint32_t B, double t)
+{
+    double llam = log(lam), lp = -lam, mx = -INFINITY, sum = 0;
+    double turn = lam * exp(t) + 1.0;
+    for (uint64_t k = 0; k < 1000000; k++) {
+        if (k > 0)
+            lp += llam - log((double)k);
+        double x = lp + t * (k > B ? (double)(k - B) : 0.0);
+        if (x > mx) {
+            sum = sum * exp(mx - x) + 1.0;
+            mx = x;
+        } else {
+            sum += exp(x - mx);
+        }
+        if ((double)k > turn && k > B && x < mx - 60.0)
+            break;
+    }
+    return mx + log(sum);
+}
+
+/* M * E[max(0, X - B)] for X ~ Poisson(lam): the mean stash occupancy. */
+static double omap_mean_overflow(double lam, uint32_t B, uint64_t M)
+{
+    double llam = log(lam), lp = -lam, e = 0;
+    for (uint64_t k = 0; k < B + 10000; k++) {
+        if (k > 0)
+            lp += llam - log((double)k);
+        if (k > B)
+            e += exp(lp) * (double)(k - B);
+        if (k > B && k > 2 * lam && lp < -80)
+            break;
+    }
+    return e * (double)M;
+}
+
+/*
+ * see omap_internal.h. The loads of M buckets under n balls are negatively
+ * associated (Dubhashi, Ranjan, "Balls and bins: a study in negative
+ * dependence", 1998), and x -> exp(t max(0, x - B)) is non-decreasing, so
+ * E[exp(t sum)] <= prod_b E[exp(t max(0, load_b - B))]; each load is
+ * Binomial(n, 1/M), smaller in the convex order than Poisson(n / M)
+ * (Hoeffding 1956), and the function is convex, so each factor is at most
+ * the Poisson one. Markov then gives, for every t > 0,
+ * P[sum > S] <= exp(M log E_Poisson[...] - t S); the bound takes the best
+ * t (a grid, then golden-section search: the exponent is convex in t).
+ */
+uint64_t omap_overflow_bound(uint64_t capacity, uint64_t M, uint32_t B, unsigned bits)
+{
+    if (capacity <= B)
+        return 0;
+    double lam = (double)capacity / (double)M, c = (double)bits * log(2.0);
+    double best = INFINITY, bt = 0.5;
+#define OMAP_F(t) (((double)M * omap_log_mgf(lam, B, (t)) + c) / (t))
+    for (int i = 1; i <= 24; i++) { /* t = 0.02 .. 4, geometric */
+        double t = 0.02 * pow(200.0, (i - 1) / 23.0);
+        double f = OMAP_F(t);
+        if (f < best) {
+            best = f;
+            bt = t;
+        }
+    }
+    double lo = bt / 1.26, hi = bt * 1.26, g = 0.6180339887498949;
+    double x1 = hi - g * (hi - lo), x2 = lo + g * (hi - lo), f1 = OMAP_F(x1), f2 = OMAP_F(x2);
+    for (int i = 0; i < 40; i++) {
+        if (f1 < f2) {
+            hi = x2;
+            x2 = x1;
+            f2 = f1;
+            x1 = hi - g * (hi - lo);
+            f1 = OMAP_F(x1);
+        } else {
+            lo = x1;
+            x1 = x2;
+            f1 = f2;
+            x2 = lo + g * (hi - lo);
+            f2 = OMAP_F(x2);
+        }
+    }
+#undef OMAP_F
+    best = fmin(best, fmin(f1, f2));
+    uint64_t worst = capacity - B; /* one bucket cannot hold more */
+    if (!(best < (double)worst))
+        return worst;
+    return (uint64_t)ceil(best);
+}
+
+/*
+ * Bucket count M (a power of two with capacity <= load * M), slots per
+ * bucket *B and stash entries *S for p (checked). Automatic B: the fewest
+ * slots (at least the mean load) whose bound needs at most
+ * OBL_OMAP_OVERFLOW_TARGET entries, or OBL_OMAP_MAX_SLOTS. Automatic S: the
+ * bound for B, rounded up to a multiple of 8, at least 8.
+ * Returns 0 when the automatic S exceeds OBL_OMAP_MAX_OVERFLOW.
+ * Public: every argument.
+ */
+static uint64_t omap_size(const obl_omap_params *p, uint32_t *B, uint32_t *S, uint32_t *logM)
+{
+    uint64_t load = p->bucket_load ? p->bucket_load : OBL_OMAP_DEFAULT_BUCKET_LOAD;
+    uint32_t k = 0;
+    while (((uint64_t)load << k) < p->capacity)
+        k++;
+    uint64_t M = (uint64_t)1 << k;
+    *logM = k;
+    double lam = (double)p->capacity / (double)M;
+    const unsigned bits = OBL_OMAP_OVERFLOW_BITS;
+    if (!p->slots_per_bucket) {
+        uint32_t b = (uint32_t)ceil(lam);
+        if (b < 1)
+            b = 1;
+        for (; b < OBL_OMAP_MAX_SLOTS; b++) {
+            if (p->capacity <= b)
+                break;
+            if (omap_mean_overflow(lam, b, M) > OBL_OMAP_OVERFLOW_TARGET)
+                continue; /* the mean alone is over: skip the search */
+            if (omap_overflow_bound(p->capacity, M, b, bits) <= OBL_OMAP_OVERFLOW_TARGET)
+                break;
+        }
+        *B = b;
+    } else {
+        *B = p->slots_per_bucket;
+    }
+    if (p->overflow_size) {
+        *S = p->overflow_size;
+    } else {
+        uint64_t s = omap_overflow_bound(p->capacity, M, *B, bits);
+        s = (s + 7) & ~(uint64_t)7;
+        if (s < 8)
+            s = 8;
+        if (s > OBL_OMAP_MAX_OVERFLOW)
+            return 0;
+        *S = (uint32_t)s;
+    }
+    return M;
 }
 
 /* see omap_internal.h */
@@ -81,7 +232,7 @@ void omap_free(obl_omap *m)
     obl_roram_destroy(m->oram);
     obl_nroram_destroy(m->vo);
     obl_free(&ac, m->ones, m->ones_bytes);
-    obl_free(&ac, m->queue, m->queue_bytes);
+    obl_free(&ac, m->stash, m->stash_bytes);
     obl_free(&ac, m->scratch, m->scratch_bytes);
     obl_prg_wipe(&m->prg);
     obl_wipe(m->sk, sizeof(m->sk));
@@ -92,7 +243,7 @@ void omap_free(obl_omap *m)
 void omap_oram_params(obl_omap *m, obl_roram_params *rp, const obl_omap_params *p)
 {
     memset(rp, 0, sizeof(*rp));
-    rp->n = 2 * m->M;
+    rp->n = m->M;
     rp->value_size = m->bsz;
     rp->scan_max = m->scan_max;
     rp->alloc = p->alloc;
@@ -142,45 +293,6 @@ static uint32_t omap_layout(const obl_omap_params *p)
     return can && pays ? OBL_OMAP_LAYOUT_COMPACT : OBL_OMAP_LAYOUT_INLINE;
 }
 
-/*
- * Buckets per table M and slots per bucket *B for `capacity` entries at
- * load percent `load` of the 2 * M * B slots. With *B given (non-zero) M is
- * the smallest that fits. With *B = 0 (automatic), 2M is a power of two and
- * B in 4 .. OBL_OMAP_MAX_SLOTS the one that needs the fewest bucket bytes:
- * the ORAM of 2M buckets then fills its tree (a Circuit ORAM tree is sized
- * to a power of two, so 2M just above one would leave almost half of it
- * unused), and B >= 4 keeps the queue analysis of docs/omap.md valid.
- * Public: every argument.
- */
-static uint64_t omap_size(uint64_t capacity, uint32_t load, size_t hs, size_t kv, uint32_t *B)
-{
-    uint64_t need = (capacity * 100 + load - 1) / load; /* slots */
-    if (*B) {
-        uint64_t M = (need + 2 * (uint64_t)*B - 1) / (2 * (uint64_t)*B);
-        return M ? M : 1;
-    }
-    uint64_t bestM = 1, bestcost = UINT64_MAX;
-    uint32_t bestB = OBL_OMAP_DEFAULT_SLOTS;
-    for (uint32_t k = 1; k < 48; k++) {
-        uint64_t nb = (uint64_t)1 << k; /* 2M */
-        uint64_t b = (need + nb - 1) / nb;
-        if (b > OBL_OMAP_MAX_SLOTS)
-            continue;
-        if (b < OBL_OMAP_DEFAULT_SLOTS)
-            b = OBL_OMAP_DEFAULT_SLOTS;
-        uint64_t cost = nb * (hs + b * (uint64_t)kv);
-        if (cost < bestcost) {
-            bestcost = cost;
-            bestM = nb / 2;
-            bestB = (uint32_t)b;
-        }
-        if (b == OBL_OMAP_DEFAULT_SLOTS)
-            break; /* more buckets only cost more */
-    }
-    *B = bestB;
-    return bestM;
-}
-
 /* see omap_internal.h */
 obl_err omap_alloc(obl_omap **out, const obl_omap_params *p)
 {
@@ -190,12 +302,8 @@ obl_err omap_alloc(obl_omap **out, const obl_omap_params *p)
     if (!p || p->capacity == 0 || p->key_size == 0 || p->key_size > OBL_OMAP_MAX_KEY_SIZE ||
         p->value_size == 0 || p->value_size > OBL_OMAP_MAX_VALUE_SIZE)
         return OBL_ERR_INVALID_ARG;
-    uint32_t B = p->slots_per_bucket;
-    uint32_t load = p->load_percent ? p->load_percent : OBL_OMAP_DEFAULT_LOAD;
-    uint32_t Q = p->queue_size ? p->queue_size : OBL_OMAP_DEFAULT_QUEUE;
-    uint32_t kicks = p->kicks_per_op ? p->kicks_per_op : OBL_OMAP_DEFAULT_KICKS;
-    if (B > OBL_OMAP_MAX_SLOTS || load < 10 || load > 95 || Q > 1024 || kicks > 8 ||
-        p->kick_interval > OBL_OMAP_MAX_KICK_INTERVAL || p->layout > OBL_OMAP_LAYOUT_COMPACT)
+    if (p->slots_per_bucket > OBL_OMAP_MAX_SLOTS || p->bucket_load > OBL_OMAP_MAX_BUCKET_LOAD ||
+        p->overflow_size > OBL_OMAP_MAX_OVERFLOW || p->layout > OBL_OMAP_LAYOUT_COMPACT)
         return OBL_ERR_INVALID_ARG;
     if (p->capacity > ((uint64_t)1 << 40))
         return OBL_ERR_TOO_LARGE;
@@ -206,16 +314,13 @@ obl_err omap_alloc(obl_omap **out, const obl_omap_params *p)
     int fp = compact && p->key_size > 8;
     size_t iks = fp ? 8 : p->key_size;
     size_t svs = compact ? 4 : p->value_size;
-    /* headers: 8 bytes inline, so that slots of 8-byte multiples stay
-     * 8-byte aligned and buckets a multiple of 8 (in-process A/B at 2^20,
-     * 8/8: 4-byte headers made gets 12% slower); 4 bytes compact, so that
-     * an 8/56 bucket is one cache line (4 + 5 * 12) */
-    size_t hs = compact ? 4 : 8;
-    size_t kv = iks + svs, bsz, qes = hs + kv, qb;
-    uint64_t M = omap_size(p->capacity, load, hs, kv, &B);
-    uint32_t kint = p->kick_interval ? p->kick_interval : OBL_OMAP_DEFAULT_KICK_INTERVAL;
-    if (!obl_mul_ok(kv, B, &bsz) || !obl_add_ok(bsz, hs, &bsz) ||
-        bsz > OBL_ORAM_MAX_VALUE_SIZE || !obl_mul_ok(qes, Q, &qb))
+    size_t kv = iks + svs, bsz, ses = OMAP_HS + kv, sb;
+    uint32_t B, S, logM;
+    uint64_t M = omap_size(p, &B, &S, &logM);
+    if (!M)
+        return OBL_ERR_TOO_LARGE;
+    if (!obl_mul_ok(kv, B, &bsz) || !obl_add_ok(bsz, OMAP_HS + 7, &bsz) ||
+        (bsz &= ~(size_t)7) > OBL_ORAM_MAX_VALUE_SIZE || !obl_mul_ok(ses, S, &sb))
         return OBL_ERR_TOO_LARGE;
 
     obl_alloc_ctx ac;
@@ -226,31 +331,33 @@ obl_err omap_alloc(obl_omap **out, const obl_omap_params *p)
     m->ac = ac;
     m->capacity = p->capacity;
     m->M = M;
+    m->logM = logM;
     m->ks = p->key_size;
     m->vs = p->value_size;
     m->iks = iks;
     m->fp = fp;
     m->fpmask = UINT64_MAX;
-    m->hs = hs;
     m->svs = svs;
     m->kv = kv;
     m->layout = layout;
     m->bsz = bsz;
-    m->qes = qes;
+    m->ses = ses;
     m->B = B;
-    m->Q = Q;
-    m->kicks = kicks;
-    m->kint = kint;
-    m->kphase = 0;
+    m->S = S;
     m->scan_max = p->oram_scan_max;
-    m->queue_bytes = qb;
+    m->stash_bytes = sb;
     /* inline: the slot values are the values, so no separate pair */
-    m->scratch_bytes = qes + 2 * svs + (compact ? 2 * p->value_size : 0);
+    m->scratch_bytes = ses + 2 * svs + (compact ? 2 * p->value_size : 0);
     m->ones_bytes = compact && p->key_size == 8 ? p->value_size : 0; /* not fp */
-    m->queue = (unsigned char *)obl_alloc(&m->ac, qb, 64);
+    m->stash = (unsigned char *)obl_alloc(&m->ac, sb, 64);
+    if (m->stash) {
+        m->sh = (uint64_t *)m->stash;
+        m->skey = m->stash + (size_t)S * OMAP_HS;
+        m->ssv = m->skey + (size_t)S * iks;
+    }
     m->scratch = (unsigned char *)obl_alloc(&m->ac, m->scratch_bytes, 64);
     m->ones = m->ones_bytes ? (unsigned char *)obl_alloc(&m->ac, m->ones_bytes, 64) : NULL;
-    if (!m->queue || !m->scratch || (m->ones_bytes && !m->ones)) {
+    if (!m->stash || !m->scratch || (m->ones_bytes && !m->ones)) {
         omap_free(m);
         return OBL_ERR_NOMEM;
     }
@@ -260,13 +367,15 @@ obl_err omap_alloc(obl_omap **out, const obl_omap_params *p)
         omap_free(m);
         return OBL_ERR_RANDOM;
     }
-    for (int i = 0; i < 6; i++)
+    for (int i = 0; i < 4; i++)
         m->sk[i] = obl_prg_u64(&m->prg);
-    m->st.queue_size = Q;
-    m->st.buckets = 2 * M;
+    memset(m->stash, 0, sb); /* every entry invalid */
+    OBL_SECRET(m->stash, sb);
+    OBL_SECRET(&m->count, sizeof(m->count));
+    OBL_SECRET(&m->st.overflow_max, sizeof(m->st.overflow_max));
+    m->st.buckets = M;
     m->st.slots_per_bucket = B;
-    m->st.kicks_per_op = kicks;
-    m->st.kick_interval = kint;
+    m->st.overflow_size = S;
     m->st.layout = layout;
     if (m->ones) {
         memset(m->ones, 0, m->ones_bytes);
@@ -302,124 +411,309 @@ obl_err obl_omap_create(obl_omap **out, const obl_omap_params *p)
     return OBL_OK;
 }
 
-/* ------------------------------------------------------------ kick step -- */
+/* ---------------------------------------------------------- the bucket -- */
 
 typedef struct {
     const obl_omap *m;
-    unsigned char *e;   /* the queue entry being moved (qes bytes) */
-    uint64_t victim;    /* slot swapped out when the bucket is full */
-} kick_ctx;
-
-/*
- * The kick step's read-modify-write of one bucket.
- * Secret: the bucket, the entry, the victim slot, whether the entry is
- * valid, whether the bucket had room. Public: B, sizes.
- */
-static void kick_fn(void *vctx, void *value, uint64_t found, uint64_t *keep)
-{
-    (void)found;
-    (void)keep;
-    kick_ctx *c = (kick_ctx *)vctx;
-    const obl_omap *m = c->m;
-    unsigned char *b = (unsigned char *)value;
-    uint64_t eh = ld32(c->e);
-    uint64_t valid = eh & 1, hdr = ld32(b);
-    uint64_t got = 0;
-    for (uint32_t i = 0; i < m->B; i++) { /* first free slot takes the entry */
-        uint64_t fr = (((hdr >> i) & 1) ^ 1) & (got ^ 1) & valid;
-        obl_ct_cmov(fr, b + m->hs + i * m->kv, c->e + m->hs, m->kv);
-        hdr |= fr << i;
-        got |= fr;
-    }
-    uint64_t swap = valid & (got ^ 1);
-    for (uint32_t i = 0; i < m->B; i++) /* full: swap with the random victim */
-        obl_ct_cswap(swap & obl_ct_eq64(i, c->victim), b + m->hs + i * m->kv,
-                     c->e + m->hs, m->kv);
-    st32(b, hdr);
-    /* placed: the entry leaves the queue; swapped: the victim, evicted from
-     * table t, tries table 1 - t next. */
-    uint64_t nt = ((eh >> 1) & 1) ^ 1;
-    st32(c->e, obl_ct_select64(swap, 1 | (nt << 1), 0));
-}
-
-/*
- * One kick-out step. Secret: the queue, which entry moves and where.
- * Public: one ORAM access and two full queue scans, always.
- */
-static obl_err omap_kick(obl_omap *m)
-{
-    unsigned char *e = m->scratch;
-    memset(e, 0, m->qes);
-    uint64_t taken = 0, sel = 0;
-    for (uint32_t j = 0; j < m->Q; j++) {
-        unsigned char *q = m->queue + (size_t)j * m->qes;
-        uint64_t pick = (ld32(q) & 1) & (taken ^ 1);
-        obl_ct_cmov(pick, e, q, m->qes);
-        sel = obl_ct_select64(pick, j, sel);
-        taken |= pick;
-    }
-    uint64_t t = (ld32(e) >> 1) & 1;
-    uint64_t b0 = omap_bucket(m, 0, e + m->hs), b1 = omap_bucket(m, 1, e + m->hs);
-    uint64_t idx = obl_ct_select64(t, b1, b0);
-    /* An empty queue still makes the access, to a random bucket. */
-    idx = obl_ct_select64(taken, idx, obl_prg_below(&m->prg, 2 * m->M));
-    kick_ctx c = {m, e, obl_prg_below(&m->prg, m->B)};
-    obl_err err = obl_roram_update(m->oram, idx, kick_fn, &c);
-    if (err != OBL_OK && err != OBL_ERR_STASH_OVERFLOW)
-        return err;
-    for (uint32_t j = 0; j < m->Q; j++)
-        obl_ct_cmov(taken & obl_ct_eq64(j, sel), m->queue + (size_t)j * m->qes, e, m->qes);
-    return err;
-}
-
-/* ------------------------------------------------------------ main step -- */
-
-typedef struct {
-    const obl_omap *m;
-    const unsigned char *key, *in;
-    unsigned char *out;
+    const unsigned char *key; /* the index key, iks bytes */
+    const unsigned char *in;  /* the slot value to store: the value (inline)
+                                 or the new leaf (compact) */
+    unsigned char *out;       /* the old slot value (left as is if absent) */
+    uint64_t tag;             /* stash header of an entry of this bucket:
+                                 1 | bucket << 1 */
     uint64_t is_put, is_erase;
-    uint64_t upd;       /* a match takes `in` as its slot value: a put, or
-                           any op in the compact layout (the new leaf) */
-    uint64_t room;      /* a new key may take a slot (compact: fewer than
-                           capacity entries; inline: always) */
-    uint64_t found;     /* the key was seen (queue or an earlier bucket) */
-    uint64_t placed;    /* a put stored the key in a new slot */
+    uint64_t upd;             /* a match takes `in` as its slot value: a put,
+                                 or any op in the compact layout (new leaf) */
+    uint64_t room;            /* a new key may be stored: fewer than capacity
+                                 entries */
+    uint64_t found;           /* out: the key was held (bucket or stash) */
+    uint64_t full;            /* out: a put of a new key found no room */
+    uint64_t added, removed;  /* out: an entry was added / removed */
+    uint64_t occ;             /* out: stash entries after the operation */
 } op_ctx;
 
 /*
- * The operation's read-modify-write of one of the key's buckets.
- * Secret: everything in c and the bucket. Public: B, sizes.
+ * The operation on the key's bucket (bk, in the layout of omap_internal.h)
+ * and on the stash, for any key and slot value size. In four passes: the
+ * stash (reads: the key's entry, the first free entry, the first entry of
+ * this bucket, which an erase from the bucket pulls back), the bucket
+ * (reads: the key's slot, the first free slot), the stash (writes, and the
+ * pulled entry's copy), the bucket (writes).
+ * Secret: everything in c, the bucket and the stash. Public: B, S, sizes.
  */
+static void op_generic(op_ctx *c, unsigned char *bk)
+{
+    const obl_omap *m = c->m;
+    const size_t iks = m->iks, svs = m->svs;
+    const uint32_t B = m->B, S = m->S;
+    unsigned char *pk = m->scratch, *psv = pk + iks; /* the pulled entry */
+    unsigned char *bkey = bk + OMAP_HS, *bsv = bkey + (size_t)B * iks;
+
+    uint64_t fs = 0, msel = 0, hfs = 0, fsel = 0, cand = 0, csel = 0;
+    for (uint32_t j = 0; j < S; j++) {
+        uint64_t h = m->sh[j], valid = h & 1;
+        uint64_t match = valid & obl_ct_memeq(m->skey + (size_t)j * iks, c->key, iks);
+        obl_ct_cmov(match, c->out, m->ssv + (size_t)j * svs, svs);
+        msel = obl_ct_select64(match, j, msel);
+        fs |= match;
+        uint64_t fr = (valid ^ 1) & (hfs ^ 1);
+        fsel = obl_ct_select64(fr, j, fsel);
+        hfs |= fr;
+        uint64_t cb = obl_ct_eq64(h, c->tag) & (match ^ 1) & (cand ^ 1);
+        csel = obl_ct_select64(cb, j, csel);
+        cand |= cb;
+    }
+    uint64_t hdr = ld64(bk), fb = 0, bsel = 0, hfb = 0, esel = 0;
+    for (uint32_t i = 0; i < B; i++) {
+        uint64_t v = (hdr >> i) & 1;
+        uint64_t match = v & obl_ct_memeq(bkey + (size_t)i * iks, c->key, iks);
+        obl_ct_cmov(match, c->out, bsv + (size_t)i * svs, svs);
+        bsel = obl_ct_select64(match, i, bsel);
+        fb |= match;
+        uint64_t fr = (v ^ 1) & (hfb ^ 1);
+        esel = obl_ct_select64(fr, i, esel);
+        hfb |= fr;
+    }
+    uint64_t found = fb | fs, newkey = c->is_put & (found ^ 1);
+    uint64_t ins_b = newkey & c->room & hfb;
+    uint64_t ins_s = newkey & c->room & (hfb ^ 1) & hfs;
+    uint64_t del_b = c->is_erase & fb, del_s = c->is_erase & fs;
+    /* A stash entry of this bucket moves into it when the operation leaves
+     * a slot free: into the key's slot after an erase, else into the first
+     * free slot if the operation put no new key there. After an erase
+     * this keeps the stash invariant; otherwise the bucket has no stash
+     * entries but after a fingerprint collision's restore (see
+     * obl_omap_access), which this heals. */
+    uint64_t pull_b = cand & (del_b | (hfb & (ins_b ^ 1)));
+    uint64_t pslot = obl_ct_select64(del_b, bsel, esel);
+
+    uint64_t occ = 0;
+    for (uint32_t j = 0; j < S; j++) {
+        unsigned char *ek = m->skey + (size_t)j * iks, *ev = m->ssv + (size_t)j * svs;
+        uint64_t h = m->sh[j];
+        uint64_t mj = fs & obl_ct_eq64(j, msel), fj = ins_s & obl_ct_eq64(j, fsel);
+        uint64_t cj = obl_ct_eq64(j, csel);
+        obl_ct_cmov(cj, pk, ek, iks);
+        obl_ct_cmov(cj, psv, ev, svs);
+        obl_ct_cmov((mj & c->upd) | fj, ev, c->in, svs);
+        obl_ct_cmov(fj, ek, c->key, iks);
+        h = obl_ct_select64((mj & del_s) | (cj & pull_b), 0, h);
+        h = obl_ct_select64(fj, c->tag, h);
+        m->sh[j] = h;
+        occ += h & 1;
+    }
+    for (uint32_t i = 0; i < B; i++) {
+        unsigned char *k = bkey + (size_t)i * iks, *v = bsv + (size_t)i * svs;
+        uint64_t mi = fb & obl_ct_eq64(i, bsel), ei = ins_b & obl_ct_eq64(i, esel);
+        uint64_t pi = pull_b & obl_ct_eq64(i, pslot);
+        obl_ct_cmov((mi & c->upd) | ei, v, c->in, svs);
+        obl_ct_cmov(ei, k, c->key, iks);
+        obl_ct_cmov(pi, k, pk, iks);
+        obl_ct_cmov(pi, v, psv, svs);
+        uint64_t clear = mi & del_b & (pi ^ 1);
+        hdr = (hdr & ~(clear << i)) | ((ei | pi) << i);
+    }
+    st64(bk, hdr);
+    c->found = found;
+    c->full = newkey & ((c->room & (hfb | hfs)) ^ 1);
+    c->added = ins_b | ins_s;
+    c->removed = del_b | del_s;
+    c->occ = occ;
+}
+
+/*
+ * The four passes of op_generic for 8-byte index keys and 4- or 8-byte
+ * slot values (the compact layout with keys of at most 8 bytes or
+ * fingerprints; the inline layout of 8/8), on words: written as plain mask
+ * arithmetic on comparisons, without per-element barriers, over restrict
+ * arrays, so that the compiler vectorises them (as the ORAM's eviction
+ * passes; a comparison yields a mask, never a branch: the ct build checks
+ * the compiled code under memcheck, the masked-operand audit the AVX-512
+ * one). The selected positions are minima (the first free entry, the first
+ * entry of the bucket) or OR-ed masked indices (at most one entry holds the
+ * key). OMAP_WORD_PASSES(T, sfx) defines them for slot values of type T.
+ * They are compiled without AVX-512 (OMAP_NO_AVX512), as AVX2 code, the
+ * instruction set the ct build runs under memcheck: with AVX-512, gcc 12
+ * folds the masks of these loops into zero-masked loads ({%k}{z}) whose
+ * masks are secret comparisons, which the masked-operand audit rejects
+ * (docs/oram.md, "Masked memory operands").
+ * Secret: the arrays' contents and every word argument. Public: n.
+ */
+#if defined(__x86_64__) && defined(__AVX512F__)
+#define OMAP_NO_AVX512 __attribute__((noinline, target("no-avx512f")))
+#else
+#define OMAP_NO_AVX512
+#endif
+typedef uint64_t omap_w64 __attribute__((may_alias));
+typedef uint32_t omap_w32 __attribute__((may_alias));
+
+typedef struct {
+    uint64_t out, found, sel, free, cand; /* sel: where the key is; free, cand:
+                                             minima, >= n when none */
+} omap_scan;
+
+#define OMAP_WORD_PASSES(T, sfx)                                                              \
+    /* reads: the key's entry (OR-ed), the first free entry and the first  \
+     * entry whose header is `tag` and not the key's (minima) */           \
+    static OMAP_NO_AVX512 void omap_read_##sfx(const omap_w64 *restrict hd, const omap_w64 *restrict keys,  \
+                                const T *restrict sv, size_t n, uint64_t key, uint64_t tag,  \
+                                omap_scan *r)                                                 \
+    {                                                                                         \
+        uint64_t out = 0, fs = 0, sel = 0, fr = UINT64_MAX, cd = UINT64_MAX;                  \
+        for (size_t j = 0; j < n; j++) {                                                      \
+            uint64_t h = hd[j], v = h & 1;                                                    \
+            uint64_t match = v & (uint64_t)(keys[j] == key), mm = 0 - match;                  \
+            out |= (uint64_t)sv[j] & mm;                                                      \
+            sel |= j & mm;                                                                    \
+            fs |= match;                                                                      \
+            uint64_t fj = j | (0 - v);                                                        \
+            fr = fr < fj ? fr : fj;                                                           \
+            uint64_t cj = j | (0 - ((uint64_t)(h != tag) | match));                           \
+            cd = cd < cj ? cd : cj;                                                           \
+        }                                                                                     \
+        r->out = out;                                                                         \
+        r->found = fs;                                                                        \
+        r->sel = sel;                                                                         \
+        r->free = fr;                                                                         \
+        r->cand = cd;                                                                         \
+    }                                                                                         \
+    /* writes: entry `up` takes slot value upv; entry `fill` takes key     \
+     * fkey, slot value fval and header `tag`; entries `clr` and `pull`     \
+     * (the latter under pullm) lose their valid bit; key and slot value of \
+     * entry `pull` are returned in *pk, *psv (even if it stays). Indices  \
+     * >= n select nothing. Returns the number of valid entries. */         \
+    static OMAP_NO_AVX512 uint64_t omap_write_##sfx(omap_w64 *restrict hd, omap_w64 *restrict keys,         \
+                                     T *restrict sv, size_t n, uint64_t up, uint64_t upv,     \
+                                     uint64_t fill, uint64_t fkey, uint64_t fval, uint64_t tag, \
+                                     uint64_t clr, uint64_t pull, uint64_t pullm, uint64_t *pk, \
+                                     uint64_t *psv)                                           \
+    {                                                                                         \
+        uint64_t k0 = 0, v0 = 0, occ = 0;                                                     \
+        for (size_t j = 0; j < n; j++) {                                                      \
+            uint64_t h = hd[j], k = keys[j], v = sv[j];                                       \
+            uint64_t uj = 0 - (uint64_t)(j == up), fj = 0 - (uint64_t)(j == fill);            \
+            uint64_t cj = 0 - (uint64_t)(j == clr), pj = 0 - (uint64_t)(j == pull);           \
+            k0 |= k & pj;                                                                     \
+            v0 |= v & pj;                                                                     \
+            v ^= uj & (v ^ upv);                                                              \
+            v ^= fj & (v ^ fval);                                                             \
+            k ^= fj & (k ^ fkey);                                                             \
+            h &= ~(cj | (pj & pullm));                                                        \
+            h ^= fj & (h ^ tag);                                                              \
+            keys[j] = k;                                                                      \
+            sv[j] = (T)v;                                                                     \
+            hd[j] = h;                                                                        \
+            occ += h & 1;                                                                     \
+        }                                                                                     \
+        *pk = k0;                                                                             \
+        *psv = v0;                                                                            \
+        return occ;                                                                           \
+    }
+
+OMAP_WORD_PASSES(omap_w32, 32)
+OMAP_WORD_PASSES(omap_w64, 64)
+
+/* Bucket headers as word arrays: slot i's valid bit, one word per slot. */
+static void omap_bits_to_words(uint64_t hdr, omap_w64 *restrict w, uint32_t B)
+{
+    for (uint32_t i = 0; i < B; i++)
+        w[i] = (hdr >> i) & 1;
+}
+
+/*
+ * op_generic on words: the stash and the bucket go through the same two
+ * passes (the bucket's header bits unpacked into words and back).
+ * Secret: as op_generic. Public: B, S, svs.
+ */
+static inline __attribute__((always_inline)) void op_words(op_ctx *c, unsigned char *bk,
+                                                           const size_t svs)
+{
+    const obl_omap *m = c->m;
+    const uint32_t B = m->B, S = m->S;
+    uint64_t key, in = 0, out = 0;
+    memcpy(&key, c->key, 8);
+    memcpy(&in, c->in, svs);
+    memcpy(&out, c->out, svs);
+    omap_w64 *bkey = (omap_w64 *)(void *)(bk + OMAP_HS);
+    void *bsv = bk + OMAP_HS + (size_t)B * 8;
+    omap_w64 bw[OBL_OMAP_MAX_SLOTS];
+    omap_bits_to_words(ld64(bk), bw, B);
+    omap_scan rs, rb;
+    /* the bucket's read pass looks for no pulled entry: no word of bw (0 or
+     * 1) equals the tag UINT64_MAX */
+    if (svs == 4) { /* public */
+        omap_read_32(m->sh, (const omap_w64 *)(void *)m->skey, (const omap_w32 *)(void *)m->ssv,
+                     S, key, c->tag, &rs);
+        omap_read_32(bw, bkey, (const omap_w32 *)bsv, B, key, UINT64_MAX, &rb);
+    } else {
+        omap_read_64(m->sh, (const omap_w64 *)(void *)m->skey, (const omap_w64 *)(void *)m->ssv,
+                     S, key, c->tag, &rs);
+        omap_read_64(bw, bkey, (const omap_w64 *)bsv, B, key, UINT64_MAX, &rb);
+    }
+    uint64_t fs = rs.found, fb = rb.found;
+    out = obl_ct_select64(fs | fb, rs.out | rb.out, out);
+    uint64_t hfs = obl_ct_lt64(rs.free, S), cand = obl_ct_lt64(rs.cand, S);
+    uint64_t hfb = obl_ct_lt64(rb.free, B);
+    uint64_t found = fb | fs, newkey = c->is_put & (found ^ 1);
+    uint64_t ins_b = newkey & c->room & hfb;
+    uint64_t ins_s = newkey & c->room & (hfb ^ 1) & hfs;
+    uint64_t del_b = c->is_erase & fb, del_s = c->is_erase & fs;
+    /* the pull-back of op_generic */
+    uint64_t pull_b = cand & (del_b | (hfb & (ins_b ^ 1)));
+    const uint64_t NONE = UINT64_MAX;
+    /* stash: the key's entry is updated (upd) or cleared (erase); the free
+     * entry takes a new key; the pulled entry leaves */
+    uint64_t s_up = obl_ct_select64(fs & c->upd, rs.sel, NONE);
+    uint64_t s_fill = obl_ct_select64(ins_s, rs.free, NONE);
+    uint64_t s_clr = obl_ct_select64(del_s, rs.sel, NONE);
+    /* bucket: the key's slot is updated, or cleared on erase unless the
+     * pulled entry takes it; the free slot (or the key's after an erase)
+     * takes the new key or the pulled entry */
+    uint64_t b_up = obl_ct_select64(fb & c->upd, rb.sel, NONE);
+    uint64_t b_clr = obl_ct_select64(del_b & (pull_b ^ 1), rb.sel, NONE);
+    uint64_t b_fill = obl_ct_select64(pull_b, obl_ct_select64(del_b, rb.sel, rb.free),
+                                      obl_ct_select64(ins_b, rb.free, NONE));
+    uint64_t pk, psv, occ, dk, dv;
+    if (svs == 4) { /* public */
+        occ = omap_write_32(m->sh, (omap_w64 *)(void *)m->skey, (omap_w32 *)(void *)m->ssv, S,
+                            s_up, in, s_fill, key, in, c->tag, s_clr, rs.cand,
+                            obl_ct_mask(pull_b), &pk, &psv);
+        omap_write_32(bw, bkey, (omap_w32 *)bsv, B, b_up, in, b_fill,
+                      obl_ct_select64(pull_b, pk, key), obl_ct_select64(pull_b, psv, in), 1,
+                      b_clr, NONE, 0, &dk, &dv);
+    } else {
+        occ = omap_write_64(m->sh, (omap_w64 *)(void *)m->skey, (omap_w64 *)(void *)m->ssv, S,
+                            s_up, in, s_fill, key, in, c->tag, s_clr, rs.cand,
+                            obl_ct_mask(pull_b), &pk, &psv);
+        omap_write_64(bw, bkey, (omap_w64 *)bsv, B, b_up, in, b_fill,
+                      obl_ct_select64(pull_b, pk, key), obl_ct_select64(pull_b, psv, in), 1,
+                      b_clr, NONE, 0, &dk, &dv);
+    }
+    uint64_t hdr = 0;
+    for (uint32_t i = 0; i < B; i++)
+        hdr |= (bw[i] & 1) << i;
+    st64(bk, hdr);
+    memcpy(c->out, &out, svs);
+    c->found = found;
+    c->full = newkey & ((c->room & (hfb | hfs)) ^ 1);
+    c->added = ins_b | ins_s;
+    c->removed = del_b | del_s;
+    c->occ = occ;
+}
+
+/* The obl_roram_update callback: the operation on the key's bucket. */
 static void op_fn(void *vctx, void *value, uint64_t found_unused, uint64_t *keep)
 {
     (void)found_unused;
     (void)keep;
     op_ctx *c = (op_ctx *)vctx;
     const obl_omap *m = c->m;
-    unsigned char *b = (unsigned char *)value;
-    uint64_t hdr = ld32(b);
-    for (uint32_t i = 0; i < m->B; i++) {
-        unsigned char *s = b + m->hs + i * m->kv;
-        uint64_t match = ((hdr >> i) & 1) & obl_ct_memeq(s, c->key, m->iks);
-        obl_ct_cmov(match, c->out, s + m->iks, m->svs);
-        obl_ct_cmov(match & c->upd & (c->placed ^ 1), s + m->iks, c->in, m->svs);
-        /* A put that already stored the key in table 0 drops the old copy. */
-        uint64_t del = match & (c->is_erase | (c->is_put & c->placed));
-        hdr &= ~(del << i);
-        c->found |= match;
-    }
-    uint64_t need = c->is_put & (c->found ^ 1) & (c->placed ^ 1) & c->room, got = 0;
-    for (uint32_t i = 0; i < m->B; i++) {
-        unsigned char *s = b + m->hs + i * m->kv;
-        uint64_t fr = (((hdr >> i) & 1) ^ 1) & (got ^ 1) & need;
-        obl_ct_cmov(fr, s, c->key, m->iks);
-        obl_ct_cmov(fr, s + m->iks, c->in, m->svs);
-        hdr |= fr << i;
-        got |= fr;
-    }
-    c->placed |= got;
-    st32(b, hdr);
+    if (m->iks == 8 && m->svs == 4) /* public */
+        op_words(c, (unsigned char *)value, 4);
+    else if (m->iks == 8 && m->svs == 8)
+        op_words(c, (unsigned char *)value, 8);
+    else
+        op_generic(c, (unsigned char *)value);
 }
 
 /*
@@ -506,14 +800,6 @@ static obl_err omap_value_fp(obl_omap *m, const op_ctx *c, const unsigned char *
     return e;
 }
 
-/* A call has run (it is counted in st.operations): the next kick round is
- * kint such calls after the last. A call that fails before it is counted
- * leaves the phase, so its retry kicks again. Public. */
-static void omap_next_phase(obl_omap *m)
-{
-    m->kphase = m->kphase + 1 == m->kint ? 0 : m->kphase + 1;
-}
-
 /* see obl/omap.h */
 obl_err obl_omap_access(obl_omap *m, uint64_t op, const void *key, const void *value_in,
                         void *value_out, uint64_t *found)
@@ -521,10 +807,9 @@ obl_err obl_omap_access(obl_omap *m, uint64_t op, const void *key, const void *v
     /*
      * Secret: op, key, the values, the outcome. Public: the parameters, the
      * pointers' NULL-ness, the error code, the number of operations made.
-     * The access sequence is fixed: kicks_per_op kick steps if this is a
-     * kicking operation (every kick_interval-th, counted by kphase), a
-     * queue scan, bucket h0(key), bucket h1(key), a queue scan; in the
-     * compact layout then one access of the value ORAM.
+     * The access sequence is fixed: one read-modify-write of the key's
+     * bucket (with two stash scans inside), then in the compact layout one
+     * access of the value ORAM.
      */
     if (!m || !key)
         return OBL_ERR_INVALID_ARG;
@@ -535,25 +820,13 @@ obl_err obl_omap_access(obl_omap *m, uint64_t op, const void *key, const void *v
         if (e != OBL_OK)
             return e;
     }
-    obl_err err = OBL_OK;
-    const uint32_t nk = m->kphase == 0 ? m->kicks : 0; /* public */
-    for (uint32_t k = 0; k < nk; k++) {
-        obl_err e = omap_kick(m); /* each kick step is complete or not begun */
-        if (e == OBL_ERR_STASH_OVERFLOW)
-            err = e;
-        else if (e != OBL_OK)
-            return e;
-    }
-    {
-        /* a kick's stash overflow may leave the index ORAM refusing */
-        obl_err e = ro_ready(m->oram);
-        if (e != OBL_OK)
-            return e;
-    }
+    obl_err err = ro_ready(m->oram);
+    if (err != OBL_OK)
+        return err;
     /* in, out: the slot value given to and taken from the index: the value
      * itself (inline: in and out are vin and vout), or the new and the old
      * leaf (compact); vin, vout: the value */
-    unsigned char *in = m->scratch + m->qes, *out = in + m->svs;
+    unsigned char *in = m->scratch + m->ses, *out = in + m->svs;
     unsigned char *vin = compact ? out + m->svs : in, *vout = compact ? vin + m->vs : out;
     if (value_in)
         memcpy(vin, value_in, m->vs);
@@ -576,73 +849,27 @@ obl_err obl_omap_access(obl_omap *m, uint64_t op, const void *key, const void *v
         memcpy(fpk, &f, 8);
         ikey = fpk;
     }
+    uint64_t b = omap_bucket(m, ikey);
     uint64_t is_put = obl_ct_eq64(op, OBL_OMAP_PUT);
-    op_ctx c = {m, ikey, in, out, is_put, obl_ct_eq64(op, OBL_OMAP_ERASE),
-                compact ? 1 : is_put, compact ? obl_ct_lt64(m->count, m->capacity) : 1, 0, 0};
-
-    /* The queue: a pending entry is found here (updated or erased in the
-     * last scan, once both bucket accesses are done). */
-    for (uint32_t j = 0; j < m->Q; j++) {
-        unsigned char *q = m->queue + (size_t)j * m->qes;
-        uint64_t match = (ld32(q) & 1) & obl_ct_memeq(q + m->hs, ikey, m->iks);
-        obl_ct_cmov(match, out, q + m->hs + m->iks, m->svs);
-        c.found |= match;
-    }
-
-    for (unsigned t = 0; t < 2; t++) {
-        obl_err e = obl_roram_update(m->oram, omap_bucket(m, t, ikey), op_fn, &c);
-        if (e == OBL_ERR_STASH_OVERFLOW)
-            err = e;
-        else if (e != OBL_OK)
-            return e;
-    }
-
-    /* A new key whose buckets were both full joins the queue. */
-    uint64_t need = c.is_put & (c.found ^ 1) & (c.placed ^ 1), got = 0, occ = 0;
-    for (uint32_t j = 0; j < m->Q; j++) {
-        unsigned char *q = m->queue + (size_t)j * m->qes;
-        uint64_t h = ld32(q);
-        uint64_t fr = ((h & 1) ^ 1) & (got ^ 1);
-        got |= fr;
-        occ += h & 1;
-    }
-    uint64_t overflow = need & ((got & c.room) ^ 1);
-    /* LEAK: a put of a new key that found no slot and a full queue (or, in
-     * the compact layout, a map holding `capacity` entries); the public
-     * capacity event OBL_ERR_FULL (obl/omap.h). Nothing was changed: the key
-     * matched nowhere and no slot was written. */
-    if (OBL_DECLASSIFY_VAL(overflow)) {
-        m->st.operations++;
-        omap_next_phase(m);
-        m->st.oram_accesses += nk + 2u;
+    op_ctx c = {m, ikey, in, out, 1 | (b << 1), is_put, obl_ct_eq64(op, OBL_OMAP_ERASE),
+                compact ? 1 : is_put, obl_ct_lt64(m->count, m->capacity), 0, 0, 0, 0, 0};
+    err = obl_roram_update(m->oram, b, op_fn, &c);
+    if (err != OBL_OK && err != OBL_ERR_STASH_OVERFLOW)
+        return err;
+    m->st.operations++;
+    m->st.oram_accesses++;
+    /* LEAK: a put of a new key that found no room: the map holds capacity
+     * entries, or the key's bucket and the stash are full; the public
+     * capacity event OBL_ERR_FULL (obl/omap.h). Nothing was changed: the
+     * key matched nowhere and no slot or entry was written. */
+    if (OBL_DECLASSIFY_VAL(c.full)) {
         m->st.full_errors++;
         if (found)
             *found = 0;
         return OBL_ERR_FULL;
     }
-    got = 0;
-    for (uint32_t j = 0; j < m->Q; j++) {
-        unsigned char *q = m->queue + (size_t)j * m->qes;
-        uint64_t h = ld32(q);
-        /* the key's pending entry (need is 0 then): updated or erased */
-        uint64_t match = (h & 1) & obl_ct_memeq(q + m->hs, ikey, m->iks);
-        obl_ct_cmov(match & c.upd, q + m->hs + m->iks, in, m->svs);
-        h = obl_ct_select64(match & c.is_erase, 0, h);
-        uint64_t fr = ((h & 1) ^ 1) & (got ^ 1) & need;
-        /* header: valid, first kick tries table 0 */
-        st32(q, obl_ct_select64(fr, 1, h));
-        obl_ct_cmov(fr, q + m->hs, ikey, m->iks);
-        obl_ct_cmov(fr, q + m->hs + m->iks, in, m->svs);
-        got |= fr;
-    }
-    occ += need;
-    m->st.queue_max = obl_ct_max64(m->st.queue_max, occ);
-    m->st.operations++;
-    omap_next_phase(m);
-    m->st.oram_accesses += nk + 2u;
-    /* never below zero (it cannot be, unless an interrupted operation,
-     * docs/omap.md, left it behind the index) */
-    m->count += (c.is_put & (c.found ^ 1)) - (c.is_erase & c.found & obl_ct_nonzero64(m->count));
+    m->st.overflow_max = obl_ct_max64(m->st.overflow_max, c.occ);
+    m->count += c.added - c.removed;
     uint64_t present = c.found; /* the key was in the map */
     if (compact && !m->fp) {
         obl_err e = omap_value_access(m, &c, (const unsigned char *)key, nl, vin, vout);
@@ -663,17 +890,17 @@ obl_err obl_omap_access(obl_omap *m, uint64_t op, const void *key, const void *v
             return e;
         present = match;
         /* An erase of a key whose fingerprint belongs to another key took
-         * that key's index entry out: it goes back, as a queue entry with
-         * the block's new leaf (the value ORAM kept the block there). */
+         * that key's index entry out: it goes back, as a stash entry of the
+         * bucket with the block's new leaf (the value ORAM kept the block
+         * there). */
         uint64_t restore = c.is_erase & collide;
         uint64_t back = 0;
-        for (uint32_t j = 0; j < m->Q; j++) {
-            unsigned char *q = m->queue + (size_t)j * m->qes;
-            uint64_t h = ld32(q);
+        for (uint32_t j = 0; j < m->S; j++) {
+            uint64_t h = m->sh[j];
             uint64_t fr = ((h & 1) ^ 1) & (back ^ 1) & restore;
-            st32(q, obl_ct_select64(fr, 1, h));
-            obl_ct_cmov(fr, q + m->hs, fpk, m->iks);
-            obl_ct_cmov(fr, q + m->hs + m->iks, in, m->svs);
+            m->sh[j] = obl_ct_select64(fr, c.tag, h);
+            obl_ct_cmov(fr, m->skey + (size_t)j * m->iks, fpk, m->iks);
+            obl_ct_cmov(fr, m->ssv + (size_t)j * m->svs, in, m->svs);
             back |= fr;
         }
         m->count += back;
@@ -681,7 +908,7 @@ obl_err obl_omap_access(obl_omap *m, uint64_t op, const void *key, const void *v
          * stored key's (probability about count / 2^64 per put): the public
          * capacity event OBL_ERR_FULL; the map's contents are unchanged
          * (the other key's block kept its value). And, with probability
-         * below that times the queue's overflow rate, an erase that could
+         * below that times the stash's overflow rate, an erase that could
          * not put the other key's entry back (OBL_ERR_STATE, docs/omap.md,
          * "Fingerprints"). */
         uint64_t full = c.is_put & collide, lost = restore & (back ^ 1);
@@ -727,6 +954,8 @@ void obl_omap_get_stats(const obl_omap *m, obl_omap_stats *st)
     if (!m)
         return;
     *st = m->st;
+    /* The caller asked for the statistics: they become public here. */
+    OBL_DECLASSIFY(&st->overflow_max, sizeof(st->overflow_max));
     obl_oram_stats os;
     obl_roram_stats(m->oram, &os);
     st->stash_max = os.stash_max;

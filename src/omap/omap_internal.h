@@ -1,13 +1,18 @@
 /*
  * Private layout of the oblivious map (src/omap/omap.c, src/omap/build.c).
  *
- * One RORAM of 2M buckets holds both cuckoo tables: table t's bucket b is
- * ORAM index t * M + b, so the ORAM hides which table an access touches.
- * A bucket is a header of hs bytes (bit i set = slot i holds an entry) and
- * B slots of an index entry {key, sv}: key_size bytes of key and svs bytes
- * of slot value. The queue (stash) is Q entries of a header (bit 0:
- * valid, bit 1: the table its next kick tries) and an index entry; it lives
- * in plain memory and is always scanned whole.
+ * One RORAM of M buckets (M a power of two). A bucket is a header of 8
+ * bytes (bit i set = slot i holds an entry) and B slots of an index entry
+ * {key, sv}, iks bytes of key and svs bytes of slot value, stored as two
+ * arrays: [header | B keys | B slot values] (so that the scans of 8-byte
+ * keys vectorise); its size bsz is rounded up to a multiple of 8 (the ORAM
+ * moves such blocks in vector registers). Key k lives in bucket h(k) =
+ * mulhi(SipHash(k), M), or, when that bucket is full, in the overflow
+ * stash: S entries of a header (bit 0: valid, bits 1..63: the entry's
+ * bucket), a key and a slot value, in plain memory as three arrays (sh,
+ * skey, ssv), always scanned whole. Invariant: the stash holds an entry of
+ * bucket b only if b is full (an erase from b pulls one back), so the stash
+ * holds sum_b max(0, load_b - B) entries (docs/omap.md, "Overflow stash").
  *
  * Layouts (docs/omap.md, "Layouts"). INLINE: sv is the value (svs =
  * value_size). COMPACT: sv is the 32-bit leaf of the value's block in the
@@ -34,13 +39,17 @@
 #include "common/alloc.h"
 #include "common/prg.h"
 
+/* bucket and stash entry header bytes */
+#define OMAP_HS 8u
+
 struct obl_omap {
     obl_alloc_ctx ac;
     obl_prg prg;
-    uint64_t sk[6];       /* SipHash keys: (sk[0], sk[1]) table 0, (sk[2], sk[3]) table 1,
-                             (sk[4], sk[5]) fingerprints */
+    uint64_t sk[4];       /* SipHash keys: (sk[0], sk[1]) buckets, (sk[2], sk[3])
+                             fingerprints */
     uint64_t capacity;
-    uint64_t M;           /* buckets per table */
+    uint64_t M;           /* buckets, a power of two */
+    uint32_t logM;
     size_t ks, vs;        /* key, value bytes */
     size_t iks;           /* index key bytes: ks, or 8 in fingerprint mode */
     int fp;               /* fingerprint mode (compact, keys over 8 bytes) */
@@ -48,49 +57,56 @@ struct obl_omap {
                              narrow it (right after create) to force collisions */
     size_t svs;           /* slot value bytes: vs (inline) or 4 (compact) */
     size_t kv;            /* index entry bytes: iks + svs */
-    size_t hs;            /* header bytes: 8 (inline) or 4 (compact); only
-                             the low 32 bits are used */
-    size_t bsz;           /* bucket bytes: hs + B * kv */
-    size_t qes;           /* queue entry bytes: hs + kv */
-    uint32_t B, Q, kicks;
-    uint32_t kint;        /* kick_interval */
-    uint32_t kphase;      /* operations since the last kick round, mod kint (public) */
+    size_t bsz;           /* bucket bytes: OMAP_HS + B * kv, rounded up to 8 */
+    size_t ses;           /* stash entry bytes: OMAP_HS + kv */
+    uint32_t B;           /* slots per bucket */
+    uint32_t S;           /* overflow stash entries */
     uint32_t scan_max;
     uint32_t layout;      /* OBL_OMAP_LAYOUT_INLINE or _COMPACT */
-    obl_roram *oram;      /* 2M buckets */
+    obl_roram *oram;      /* M buckets */
     obl_nroram *vo;       /* compact: the values, capacity blocks; else NULL */
     unsigned char *ones;  /* compact, 8-byte keys: the all-ones key's value */
-    unsigned char *queue; /* Q * qes */
-    unsigned char *scratch; /* qes (kick entry), 2 * svs (slot value in,
-                               out), compact: 2 * vs (value in, out) */
-    size_t queue_bytes, scratch_bytes, ones_bytes;
+    unsigned char *stash; /* S * ses: the three arrays below */
+    uint64_t *sh;         /* S headers */
+    unsigned char *skey;  /* S * iks */
+    unsigned char *ssv;   /* S * svs */
+    unsigned char *scratch; /* ses (the entry pulled back: key, slot value),
+                               2 * svs (slot value in, out), compact: 2 * vs
+                               (value in, out) */
+    size_t stash_bytes, scratch_bytes, ones_bytes;
     uint64_t count;       /* entries held (secret) */
-    obl_omap_stats st;
+    obl_omap_stats st;    /* secret fields: overflow_max */
 };
 
-/* Validates p and allocates everything but the ORAM (m->oram stays NULL).
- * Public: p. */
+/* Validates p and allocates everything but the ORAMs (m->oram, m->vo stay
+ * NULL). Public: p. */
 obl_err omap_alloc(obl_omap **out, const obl_omap_params *p);
 
-/* The ORAM's parameters for map m. */
+/* The index ORAM's parameters for map m. */
 void omap_oram_params(obl_omap *m, obl_roram_params *rp, const obl_omap_params *p);
 
 /* Compact layout: the value ORAM's parameters for map m (its capacity is
  * the map's; 8-byte ids). */
 void omap_values_params(obl_omap *m, obl_nroram_params *np, const obl_omap_params *p);
 
-/* Bucket index of an index key (iks bytes) in table t (0 or 1), in
- * [t * M, (t + 1) * M). Secret: key and the result. Public: t. */
-uint64_t omap_bucket(const obl_omap *m, unsigned t, const void *key);
+/* Bucket of an index key (iks bytes), in [0, M). Secret: key and the
+ * result. */
+uint64_t omap_bucket(const obl_omap *m, const void *key);
 
-/* Full 64-bit SipHash of an index key (iks bytes) under table t's key.
+/* Full 64-bit SipHash of an index key (iks bytes) under the bucket key.
  * Secret. */
-uint64_t omap_hash(const obl_omap *m, unsigned t, const void *key);
+uint64_t omap_hash(const obl_omap *m, const void *key);
 
 /* Fingerprint mode: the index key of `key` (ks bytes): its SipHash under
- * sk[4], sk[5], masked by fpmask, all-ones replaced by all-ones - 1 (the
+ * sk[2], sk[3], masked by fpmask, all-ones replaced by all-ones - 1 (the
  * value ORAM's dummy id). Secret: key and the result. */
 uint64_t omap_fingerprint(const obl_omap *m, const void *key);
+
+/* Chernoff bound on the overflow stash (docs/omap.md, "Overflow stash"):
+ * the smallest S such that, for n <= capacity keys hashed uniformly into M
+ * buckets of B slots, P[sum_b max(0, load_b - B) > S] <= 2^-bits; capped at
+ * capacity. Public: all arguments. */
+uint64_t omap_overflow_bound(uint64_t capacity, uint64_t M, uint32_t B, unsigned bits);
 
 /* Frees everything; NULL is fine. */
 void omap_free(obl_omap *m);

@@ -71,6 +71,39 @@ static inline void nr_cswap_blk(uint64_t c, void *a, void *b, size_t vs)
     obl_ct_cswap(c, a, b, vs);
 }
 
+/*
+ * Blocks held in vector registers (AVX-512 builds): a block of 33 to
+ * NR_REG_MAX_W * 64 bytes whose size is a multiple of 8 is moved as
+ * nr_reg_words(vs) 64-byte vectors, loaded and stored whole; the lanes of
+ * the last vector past the block (nr_tail_lanes) are never swapped, so they
+ * store back the bytes they loaded (the start of the next slot, or the
+ * 64 bytes of slack after the tree, the stash and o->tmp). 0: not held in
+ * registers (other sizes, or no AVX-512). Public: vs.
+ */
+#define NR_REG_MAX_W 8
+#define NR_SLACK 64
+#define NR_REG_LOOP(w) _Pragma("GCC unroll 8") for (int w = 0; w < NW; w++)
+
+static inline int nr_reg_words(size_t vs)
+{
+#if OBL_CT_AVX512
+    if (vs >= 33 && vs <= NR_REG_MAX_W * 64 && vs % 8 == 0)
+        return (int)((vs + 63) / 64);
+#else
+    (void)vs;
+#endif
+    return 0;
+}
+
+#if OBL_CT_AVX512
+/* All-ones 8-byte lanes for the bytes of the block's last vector. */
+static inline __m512i nr_tail_lanes(size_t vs)
+{
+    unsigned n = (unsigned)(((vs - 1) & 63) / 8 + 1);
+    return _mm512_maskz_mov_epi64((__mmask8)((1u << n) - 1), _mm512_set1_epi64(-1));
+}
+#endif
+
 #define NRW 32
 #include "oram/nroram_impl.h"
 #undef NRW
@@ -135,6 +168,7 @@ obl_err nr_create(obl_nroram **out, const obl_nroram_params *p)
     bstride &= ~(size_t)7;
     if (tree_bytes > OBL_ORAM_MAX_BYTES)
         return OBL_ERR_TOO_LARGE;
+    tree_bytes += NR_SLACK; /* the register moves' overhang, see nr_reg_words */
     uint32_t P = S + 1, D = logL + 1;
     uint32_t nslots = P + NR_Z * D;
 
@@ -163,8 +197,8 @@ obl_err nr_create(obl_nroram **out, const obl_nroram_params *p)
     while (o->pf_k0 < D && ((((uint64_t)2 << o->pf_k0) - 1) * bstride) <= NR_PF_HOT_BYTES)
         o->pf_k0++;
     o->bmeta_bytes = (size_t)nslots * msz;
-    o->bdata_bytes = (size_t)P * vs;
-    o->tmp_bytes = vs;
+    o->bdata_bytes = (size_t)P * vs + NR_SLACK;
+    o->tmp_bytes = vs + NR_SLACK;
 
     obl_err err = OBL_OK;
     if (p->use_seed)
@@ -179,7 +213,7 @@ obl_err nr_create(obl_nroram **out, const obl_nroram_params *p)
     o->tree = (unsigned char *)obl_alloc(&ac, tree_bytes, OBL_ALIGN_RANDOM);
     o->bmeta = o->tree ? obl_alloc(&ac, o->bmeta_bytes, 64) : NULL;
     o->bdata = o->bmeta ? (unsigned char *)obl_alloc(&ac, o->bdata_bytes, 64) : NULL;
-    o->tmp = o->bdata ? (unsigned char *)obl_alloc(&ac, vs, 64) : NULL;
+    o->tmp = o->bdata ? (unsigned char *)obl_alloc(&ac, o->tmp_bytes, 64) : NULL;
     o->ac = ac;
     if (!o->tmp) {
         nr_free_all(o);

@@ -158,8 +158,9 @@ static inline void NR_F(nr_meta_cswap)(uint64_t c, NR_META *a, NR_META *b)
  * obl_ct selects. Levels, slots and reach values are below 256.
  */
 static inline __attribute__((always_inline)) void NR_F(nr_evict_core)(obl_nroram *o, uint64_t e,
-                                                                     const size_t vs)
+                                                                     const size_t vs, const int NW)
 {
+    (void)NW; /* no vector registers without AVX-512 */
     NR_META *bm = (NR_META *)o->bmeta;
     const uint32_t D = o->D, P = o->P, logL = o->logL, ns = o->nslots;
     uint64_t *deepest = o->deepest, *target = o->target, *best = o->best, *empty = o->empty,
@@ -238,6 +239,16 @@ static inline __attribute__((always_inline)) void NR_F(nr_evict_core)(obl_nroram
     unsigned char *hold = o->tmp; /* free between fetch/put and here */
     NR_META hm;
     uint64_t holddest;
+#if OBL_CT_AVX512
+    /* Blocks of 33 to 512 bytes (multiples of 8) are held in NW vector
+     * registers across the levels instead of being stored and reloaded by
+     * every swap (the compiler cannot keep o->tmp in registers: it may alias
+     * the tree). Measurements in docs/oram.md ("Blocks in registers"). The
+     * lanes of the last vector beyond the block (tail) are never swapped:
+     * they carry the bytes that follow the slot, stored back unchanged. */
+    __m512i hreg[NR_REG_MAX_W];
+    const __m512i tail = nr_tail_lanes(vs);
+#endif
     {
         uint64_t tg = nr_eqs(target[0], NR_NONE) ^ 1;
         NR_WORD sel = (NR_WORD)obl_ct_select64(tg, best[0], 255);
@@ -251,6 +262,19 @@ static inline __attribute__((always_inline)) void NR_F(nr_evict_core)(obl_nroram
         }
         hm.id = hid | ~any; /* dummy when nothing was picked */
         hm.leaf = hleaf;
+#if OBL_CT_AVX512
+        if (NW) { /* public: the block goes straight into the registers */
+            for (int w = 0; w < NR_REG_MAX_W; w++)
+                hreg[w] = _mm512_setzero_si512();
+            for (uint32_t j = 0; j < P; j++) {
+                __m512i m = _mm512_set1_epi64((long long)obl_ct_mask(nr_eqs(j, sel)));
+                const unsigned char *sp = o->bdata + (size_t)j * vs;
+                NR_REG_LOOP(w)
+                hreg[w] = _mm512_or_si512(hreg[w],
+                                          _mm512_and_si512(m, _mm512_loadu_si512((const void *)(sp + 64 * w))));
+            }
+        } else
+#endif
         if (vs == 8) { /* public */
             uint64_t h = 0;
             for (uint32_t j = 0; j < P; j++) {
@@ -267,19 +291,6 @@ static inline __attribute__((always_inline)) void NR_F(nr_evict_core)(obl_nroram
         }
         holddest = obl_ct_select64(tg, target[0], NR_NONE);
     }
-#if OBL_CT_AVX512
-    /* 64-byte blocks: the held block lives in a register across the levels
-     * instead of being stored and reloaded by every swap (the compiler
-     * cannot keep o->tmp in one: it may alias the tree). In-process A/B,
-     * median of 21-31 rounds of 20000 reads: NRORAM 4/64 at 2^18 1.93 ->
-     * 1.64 us; RORAM 8/8 at 2^20 3.56 -> 3.05 us, 8/56 5.59 -> 4.79 us.
-     * The same with 8-word masked loads and stores for 32- and 56-byte
-     * blocks, and with a 64-bit register for 8-byte blocks, measured no
-     * gain (masked stores are slow on Zen 4), so those keep the swaps. */
-    __m512i hreg = _mm512_setzero_si512();
-    if (vs == 64) /* public */
-        hreg = _mm512_loadu_si512((const void *)hold);
-#endif
     for (uint32_t lv = 1; lv <= D; lv++) {
         uint32_t s0 = P + (lv - 1) * NR_Z;
         uint64_t towrite = nr_eqs(holddest, lv);
@@ -292,17 +303,35 @@ static inline __attribute__((always_inline)) void NR_F(nr_evict_core)(obl_nroram
         NR_F(nr_meta_cswap)(c1, &hm, &bm[s0 + 1]);
         unsigned char *bd = o->tree + o->pathb[lv - 1] * o->bstride + o->doff;
 #if OBL_CT_AVX512
-        if (vs == 64) { /* public; both slots loaded and stored, as below */
+        if (NW) { /* public; both slots loaded and stored, as below */
             __m512i m0 = _mm512_set1_epi64((long long)obl_ct_mask(c0));
             __m512i m1 = _mm512_set1_epi64((long long)obl_ct_mask(c1));
-            __m512i d0 = _mm512_loadu_si512((const void *)bd);
-            __m512i d1 = _mm512_loadu_si512((const void *)(bd + 64));
-            __m512i t0 = _mm512_and_si512(m0, _mm512_xor_si512(hreg, d0));
-            _mm512_storeu_si512((void *)bd, _mm512_xor_si512(d0, t0));
-            hreg = _mm512_xor_si512(hreg, t0);
-            __m512i t1 = _mm512_and_si512(m1, _mm512_xor_si512(hreg, d1));
-            _mm512_storeu_si512((void *)(bd + 64), _mm512_xor_si512(d1, t1));
-            hreg = _mm512_xor_si512(hreg, t1);
+            __m512i d0[NR_REG_MAX_W], d1[NR_REG_MAX_W];
+            /* all loads before the stores: slot 0's last vector overlaps
+             * the start of slot 1 when vs is not a multiple of 64 */
+            NR_REG_LOOP(w)
+            {
+                d0[w] = _mm512_loadu_si512((const void *)(bd + 64 * w));
+                d1[w] = _mm512_loadu_si512((const void *)(bd + vs + 64 * w));
+            }
+            NR_REG_LOOP(w)
+            {
+                __m512i mw = w == NW - 1 ? _mm512_and_si512(m0, tail) : m0;
+                __m512i t = _mm512_and_si512(mw, _mm512_xor_si512(hreg[w], d0[w]));
+                d0[w] = _mm512_xor_si512(d0[w], t);
+                hreg[w] = _mm512_xor_si512(hreg[w], t);
+            }
+            NR_REG_LOOP(w)
+            {
+                __m512i mw = w == NW - 1 ? _mm512_and_si512(m1, tail) : m1;
+                __m512i t = _mm512_and_si512(mw, _mm512_xor_si512(hreg[w], d1[w]));
+                d1[w] = _mm512_xor_si512(d1[w], t);
+                hreg[w] = _mm512_xor_si512(hreg[w], t);
+            }
+            NR_REG_LOOP(w)
+            _mm512_storeu_si512((void *)(bd + 64 * w), d0[w]);
+            NR_REG_LOOP(w)
+            _mm512_storeu_si512((void *)(bd + vs + 64 * w), d1[w]);
         } else
 #endif
         {
@@ -312,8 +341,10 @@ static inline __attribute__((always_inline)) void NR_F(nr_evict_core)(obl_nroram
         holddest = obl_ct_select64(tg, target[lv], obl_ct_select64(towrite, NR_NONE, holddest));
     }
 #if OBL_CT_AVX512
-    if (vs == 64) /* public */
-        _mm512_storeu_si512((void *)hold, hreg);
+    if (NW) { /* public: o->tmp has 64 bytes of slack */
+        NR_REG_LOOP(w)
+        _mm512_storeu_si512((void *)(hold + 64 * w), hreg[w]);
+    }
 #endif
     o->st.evictions++;
 }
@@ -325,15 +356,29 @@ static inline __attribute__((always_inline)) void NR_F(nr_evict_core)(obl_nroram
  * 1.34 -> 1.24 us). */
 static void NR_F(nr_evict_buf)(obl_nroram *o, uint64_t e)
 {
-    if (o->vs == 64) /* public */
-        NR_F(nr_evict_core)(o, e, 64);
-    else
-        NR_F(nr_evict_core)(o, e, o->vs);
+    switch (nr_reg_words(o->vs)) { /* public */
+    case 1:
+        if (o->vs == 64)
+            NR_F(nr_evict_core)(o, e, 64, 1);
+        else
+            NR_F(nr_evict_core)(o, e, o->vs, 1);
+        break;
+    case 2: NR_F(nr_evict_core)(o, e, o->vs, 2); break;
+    case 3: NR_F(nr_evict_core)(o, e, o->vs, 3); break;
+    case 4: NR_F(nr_evict_core)(o, e, o->vs, 4); break;
+    case 5: NR_F(nr_evict_core)(o, e, o->vs, 5); break;
+    case 6: NR_F(nr_evict_core)(o, e, o->vs, 6); break;
+    case 7: NR_F(nr_evict_core)(o, e, o->vs, 7); break;
+    case 8: NR_F(nr_evict_core)(o, e, o->vs, 8); break;
+    default: NR_F(nr_evict_core)(o, e, o->vs, 0); break;
+    }
 }
 
 static inline __attribute__((always_inline)) uint64_t NR_F(nr_fetch_core)(obl_nroram *o, uint64_t id,
-                                                                          uint64_t pos, const size_t vs)
+                                                                          uint64_t pos, const size_t vs,
+                                                                          const int NW)
 {
+    (void)NW;
     NR_META *bm = (NR_META *)o->bmeta;
     const size_t bstride = o->bstride, doff = o->doff;
     const NR_WORD wid = (NR_WORD)id;
@@ -352,11 +397,17 @@ static inline __attribute__((always_inline)) uint64_t NR_F(nr_fetch_core)(obl_nr
     NR_WORD f = 0;
     uint64_t acc8 = 0;
 #if OBL_CT_AVX512
-    const int reg64 = vs == 64; /* public */
-    __m512i acc64 = _mm512_setzero_si512();
+    const int reg64 = NW != 0; /* public */
+    __m512i acc64[NR_REG_MAX_W];
+    for (int w = 0; w < NR_REG_MAX_W; w++)
+        acc64[w] = _mm512_setzero_si512();
 #define NR_TAKE64(p, m)                                                                  \
-    acc64 = _mm512_or_si512(acc64, _mm512_and_si512(_mm512_set1_epi64((long long)(m)),      \
-                                                    _mm512_loadu_si512((const void *)(p))))
+    do {                                                                                 \
+        __m512i mv_ = _mm512_set1_epi64((long long)(m));                                 \
+        NR_REG_LOOP(w)                                                                   \
+        acc64[w] = _mm512_or_si512(                                                      \
+            acc64[w], _mm512_and_si512(mv_, _mm512_loadu_si512((const void *)((p) + 64 * w)))); \
+    } while (0)
 #else
     const int reg64 = 0;
 #define NR_TAKE64(p, m) ((void)(p), (void)(m))
@@ -401,8 +452,10 @@ static inline __attribute__((always_inline)) uint64_t NR_F(nr_fetch_core)(obl_nr
     if (vs == 8) /* public */
         memcpy(o->tmp, &acc8, 8);
 #if OBL_CT_AVX512
-    if (reg64) /* public */
-        _mm512_storeu_si512((void *)o->tmp, acc64);
+    if (reg64) { /* public: o->tmp has 64 bytes of slack */
+        NR_REG_LOOP(w)
+        _mm512_storeu_si512((void *)(o->tmp + 64 * w), acc64[w]);
+    }
 #endif
     return (uint64_t)(f & 1);
 }
@@ -410,11 +463,23 @@ static inline __attribute__((always_inline)) uint64_t NR_F(nr_fetch_core)(obl_nr
 /* see nroram_internal.h; block size as in nr_evict_buf */
 uint64_t NR_F(nr_fetch)(obl_nroram *o, uint64_t id, uint64_t pos)
 {
-    if (o->vs == 64) /* public */
-        return NR_F(nr_fetch_core)(o, id, pos, 64);
+    switch (nr_reg_words(o->vs)) { /* public */
+    case 1:
+        if (o->vs == 64)
+            return NR_F(nr_fetch_core)(o, id, pos, 64, 1);
+        return NR_F(nr_fetch_core)(o, id, pos, o->vs, 1);
+    case 2: return NR_F(nr_fetch_core)(o, id, pos, o->vs, 2);
+    case 3: return NR_F(nr_fetch_core)(o, id, pos, o->vs, 3);
+    case 4: return NR_F(nr_fetch_core)(o, id, pos, o->vs, 4);
+    case 5: return NR_F(nr_fetch_core)(o, id, pos, o->vs, 5);
+    case 6: return NR_F(nr_fetch_core)(o, id, pos, o->vs, 6);
+    case 7: return NR_F(nr_fetch_core)(o, id, pos, o->vs, 7);
+    case 8: return NR_F(nr_fetch_core)(o, id, pos, o->vs, 8);
+    default: break;
+    }
     if (o->vs == 8) /* public: the size-dependent step folds away */
-        return NR_F(nr_fetch_core)(o, id, pos, 8);
-    return NR_F(nr_fetch_core)(o, id, pos, o->vs);
+        return NR_F(nr_fetch_core)(o, id, pos, 8, 0);
+    return NR_F(nr_fetch_core)(o, id, pos, o->vs, 0);
 }
 
 /* Stash occupancy (secret). */

@@ -7,7 +7,7 @@
  * only the outputs are declassified, so memcheck fails the run on any
  * secret-dependent branch or address inside the map; sizes shrink there.
  *
- * --long: the queue failure measurement at maximum load (docs/omap.md).
+ * --long: the overflow stash measurement at capacity (docs/omap.md).
  */
 #include <stdint.h>
 #include <stdio.h>
@@ -189,7 +189,7 @@ static obl_omap_params base_params(uint64_t cap, size_t ks, size_t vs)
     return p;
 }
 
-/* ------------------------------------------- compact layout invariant -- */
+/* ------------------------------------------------------ white-box checks -- */
 
 typedef struct {
     uint64_t id, leaf;
@@ -202,60 +202,109 @@ static int sync_cmp(const void *a, const void *b)
     return x < y ? -1 : x > y;
 }
 
-/* Kick steps made by st->operations calls: the first call and every
- * kick_interval-th after it kick (obl/omap.h). */
-static uint64_t kick_steps(const obl_omap_stats *st)
-{
-    uint64_t rounds = (st->operations + st->kick_interval - 1) / st->kick_interval;
-    return rounds * st->kicks_per_op;
-}
+/* The map's index entries (plain runs only: it reads secrets and branches
+ * on them), read through the ORAM (obl_roram_read): calls fn on every
+ * valid slot of every bucket (stash < 0) and every valid stash entry
+ * (stash = its position), with its bucket (the slot's, or the one the
+ * stash header names), key (iks bytes) and slot value. Returns the number
+ * of violations of the layout and the stash invariant: every entry's key
+ * hashes to its bucket, a bucket with stash entries is full, the stash
+ * holds exactly sum_b max(0, load_b - B) entries. */
+typedef void (*index_fn)(void *ctx, uint64_t bucket, long stash, const unsigned char *key,
+                         const unsigned char *sv);
 
-/*
- * White-box check of a compact map (plain runs only: it reads secrets and
- * branches on them): every index entry (bucket or queue) has exactly one
- * block in the value ORAM, with the entry's key as id, the entry's leaf,
- * and on that leaf's path (or in the stash); no block lacks an entry; the
- * entry count is right. The all-ones key has no block. Returns the number
- * of violations. The buckets are read through the ORAM (obl_roram_read).
- */
-static long compact_sync_check(obl_omap *m)
+static long index_walk(obl_omap *m, index_fn fn, void *ctx)
 {
-    if (!m->vo || T.ct)
-        return 0;
-    obl_nroram *o = m->vo;
-    size_t cap = (size_t)(2 * m->M * m->B + m->Q), bcap = o->P + NR_Z * o->nbuckets;
-    sync_ent *ix = (sync_ent *)xmalloc(cap * sizeof(sync_ent));
-    sync_ent *bl = (sync_ent *)xmalloc(bcap * sizeof(sync_ent));
-    unsigned char *buf = (unsigned char *)xmalloc(m->bsz);
-    size_t ni = 0, nb = 0, ones = 0;
     long bad = 0;
-    for (uint64_t b = 0; b < 2 * m->M; b++) {
+    unsigned char *buf = (unsigned char *)xmalloc(m->bsz);
+    uint64_t *load = (uint64_t *)xmalloc(m->M * sizeof(uint64_t));
+    unsigned char *full = (unsigned char *)xmalloc(m->M);
+    for (uint64_t b = 0; b < m->M; b++) {
         bad += obl_roram_read(m->oram, b, buf) != OBL_OK;
-        uint32_t h;
-        memcpy(&h, buf, 4);
+        uint64_t h;
+        memcpy(&h, buf, 8);
+        uint32_t n = 0;
         for (uint32_t s = 0; s < m->B; s++) {
             if (!((h >> s) & 1))
                 continue;
-            sync_ent e = {0, 0, 0};
-            uint32_t l;
-            memcpy(&e.id, buf + m->hs + s * m->kv, m->iks);
-            memcpy(&l, buf + m->hs + s * m->kv + m->iks, 4);
-            e.leaf = l;
-            ix[ni++] = e;
+            const unsigned char *k = buf + OMAP_HS + s * m->iks;
+            const unsigned char *v = buf + OMAP_HS + m->B * m->iks + s * m->svs;
+            bad += omap_bucket(m, k) != b;
+            if (fn)
+                fn(ctx, b, -1, k, v);
+            n++;
         }
+        bad += (h >> m->B) != 0 && m->B < 64; /* no bits past the slots */
+        load[b] = n;
+        full[b] = n == m->B;
     }
-    for (uint32_t j = 0; j < m->Q; j++) {
-        const unsigned char *q = m->queue + (size_t)j * m->qes;
-        uint32_t h, l;
-        memcpy(&h, q, 4);
+    uint64_t over = 0, occ = 0;
+    for (uint32_t j = 0; j < m->S; j++) {
+        uint64_t h = m->sh[j];
         if (!(h & 1))
             continue;
-        sync_ent e = {0, 0, 0};
-        memcpy(&e.id, q + m->hs, m->iks);
-        memcpy(&l, q + m->hs + m->iks, 4);
-        e.leaf = l;
-        ix[ni++] = e;
+        occ++;
+        uint64_t b = h >> 1;
+        const unsigned char *k = m->skey + (size_t)j * m->iks;
+        bad += b >= m->M || omap_bucket(m, k) != b;
+        if (b < m->M) {
+            bad += !full[b]; /* the stash invariant */
+            load[b]++;
+        }
+        if (fn)
+            fn(ctx, b, (long)j, k, m->ssv + (size_t)j * m->svs);
     }
+    for (uint64_t b = 0; b < m->M; b++)
+        over += load[b] > m->B ? load[b] - m->B : 0;
+    bad += over != occ;
+    free(buf);
+    free(load);
+    free(full);
+    return bad;
+}
+
+typedef struct {
+    sync_ent *ix;
+    size_t n;
+    size_t iks;
+} sync_collect;
+
+static void sync_add(void *ctx, uint64_t bucket, long stash, const unsigned char *key,
+                     const unsigned char *sv)
+{
+    (void)bucket;
+    (void)stash;
+    sync_collect *c = (sync_collect *)ctx;
+    sync_ent e = {0, 0, 0};
+    uint32_t l;
+    memcpy(&e.id, key, c->iks);
+    memcpy(&l, sv, 4);
+    e.leaf = l;
+    c->ix[c->n++] = e;
+}
+
+/*
+ * White-box check of a map (plain runs only): the index invariants of
+ * index_walk; for a compact map also: every index entry has exactly one
+ * block in the value ORAM, with the entry's key as id, the entry's leaf,
+ * and on that leaf's path (or in the stash); no block lacks an entry; the
+ * entry count is right. The all-ones key has no block. Returns the number
+ * of violations.
+ */
+static long compact_sync_check(obl_omap *m)
+{
+    if (T.ct)
+        return 0;
+    if (!m->vo)
+        return index_walk(m, NULL, NULL);
+    obl_nroram *o = m->vo;
+    size_t cap = (size_t)(m->M * m->B + m->S), bcap = o->P + NR_Z * o->nbuckets;
+    sync_collect sc = {(sync_ent *)xmalloc(cap * sizeof(sync_ent)), 0, m->iks};
+    sync_ent *bl = (sync_ent *)xmalloc(bcap * sizeof(sync_ent));
+    size_t ni, nb = 0, ones = 0;
+    long bad = index_walk(m, sync_add, &sc);
+    sync_ent *ix = sc.ix;
+    ni = sc.n;
     const nr_meta64 *bm = (const nr_meta64 *)o->bmeta;
     for (uint32_t s = 0; s < o->P; s++)
         if (bm[s].id != NR_DUMMY64)
@@ -270,7 +319,9 @@ static long compact_sync_check(obl_omap *m)
     qsort(bl, nb, sizeof(sync_ent), sync_cmp);
     if (m->ones && ni && ix[ni - 1].id == UINT64_MAX)
         ones = 1; /* sorted last; it has no block */
-    bad += m->count != ni;
+    uint64_t count = m->count;
+    OBL_DECLASSIFY(&count, sizeof(count));
+    bad += count != ni;
     bad += nb != ni - ones;
     for (size_t i = 0; i + ones < ni && i < nb; i++) {
         bad += ix[i].id != bl[i].id || ix[i].leaf != bl[i].leaf;
@@ -285,7 +336,6 @@ static long compact_sync_check(obl_omap *m)
     }
     free(ix);
     free(bl);
-    free(buf);
     return bad;
 }
 
@@ -301,8 +351,8 @@ static void check_all(obl_omap *m, model *md, stream_res *r)
  * stream of gets, puts and erases of present and absent keys that keeps the
  * number of entries at most the capacity.
  */
-static void stream_test(uint64_t cap, size_t ks, size_t vs, double fill, long ops,
-                        int adversarial, const obl_omap_params *override)
+static void stream_test_f(uint64_t cap, size_t ks, size_t vs, double fill, long ops,
+                          int adversarial, const obl_omap_params *override, int expect_full)
 {
     obl_omap_params p = override ? *override : base_params(cap, ks, vs);
     model md;
@@ -328,32 +378,37 @@ static void stream_test(uint64_t cap, size_t ks, size_t vs, double fill, long op
     check_all(m, &md, &r);
     obl_omap_stats st;
     obl_omap_get_stats(m, &st);
-    uint64_t qmax = st.queue_max;
-    OBL_DECLASSIFY(&qmax, sizeof(qmax));
+    int compact = st.layout == OBL_OMAP_LAYOUT_COMPACT;
     CHECK_EQ_U64(st.operations, (uint64_t)r.ops);
-    CHECK_EQ_U64(st.oram_accesses, kick_steps(&st) + (uint64_t)r.ops * (2 +
-                                       (st.layout == OBL_OMAP_LAYOUT_COMPACT)));
+    /* one index access per call, one value access unless FULL */
+    CHECK_EQ_U64(st.oram_accesses, (uint64_t)r.ops + (compact ? (uint64_t)(r.ops - r.full) : 0));
     CHECK(p.layout == OBL_OMAP_LAYOUT_AUTO || st.layout == p.layout);
-    CHECK_EQ_U64(r.full, 0);
+    CHECK_EQ_U64(r.full, (uint64_t)expect_full * (uint64_t)r.full);
     CHECK_EQ_U64(r.mismatches, 0);
+    CHECK(st.overflow_max <= st.overflow_size);
     CHECK_EQ_U64(compact_sync_check(m), 0);
-    printf("  stream cap %" PRIu64 " k/v %zu/%zu fill %.2f%s %s: %ld ops, queue max %" PRIu64
+    printf("  stream cap %" PRIu64 " k/v %zu/%zu fill %.2f%s %s B %u S %u: %ld ops, stash max %" PRIu64
            ", full %ld\n",
-           cap, ks, vs, fill, adversarial ? " adversarial" : "",
-           st.layout == OBL_OMAP_LAYOUT_COMPACT ? "compact" : "inline", r.ops, qmax, r.full);
+           cap, ks, vs, fill, adversarial ? " adversarial" : "", compact ? "compact" : "inline",
+           st.slots_per_bucket, st.overflow_size, r.ops, st.overflow_max, r.full);
     obl_omap_destroy(m);
     model_free(&md);
 }
 
-/* A stream at capacity with 2-slot buckets, 2 kicks per operation, a
- * 16-entry queue and 70% load: the queue works harder than at the defaults. */
+static void stream_test(uint64_t cap, size_t ks, size_t vs, double fill, long ops,
+                        int adversarial, const obl_omap_params *override)
+{
+    stream_test_f(cap, ks, vs, fill, ops, adversarial, override, 0);
+}
+
+/* A stream at capacity with 2-slot buckets and 2 entries per bucket on
+ * average: about a third of the entries live in the stash, so the
+ * stash's insert, update, erase and pull-back paths run all the time. */
 static void small_bucket_stream(uint64_t cap, size_t ks, size_t vs, long ops)
 {
     obl_omap_params p = base_params(cap, ks, vs);
     p.slots_per_bucket = 2;
-    p.kicks_per_op = 2;
-    p.queue_size = 16;
-    p.load_percent = 70;
+    p.bucket_load = 2;
     stream_test(cap, ks, vs, 1.0, ops, 0, &p);
 }
 
@@ -421,19 +476,19 @@ static void build_test(uint64_t cap, size_t ks, size_t vs, uint64_t n, long ops)
     model_free(&md);
 }
 
-/* ------------------------------------------------------- queue overflow -- */
+/* ------------------------------------------------------- stash overflow -- */
 
 /*
- * A tiny queue and one slot per bucket at 95% load, then far more new keys
- * than slots: FULL must come, and after each FULL the map still holds
- * exactly the model's entries.
+ * One slot per bucket, 4 entries per bucket on average and a stash of 3
+ * entries: far below capacity, FULL must come (bucket and stash full), and
+ * after each FULL the map still holds exactly the model's entries.
  */
 static void overflow_test(void)
 {
-    obl_omap_params p = base_params(32, 8, 8);
+    obl_omap_params p = base_params(64, 8, 8);
     p.slots_per_bucket = 1;
-    p.load_percent = 95;
-    p.queue_size = 2;
+    p.bucket_load = 4;
+    p.overflow_size = 3;
     model md;
     model_init(&md, 200, 8, 8, 0);
     obl_omap *m = NULL;
@@ -443,17 +498,30 @@ static void overflow_test(void)
         return;
     }
     stream_res r = {0, 0, 0, 0};
-    for (uint64_t i = 0; i < md.U; i++)
+    for (uint64_t i = 0; i < 64; i++)
         do_op(m, &md, OBL_OMAP_PUT, i, &r);
     CHECK(r.full > 0);
-    /* the table has 2 * ceil(32 / 0.95 / 2) = 34 slots and a 2-entry queue */
-    CHECK(md.count <= 36);
+    /* 16 buckets of one slot and 3 stash entries */
+    CHECK(md.count <= 19);
     check_all(m, &md, &r);
     CHECK_EQ_U64(r.mismatches, 0);
+    /* erases pull entries back from the stash, so new keys fit again */
+    long before = r.full;
+    for (uint64_t i = 0; i < 64; i++)
+        if (md.present[i])
+            do_op(m, &md, OBL_OMAP_ERASE, i, &r);
+    CHECK_EQ_U64(md.count, 0);
+    for (uint64_t i = 100; i < 110; i++)
+        do_op(m, &md, OBL_OMAP_PUT, i, &r);
+    check_all(m, &md, &r);
+    CHECK_EQ_U64(r.mismatches, 0);
+    CHECK_EQ_U64(compact_sync_check(m), 0);
     obl_omap_stats st;
     obl_omap_get_stats(m, &st);
     CHECK_EQ_U64(st.full_errors, (uint64_t)r.full);
-    printf("  overflow: %" PRIu64 " entries held, %ld FULL reports\n", md.count, r.full);
+    CHECK(st.overflow_max == 3);
+    printf("  overflow: %ld FULL reports, then %ld after the erases\n", before,
+           r.full - before);
     obl_omap_destroy(m);
     model_free(&md);
 }
@@ -480,17 +548,23 @@ static void bad_input_test(void)
     q.key_size = OBL_OMAP_MAX_KEY_SIZE + 1;
     CHECK_EQ_U64(obl_omap_create(&m, &q), OBL_ERR_INVALID_ARG);
     q = p;
-    q.slots_per_bucket = 9;
+    q.slots_per_bucket = OBL_OMAP_MAX_SLOTS + 1;
     CHECK_EQ_U64(obl_omap_create(&m, &q), OBL_ERR_INVALID_ARG);
     q = p;
-    q.load_percent = 99;
+    q.bucket_load = OBL_OMAP_MAX_BUCKET_LOAD + 1;
+    CHECK_EQ_U64(obl_omap_create(&m, &q), OBL_ERR_INVALID_ARG);
+    q = p;
+    q.overflow_size = OBL_OMAP_MAX_OVERFLOW + 1;
     CHECK_EQ_U64(obl_omap_create(&m, &q), OBL_ERR_INVALID_ARG);
     q = p;
     q.layout = 3;
     CHECK_EQ_U64(obl_omap_create(&m, &q), OBL_ERR_INVALID_ARG);
-    q = p;
-    q.kick_interval = OBL_OMAP_MAX_KICK_INTERVAL + 1;
-    CHECK_EQ_U64(obl_omap_create(&m, &q), OBL_ERR_INVALID_ARG);
+    q = p; /* one slot per bucket at 64 per bucket: the bound needs a stash
+              of about the capacity, above the largest allowed */
+    q.capacity = (uint64_t)1 << 24;
+    q.slots_per_bucket = 1;
+    q.bucket_load = 64;
+    CHECK_EQ_U64(obl_omap_create(&m, &q), OBL_ERR_TOO_LARGE);
     q = p;
     q.capacity = ((uint64_t)1 << 30) + 1;
     q.layout = OBL_OMAP_LAYOUT_COMPACT; /* leaves of 32 bits, build below 2^31 */
@@ -647,10 +721,8 @@ static void compact_test(void)
     CHECK_EQ_U64(compact_sync_check(m), 0);
     obl_omap_get_stats(m, &st);
     CHECK_EQ_U64(st.full_errors, 13);
-    /* every call: 2 index accesses (+ kicks on kicking calls), + 1 value
-     * access unless FULL */
-    CHECK_EQ_U64(st.oram_accesses, kick_steps(&st) + st.operations * 2 +
-                                       (st.operations - st.full_errors));
+    /* every call: 1 index access, + 1 value access unless FULL */
+    CHECK_EQ_U64(st.oram_accesses, st.operations + (st.operations - st.full_errors));
     obl_omap_destroy(m);
 
     /* the build: the all-ones key among the inputs */
@@ -707,30 +779,7 @@ static void compact_test(void)
         CHECK_EQ_U64(obl_omap_create(&m, &a), OBL_ERR_TOO_LARGE);
         CHECK(m == NULL);
     }
-    /* the kick interval (default 1) and its schedule: the first call
-     * kicks, then every interval-th */
-    static const struct {
-        uint32_t B, load, kint, want;
-    } ki[] = {{5, 80, 0, 1}, {4, 90, 0, 1}, {5, 80, 1, 1}, {4, 80, 2, 2}, {5, 80, 3, 3},
-              {8, 50, 8, 8}};
-    for (size_t i = 0; i < sizeof(ki) / sizeof(ki[0]); i++) {
-        obl_omap_params a = base_params(64, 8, 8);
-        a.slots_per_bucket = ki[i].B;
-        a.load_percent = ki[i].load;
-        a.kick_interval = ki[i].kint;
-        CHECK_EQ_U64(obl_omap_create(&m, &a), OBL_OK);
-        obl_omap_get_stats(m, &st);
-        CHECK_EQ_U64(st.kick_interval, ki[i].want);
-        uint64_t k8 = 0, f8;
-        for (uint64_t c = 1; c <= 2 * ki[i].want + 1; c++) {
-            uint64_t before = st.oram_accesses;
-            CHECK_EQ_U64(obl_omap_get(m, &k8, NULL, &f8), OBL_OK);
-            obl_omap_get_stats(m, &st);
-            CHECK_EQ_U64(st.oram_accesses - before, 2 + ((c - 1) % ki[i].want == 0));
-        }
-        obl_omap_destroy(m);
-    }
-    printf("  compact: all-ones key, capacity limit, build, kick interval: ok\n");
+    printf("  compact: all-ones key, capacity limit, build, layout choice: ok\n");
 }
 
 /* ------------------------------------------- fingerprint collisions -- */
@@ -741,7 +790,7 @@ static void compact_test(void)
  * collisions are everywhere: a put of a new key whose fingerprint another
  * key holds must report FULL and change nothing; a get of it must miss;
  * an erase of it must leave the other key in place (its index entry goes
- * back through the queue). The model checks every answer.
+ * back through the stash). The model checks every answer.
  */
 static void fp_collision_test(size_t ks, size_t vs, long ops)
 {
@@ -780,21 +829,19 @@ static void fp_collision_test(size_t ks, size_t vs, long ops)
     model_free(&md);
 }
 
-/* ---------------------------------------------------- queue failure rate -- */
+/* --------------------------------------------------- overflow stash rate -- */
 
 /*
- * At the maximum load (capacity entries), a long stream of erases of a
- * present key followed by puts of an absent one (occupancy stays at
- * capacity): counts FULL events and the largest queue occupancy.
+ * At capacity, a long stream of erases of a present key followed by puts of
+ * an absent one (occupancy stays at capacity): counts FULL events and
+ * errors, the largest stash occupancy (against its size, the bound), and
+ * checks the index invariants at the end.
  */
-static void queue_rate(uint64_t cap, long ops, uint32_t B, uint32_t load, uint32_t Q,
-                       uint32_t kint)
+static void overflow_rate(uint64_t cap, long ops, uint32_t B, uint32_t load)
 {
     obl_omap_params p = base_params(cap, 8, 8);
     p.slots_per_bucket = B;
-    p.kick_interval = kint;
-    p.load_percent = load;
-    p.queue_size = Q;
+    p.bucket_load = load;
     p.oram_scan_max = 0;
     obl_omap *m = NULL;
     if (obl_omap_create(&m, &p) != OBL_OK) {
@@ -812,7 +859,7 @@ static void queue_rate(uint64_t cap, long ops, uint32_t B, uint32_t load, uint32
         obl_err e = obl_omap_put(m, &keys[i], &v, &f);
         full += e == OBL_ERR_FULL;
         other += e != OBL_OK && e != OBL_ERR_FULL;
-        pres[i] = 1;
+        pres[i] = e == OBL_OK;
     }
     for (long t = 0; t < ops; t++) {
         uint64_t a;
@@ -832,18 +879,63 @@ static void queue_rate(uint64_t cap, long ops, uint32_t B, uint32_t load, uint32
     }
     obl_omap_stats st;
     obl_omap_get_stats(m, &st);
-    printf("  queue rate: cap %" PRIu64 " B %u load %u%% Q %u kick every %u %s: %" PRIu64
-           " ops, FULL %ld, other errors %ld, queue max %" PRIu64 ", stash max %" PRIu64 "\n",
-           cap, st.slots_per_bucket, load, Q, st.kick_interval,
+    printf("  overflow rate: cap %" PRIu64 " M %" PRIu64 " B %u S %u %s: %" PRIu64
+           " ops, FULL %ld, other errors %ld, stash max %" PRIu64 ", ORAM stash max %" PRIu64 "\n",
+           cap, st.buckets, st.slots_per_bucket, st.overflow_size,
            st.layout == OBL_OMAP_LAYOUT_COMPACT ? "compact" : "inline", st.operations, full,
-           other, st.queue_max, st.stash_max);
+           other, st.overflow_max, st.stash_max);
+    CHECK_EQ_U64(full, 0);
     CHECK_EQ_U64(st.stash_overflows, 0);
     CHECK(st.stash_max > 0 && st.stash_max <= OBL_ORAM_DEFAULT_STASH);
     CHECK_EQ_U64(other, 0); /* no stash overflow or refused access */
+    CHECK(st.overflow_max <= st.overflow_size);
     CHECK_EQ_U64(compact_sync_check(m), 0);
     obl_omap_destroy(m);
     free(keys);
     free(pres);
+}
+
+/* ---------------------------------------------------------------- sizing -- */
+
+/*
+ * The overflow bound: 0 when a bucket holds the whole capacity; never above
+ * capacity - B; falling as B grows; above the mean occupancy; and the
+ * automatic sizing at 2^20 entries (docs/omap.md, "Sizing").
+ */
+static void sizing_test(void)
+{
+    CHECK_EQ_U64(omap_overflow_bound(10, 1, 10, 40), 0);
+    CHECK_EQ_U64(omap_overflow_bound(10, 1, 4, 40), 6); /* all 10 in one bucket */
+    uint64_t prev = UINT64_MAX;
+    for (uint32_t B = 16; B <= 40; B += 4) {
+        uint64_t s = omap_overflow_bound((uint64_t)1 << 20, (uint64_t)1 << 16, B, 40);
+        CHECK(s < prev);
+        prev = s;
+    }
+    /* 2^20 keys in 2^16 buckets of 32 slots: mean overflow 15.6; the
+     * 2^-40 bound is larger, and a 2^-20 bound smaller than that */
+    uint64_t s40 = omap_overflow_bound((uint64_t)1 << 20, (uint64_t)1 << 16, 32, 40);
+    uint64_t s20 = omap_overflow_bound((uint64_t)1 << 20, (uint64_t)1 << 16, 32, 20);
+    CHECK(s40 > 16 && s40 < 200 && s20 < s40);
+    obl_omap_params p = base_params((uint64_t)1 << 20, 8, 56);
+    p.layout = OBL_OMAP_LAYOUT_COMPACT;
+    obl_omap *m = NULL;
+    uint32_t B, S;
+    uint64_t M;
+    /* sizes only: omap_alloc allocates no ORAM */
+    CHECK_EQ_U64(omap_alloc(&m, &p), OBL_OK);
+    if (!m)
+        return;
+    B = m->B;
+    S = m->S;
+    M = m->M;
+    CHECK_EQ_U64(M, (uint64_t)1 << 16);
+    CHECK(S <= OBL_OMAP_OVERFLOW_TARGET + 7 && S >= 8);
+    CHECK(omap_overflow_bound((uint64_t)1 << 20, M, B - 1, 40) > OBL_OMAP_OVERFLOW_TARGET);
+    printf("  sizing: 2^20 entries: M 2^16, B %u, S %u (bound %" PRIu64 "); B 32: %" PRIu64
+           " (2^-40), %" PRIu64 " (2^-20)\n",
+           B, S, omap_overflow_bound((uint64_t)1 << 20, M, B, 40), s40, s20);
+    omap_free(m);
 }
 
 int main(int argc, char **argv)
@@ -851,6 +943,7 @@ int main(int argc, char **argv)
     test_init(argc, argv, "test_omap");
     test_rng_seed(&R, T.seed);
     test_siphash();
+    sizing_test();
     bad_input_test();
     alloc_fail_test();
     overflow_test();
@@ -913,24 +1006,20 @@ int main(int argc, char **argv)
         build_test(4096, 8, 56, 3000, 2000);
         build_test(200, 32, 32, 200, 2000);
         build_test(10, 8, 8, 0, 100);
-        queue_rate(4096, 20000, 4, 80, 32, 0);
+        overflow_rate(4096, 20000, 0, 0);
+        overflow_rate(4096, 20000, 6, 4); /* a busy stash: 4 per bucket, 6 slots */
         g_layout = OBL_OMAP_LAYOUT_COMPACT; /* churn at capacity, value ORAM full */
-        queue_rate(4096, 20000, 0, 80, 32, 0);
+        overflow_rate(4096, 20000, 0, 0);
         g_layout = OBL_OMAP_LAYOUT_AUTO;
         stream_test(500, 8, 32, 1.0, 3000, 0, NULL);
         build_test(500, 8, 32, 500, 1000);
     }
     if (T.long_run) {
-        queue_rate(1 << 16, 2000000, 4, 80, 32, 0);
-        queue_rate(1 << 16, 2000000, 4, 90, 32, 0);
-        queue_rate(1 << 16, 2000000, 2, 80, 32, 0);
-        queue_rate(1 << 16, 2000000, 0, 80, 32, 0); /* automatic B (5 here) */
-        /* kick intervals above the default: the fill by puts overflows */
-        queue_rate(1 << 16, 2000000, 0, 80, 32, 2);
-        queue_rate(1 << 16, 2000000, 0, 80, 32, 3);
-        queue_rate(1 << 16, 2000000, 4, 80, 32, 2);
-        g_layout = OBL_OMAP_LAYOUT_COMPACT; /* same index, leaves as slot values */
-        queue_rate(1 << 16, 2000000, 0, 80, 32, 0);
+        g_layout = OBL_OMAP_LAYOUT_INLINE;
+        overflow_rate(1 << 16, 2000000, 0, 0); /* automatic sizing */
+        overflow_rate(1 << 16, 2000000, 20, 16);
+        g_layout = OBL_OMAP_LAYOUT_COMPACT;
+        overflow_rate(1 << 16, 2000000, 0, 0);
     }
     return test_done("test_omap");
 }
