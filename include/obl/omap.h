@@ -74,14 +74,15 @@ extern "C" {
  *   replaced in the index by a 64-bit keyed fingerprint, which is the
  *   block id; the block holds key and value, and the stored key is
  *   compared on every access. Capacity at most 2^30.
- * AUTO: COMPACT for keys of at most 8 bytes and values of at least
- *   OBL_OMAP_COMPACT_MIN_VALUE bytes, and for longer keys when key and
- *   value take at least OBL_OMAP_COMPACT_MIN_ENTRY bytes; else INLINE. */
+ * AUTO: INLINE for keys of at most OBL_OMAP_INLINE_MAX_KEY and values of
+ *   at most OBL_OMAP_INLINE_MAX_VALUE bytes, else COMPACT (measured,
+ *   docs/omap.md). Keys and inline values of at most 8 bytes are stored as
+ *   8-byte words. */
 #define OBL_OMAP_LAYOUT_AUTO 0u
 #define OBL_OMAP_LAYOUT_INLINE 1u
 #define OBL_OMAP_LAYOUT_COMPACT 2u
-#define OBL_OMAP_COMPACT_MIN_VALUE 24u
-#define OBL_OMAP_COMPACT_MIN_ENTRY 32u
+#define OBL_OMAP_INLINE_MAX_KEY 8u
+#define OBL_OMAP_INLINE_MAX_VALUE 8u
 
 /* Operation codes for obl_omap_access. The code is SECRET: all codes make
  * the same accesses. Any other value behaves as OBL_OMAP_GET. */

@@ -111,21 +111,27 @@ obl_err obl_omap_build(obl_omap **out, const obl_omap_params *p, const void *key
     unsigned char *arr = NULL;
     /* fingerprint mode: the index keys (fingerprints) and the value
      * ORAM's blocks {key, value} */
-    uint64_t *fpk = m->fp ? (uint64_t *)obl_alloc(&m->ac, fp_bytes, 64) : NULL;
+    uint64_t *fpk = m->fp || ks < iks ? (uint64_t *)obl_alloc(&m->ac, fp_bytes, 64) : NULL;
     unsigned char *kvb = NULL;
     uint64_t *ids = NULL;
     uint32_t *leaves = NULL;
     size_t ids_bytes = 0, leaves_bytes = 0;
     const int compact = m->layout == OBL_OMAP_LAYOUT_COMPACT;
     uint64_t qn = 0;
-    if (!recs || !tmp || !cnt || !bk || !own || !fill || (m->fp && !fpk)) {
+    if (!recs || !tmp || !cnt || !bk || !own || !fill || ((m->fp || ks < iks) && !fpk)) {
         err = OBL_ERR_NOMEM;
         goto done;
     }
-    for (uint64_t i = 0; m->fp && i < n; i++)
-        fpk[i] = omap_fingerprint(m, K + i * ks);
-    /* the index keys, iks bytes each */
-    const unsigned char *IK = m->fp ? (const unsigned char *)fpk : K;
+    /* the index keys, iks bytes each: fingerprints, keys of under 8 bytes
+     * zero-extended, or the keys */
+    for (uint64_t i = 0; i < n && (m->fp || ks < iks); i++) {
+        fpk[i] = 0;
+        if (m->fp)
+            fpk[i] = omap_fingerprint(m, K + i * ks);
+        else
+            memcpy(&fpk[i], K + i * ks, ks);
+    }
+    const unsigned char *IK = m->fp || ks < iks ? (const unsigned char *)fpk : K;
 
     /* Hashes. LEAK: the bucket and 64-bit hash of each input position,
      * pseudo-random for distinct keys (see the top of this file). */
@@ -225,7 +231,7 @@ obl_err obl_omap_build(obl_omap **out, const obl_omap_params *p, const void *key
         if (err != OBL_OK)
             goto done;
     }
-    const size_t svs = m->svs;
+    const size_t svs = m->svs, svc = compact ? 4 : vs; /* svc: bytes of the source */
 #define OMAP_SV(i) (compact ? (const unsigned char *)&leaves[i] : V + (i) * vs)
 
     /* Placement by the (public) buckets, in input order. own[b * B + s] =
@@ -243,7 +249,7 @@ obl_err obl_omap_build(obl_omap **out, const obl_omap_params *p, const void *key
         }
         m->sh[qn] = 1 | (b << 1);
         memcpy(m->skey + qn * iks, IK + i * iks, iks);
-        memcpy(m->ssv + qn * svs, OMAP_SV(i), svs);
+        memcpy(m->ssv + qn * svs, OMAP_SV(i), svc); /* zero-extended: the stash was zeroed */
         OBL_SECRET(&m->sh[qn], OMAP_HS); /* the stash's content is secret again */
         qn++;
     }
@@ -262,7 +268,7 @@ obl_err obl_omap_build(obl_omap **out, const obl_omap_params *p, const void *key
         for (unsigned s = 0; s < fill[b]; s++) {
             uint64_t i = own[b * B + s] - 1;
             memcpy(bp + OMAP_HS + s * iks, IK + i * iks, iks);
-            memcpy(bp + OMAP_HS + B * iks + s * svs, OMAP_SV(i), svs);
+            memcpy(bp + OMAP_HS + B * iks + s * svs, OMAP_SV(i), svc);
         }
     }
 #undef OMAP_SV

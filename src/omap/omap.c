@@ -276,9 +276,7 @@ void omap_values_params(obl_omap *m, obl_nroram_params *np, const obl_omap_param
  * bits). Keys of at most 8 bytes are block ids; longer keys use
  * fingerprints (omap_internal.h).
  * AUTO picks COMPACT where it measured faster (docs/omap.md, "Layouts"):
- * keys of at most 8 bytes with values of at least
- * OBL_OMAP_COMPACT_MIN_VALUE bytes, longer keys when key and value take at
- * least OBL_OMAP_COMPACT_MIN_ENTRY bytes.
+ * everywhere but for keys and values of at most 8 bytes each.
  * Public: p.
  */
 static uint32_t omap_layout(const obl_omap_params *p)
@@ -288,9 +286,8 @@ static uint32_t omap_layout(const obl_omap_params *p)
         return OBL_OMAP_LAYOUT_INLINE;
     if (p->layout == OBL_OMAP_LAYOUT_COMPACT)
         return can ? OBL_OMAP_LAYOUT_COMPACT : 0;
-    int pays = p->key_size <= 8 ? p->value_size >= OBL_OMAP_COMPACT_MIN_VALUE
-                                : p->key_size + p->value_size >= OBL_OMAP_COMPACT_MIN_ENTRY;
-    return can && pays ? OBL_OMAP_LAYOUT_COMPACT : OBL_OMAP_LAYOUT_INLINE;
+    int small = p->key_size <= OBL_OMAP_INLINE_MAX_KEY && p->value_size <= OBL_OMAP_INLINE_MAX_VALUE;
+    return can && !small ? OBL_OMAP_LAYOUT_COMPACT : OBL_OMAP_LAYOUT_INLINE;
 }
 
 /* see omap_internal.h */
@@ -312,8 +309,11 @@ obl_err omap_alloc(obl_omap **out, const obl_omap_params *p)
         return OBL_ERR_TOO_LARGE;
     int compact = layout == OBL_OMAP_LAYOUT_COMPACT;
     int fp = compact && p->key_size > 8;
-    size_t iks = fp ? 8 : p->key_size;
-    size_t svs = compact ? 4 : p->value_size;
+    /* keys of at most 8 bytes (and fingerprints) are 8-byte words in the
+     * index, zero-extended, and so are inline values of at most 8 bytes:
+     * op_words then serves them (docs/omap.md, "Layouts") */
+    size_t iks = fp || p->key_size <= 8 ? 8 : p->key_size;
+    size_t svs = compact ? 4 : p->value_size <= 8 ? 8 : p->value_size;
     size_t kv = iks + svs, bsz, ses = OMAP_HS + kv, sb;
     uint32_t B, S, logM;
     uint64_t M = omap_size(p, &B, &S, &logM);
@@ -346,8 +346,7 @@ obl_err omap_alloc(obl_omap **out, const obl_omap_params *p)
     m->S = S;
     m->scan_max = p->oram_scan_max;
     m->stash_bytes = sb;
-    /* inline: the slot values are the values, so no separate pair */
-    m->scratch_bytes = ses + 2 * svs + (compact ? 2 * p->value_size : 0);
+    m->scratch_bytes = ses + 2 * svs + 2 * p->value_size;
     m->ones_bytes = compact && p->key_size == 8 ? p->value_size : 0; /* not fp */
     m->stash = (unsigned char *)obl_alloc(&m->ac, sb, 64);
     if (m->stash) {
@@ -824,22 +823,26 @@ obl_err obl_omap_access(obl_omap *m, uint64_t op, const void *key, const void *v
     if (err != OBL_OK)
         return err;
     /* in, out: the slot value given to and taken from the index: the value
-     * itself (inline: in and out are vin and vout), or the new and the old
-     * leaf (compact); vin, vout: the value */
+     * (inline; zero-extended to svs bytes), or the new and the old leaf
+     * (compact); vin, vout: the value */
     unsigned char *in = m->scratch + m->ses, *out = in + m->svs;
-    unsigned char *vin = compact ? out + m->svs : in, *vout = compact ? vin + m->vs : out;
+    unsigned char *vin = out + m->svs, *vout = vin + m->vs;
     if (value_in)
         memcpy(vin, value_in, m->vs);
     else
         memset(vin, 0, m->vs);
     memset(vout, 0, m->vs);
+    memset(in, 0, m->svs);
+    memset(out, 0, m->svs);
     uint64_t nl = 0;
     if (compact) {
         nl = obl_nroram_random_pos(m->vo);
         st32(in, nl);
-        memset(out, 0, 4);
+    } else {
+        memcpy(in, vin, m->vs);
     }
-    /* the index key: the key, or its fingerprint (fingerprint mode) */
+    /* the index key: the key, zero-extended to 8 bytes if shorter, or its
+     * fingerprint (fingerprint mode) */
     const unsigned char *ikey = (const unsigned char *)key;
     /* 64 bytes, not 8: the copies and compares of m->iks bytes have vector
      * paths that gcc's bounds warning cannot rule out for a shorter array */
@@ -847,6 +850,9 @@ obl_err obl_omap_access(obl_omap *m, uint64_t op, const void *key, const void *v
     if (m->fp) { /* public */
         uint64_t f = omap_fingerprint(m, key);
         memcpy(fpk, &f, 8);
+        ikey = fpk;
+    } else if (m->ks < m->iks) { /* public */
+        memcpy(fpk, key, m->ks);
         ikey = fpk;
     }
     uint64_t b = omap_bucket(m, ikey);
@@ -869,6 +875,8 @@ obl_err obl_omap_access(obl_omap *m, uint64_t op, const void *key, const void *v
         return OBL_ERR_FULL;
     }
     m->st.overflow_max = obl_ct_max64(m->st.overflow_max, c.occ);
+    if (!compact)
+        memcpy(vout, out, m->vs);
     m->count += c.added - c.removed;
     uint64_t present = c.found; /* the key was in the map */
     if (compact && !m->fp) {

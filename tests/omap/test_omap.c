@@ -760,11 +760,11 @@ static void compact_test(void)
         size_t ks, vs;
         uint32_t want;
     } pick[] = {{8, 32, OBL_OMAP_LAYOUT_COMPACT},  {8, 24, OBL_OMAP_LAYOUT_COMPACT},
-                {4, 100, OBL_OMAP_LAYOUT_COMPACT}, {8, 23, OBL_OMAP_LAYOUT_INLINE},
+                {4, 100, OBL_OMAP_LAYOUT_COMPACT}, {8, 9, OBL_OMAP_LAYOUT_COMPACT},
                 {8, 8, OBL_OMAP_LAYOUT_INLINE},    {9, 32, OBL_OMAP_LAYOUT_COMPACT},
                 {16, 100, OBL_OMAP_LAYOUT_COMPACT}, {32, 32, OBL_OMAP_LAYOUT_COMPACT},
-                {16, 16, OBL_OMAP_LAYOUT_COMPACT}, {16, 15, OBL_OMAP_LAYOUT_INLINE},
-                {24, 4, OBL_OMAP_LAYOUT_INLINE}};
+                {16, 16, OBL_OMAP_LAYOUT_COMPACT}, {9, 1, OBL_OMAP_LAYOUT_COMPACT},
+                {4, 8, OBL_OMAP_LAYOUT_INLINE},    {1, 1, OBL_OMAP_LAYOUT_INLINE}};
     for (size_t i = 0; i < sizeof(pick) / sizeof(pick[0]); i++) {
         obl_omap_params a = base_params(20, pick[i].ks, pick[i].vs);
         a.layout = OBL_OMAP_LAYOUT_AUTO;
