@@ -10,14 +10,17 @@
 #include <sys/mman.h>
 #endif
 
-/* Requests for page alignment (OBL_ALIGN_RANDOM: memory read at random,
- * the ORAM trees) of at least this size are aligned to, and rounded up to,
+/* Blocks of at least OBL_HUGE_MIN bytes are aligned to, and rounded up to,
  * 2 MiB and advised for transparent huge pages (Linux, MADV_HUGEPAGE; a
- * no-op where the kernel's setting is "never"): with 4 KiB pages nearly
- * every bucket below a tree's cached levels is also a TLB miss. Memory
- * read in order (the build's working arrays) keeps 4 KiB pages: on a VM,
- * fresh huge pages were slow to fault in. Measured in docs/oram.md ("Huge
- * pages"). Public: the size and alignment. */
+ * no-op where the kernel's setting is "never"). For the ORAM trees (read at
+ * random): with 4 KiB pages nearly every bucket below a tree's cached
+ * levels is also a TLB miss. For the builds' working arrays (read in
+ * order): on this project's VM a 4 KiB page fault costs about 10 us, so
+ * first touching 128 MiB took 330 ms with 4 KiB pages against 10 ms with
+ * huge pages that the process had freed before (188 ms the first time);
+ * the map build of 2^20 pairs (8/56), which touches about 500 MiB of fresh
+ * memory, went from 1.7 to 0.77 s in obl-bench. Measured in docs/oram.md
+ * ("Huge pages"). Public: the size and alignment. */
 #define OBL_HUGE_MIN ((size_t)4 << 20)
 #define OBL_HUGE_PAGE ((size_t)2 << 20)
 
@@ -27,7 +30,7 @@ static void *obl_default_alloc(void *opaque, size_t size, size_t align)
     if (align < sizeof(void *))
         align = sizeof(void *);
 #if defined(__linux__) && defined(MADV_HUGEPAGE)
-    if (size >= OBL_HUGE_MIN && align == OBL_ALIGN_RANDOM) {
+    if (size >= OBL_HUGE_MIN) {
         size_t r = (size + OBL_HUGE_PAGE - 1) & ~(OBL_HUGE_PAGE - 1);
         if (r < size)
             return NULL;

@@ -219,7 +219,7 @@ obl_err obl_omap_build(obl_omap **out, const obl_omap_params *p, const void *key
             blocks = kvb;
             bs = ks + vs;
         }
-        err = nr_create(&m->vo, &np);
+        err = nr_create(&m->vo, &np, 0);
         if (err == OBL_OK)
             err = m->fp ? nr_build(m->vo, n, blocks, bs, (size_t)n * bs, NULL, omap_block_id, m,
                                    leaves)

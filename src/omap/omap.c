@@ -400,7 +400,7 @@ obl_err obl_omap_create(obl_omap **out, const obl_omap_params *p)
     if (e == OBL_OK && m->layout == OBL_OMAP_LAYOUT_COMPACT) {
         obl_nroram_params np;
         omap_values_params(m, &np, p);
-        e = nr_create(&m->vo, &np);
+        e = nr_create(&m->vo, &np, 1);
     }
     if (e != OBL_OK) {
         omap_free(m);

@@ -122,16 +122,18 @@ static void nr_free_all(obl_nroram *o)
     obl_free(&ac, o, sizeof(*o));
 }
 
-/* Marks every slot of the tree and of the buffer empty. */
-static void nr_clear(obl_nroram *o)
+/* Marks every slot of the buffer (stash) empty, and with clear every slot
+ * of the tree. */
+static void nr_clear(obl_nroram *o, int clear)
 {
     /* all-ones ids are the dummy id for both word sizes */
-    memset(o->tree, 0xff, o->tree_bytes); /* data of empty slots: any bytes */
+    if (clear)
+        memset(o->tree, 0xff, o->tree_bytes); /* data of empty slots: any bytes */
     memset(o->bmeta, 0xff, o->bmeta_bytes);
 }
 
 /* see nroram_internal.h */
-obl_err nr_create(obl_nroram **out, const obl_nroram_params *p)
+obl_err nr_create(obl_nroram **out, const obl_nroram_params *p, int clear)
 {
     *out = NULL;
     uint32_t S = p->stash_size ? p->stash_size : OBL_ORAM_DEFAULT_STASH;
@@ -219,7 +221,7 @@ obl_err nr_create(obl_nroram **out, const obl_nroram_params *p)
         nr_free_all(o);
         return OBL_ERR_NOMEM;
     }
-    nr_clear(o);
+    nr_clear(o, clear);
     /* The tree, the buffer (stash) and the scratch hold secrets from here
      * on: ids, leaves and values. */
     OBL_SECRET(o->tree, o->tree_bytes);
@@ -250,7 +252,7 @@ obl_err obl_nroram_create(obl_nroram **out, const obl_nroram_params *p)
     *out = NULL;
     if (!p)
         return OBL_ERR_INVALID_ARG;
-    return nr_create(out, p);
+    return nr_create(out, p, 1);
 }
 
 /* see obl/oram.h */

@@ -100,9 +100,12 @@ struct obl_nroram {
     obl_oram_stats st;  /* secret fields: stash_max, hist */
 };
 
-/* Allocates an empty tree (all slots dummy) with its own PRG; seeding from
- * p->random / seed. Internal: no public-argument checks beyond sizes. */
-obl_err nr_create(obl_nroram **out, const obl_nroram_params *p);
+/* Allocates a tree with its own PRG; seeding from p->random / seed. With
+ * clear, every slot of the tree is empty (dummy); without, the tree's
+ * memory is left as allocated, for a caller that runs nr_build next (it
+ * writes every slot): that skips a pass over the whole tree. The stash is
+ * empty either way. Internal: no public-argument checks beyond sizes. */
+obl_err nr_create(obl_nroram **out, const obl_nroram_params *p, int clear);
 
 /*
  * The two halves of one access, so that a caller (the recursive ORAM, the

@@ -166,7 +166,7 @@ static obl_err ro_create(obl_roram **out, const obl_roram_params *p, const void 
             np.use_seed = p->use_seed;
             np.seed = p->seed + 0x9e3779b97f4a7c15ULL * (l + 1);
             np.alloc = p->alloc;
-            err = nr_create(&r->lv[l], &np);
+            err = nr_create(&r->lv[l], &np, 0);
             size_t lb = (size_t)cnt[l] * 4;
             uint32_t *leaves = err == OBL_OK ? (uint32_t *)obl_alloc(&r->ac, lb, 64) : NULL;
             if (err == OBL_OK && !leaves)
