@@ -31,34 +31,6 @@
 
 __extension__ typedef unsigned __int128 build_u128;
 
-typedef struct {
-    uint64_t h;   /* SipHash of the index key */
-    uint64_t i;   /* input position */
-} build_rec;
-
-/* LSD radix sort of recs by h, 16 bits per pass; tmp has n records.
- * Vartime: the hashes are public at this point (see the top). */
-static void radix_sort_vartime(build_rec *recs, build_rec *tmp, uint64_t n, uint32_t *cnt)
-{
-    for (unsigned sh = 0; sh < 64; sh += 16) {
-        memset(cnt, 0, sizeof(uint32_t) << 16);
-        for (uint64_t i = 0; i < n; i++)
-            cnt[(recs[i].h >> sh) & 0xffff]++;
-        uint32_t sum = 0;
-        for (uint32_t d = 0; d < 65536; d++) {
-            uint32_t c = cnt[d];
-            cnt[d] = sum;
-            sum += c;
-        }
-        for (uint64_t i = 0; i < n; i++)
-            tmp[cnt[(recs[i].h >> sh) & 0xffff]++] = recs[i];
-        build_rec *t = recs;
-        recs = tmp;
-        tmp = t;
-    }
-    /* four passes: the sorted data is back in the caller's recs */
-}
-
 /* Fingerprint mode: a value block's id, the fingerprint of the key it
  * starts with (nr_build calls it on every slot: SipHash takes the same
  * time for any key of ks bytes). Secret: the block. */
@@ -89,11 +61,11 @@ obl_err obl_omap_build(obl_omap **out, const obl_omap_params *p, const void *key
     const unsigned char *K = (const unsigned char *)keys, *V = (const unsigned char *)values;
     const size_t ks = m->ks, vs = m->vs, B = m->B, iks = m->iks;
     const uint64_t nb = m->M;
-    size_t rec_bytes = 0, b_bytes = 0, own_bytes = 0, fill_bytes = nb, arr_bytes = 0;
+    size_t h_bytes = 0, b_bytes = 0, st_bytes = 0, own_bytes = 0, fill_bytes = nb, arr_bytes = 0;
     size_t fp_bytes = 0, kvb_bytes = 0;
-    size_t cnt_bytes = sizeof(uint32_t) << 16;
-    int ok = obl_mul_ok((size_t)(n ? n : 1), sizeof(build_rec), &rec_bytes) &&
+    int ok = obl_mul_ok((size_t)(n ? n : 1), sizeof(uint64_t), &h_bytes) &&
              obl_mul_ok((size_t)(n ? n : 1), sizeof(uint64_t), &b_bytes) &&
+             obl_mul_ok((size_t)nb + 1, sizeof(uint64_t), &st_bytes) &&
              obl_mul_ok((size_t)nb * B, sizeof(uint64_t), &own_bytes) &&
              obl_mul_ok((size_t)nb, m->bsz, &arr_bytes) &&
              obl_mul_ok((size_t)(n ? n : 1), 8, &fp_bytes) &&
@@ -102,11 +74,11 @@ obl_err obl_omap_build(obl_omap **out, const obl_omap_params *p, const void *key
         omap_free(m);
         return OBL_ERR_TOO_LARGE;
     }
-    build_rec *recs = (build_rec *)obl_alloc(&m->ac, rec_bytes, 64);
-    build_rec *tmp = (build_rec *)obl_alloc(&m->ac, rec_bytes, 64);
-    uint32_t *cnt = (uint32_t *)obl_alloc(&m->ac, cnt_bytes, 64);
-    uint64_t *bk = (uint64_t *)obl_alloc(&m->ac, b_bytes, 64);       /* bucket per entry */
-    uint64_t *own = (uint64_t *)obl_alloc(&m->ac, own_bytes, 64);    /* entry + 1 per slot */
+    uint64_t *hv = (uint64_t *)obl_alloc(&m->ac, h_bytes, 64);      /* hash per entry */
+    uint64_t *bk = (uint64_t *)obl_alloc(&m->ac, b_bytes, 64);      /* bucket per entry */
+    uint64_t *ord = (uint64_t *)obl_alloc(&m->ac, h_bytes, 64);     /* entries by bucket */
+    uint64_t *start = (uint64_t *)obl_alloc(&m->ac, st_bytes, 64);  /* bucket b: ord[start[b]..] */
+    uint64_t *own = (uint64_t *)obl_alloc(&m->ac, own_bytes, 64);   /* entry + 1 per slot */
     unsigned char *fill = (unsigned char *)obl_alloc(&m->ac, fill_bytes, 64);
     unsigned char *arr = NULL;
     /* fingerprint mode: the index keys (fingerprints) and the value
@@ -118,7 +90,7 @@ obl_err obl_omap_build(obl_omap **out, const obl_omap_params *p, const void *key
     size_t ids_bytes = 0, leaves_bytes = 0;
     const int compact = m->layout == OBL_OMAP_LAYOUT_COMPACT;
     uint64_t qn = 0;
-    if (!recs || !tmp || !cnt || !bk || !own || !fill || ((m->fp || ks < iks) && !fpk)) {
+    if (!hv || !bk || !ord || !start || !own || !fill || ((m->fp || ks < iks) && !fpk)) {
         err = OBL_ERR_NOMEM;
         goto done;
     }
@@ -136,36 +108,42 @@ obl_err obl_omap_build(obl_omap **out, const obl_omap_params *p, const void *key
     /* Hashes. LEAK: the bucket and 64-bit hash of each input position,
      * pseudo-random for distinct keys (see the top of this file). */
     for (uint64_t i = 0; i < n; i++) {
-        const unsigned char *k = IK + i * iks;
-        uint64_t h = omap_hash(m, k);
-        recs[i].h = h;
-        recs[i].i = i;
+        uint64_t h = omap_hash(m, IK + i * iks);
+        hv[i] = h;
         bk[i] = (uint64_t)(((build_u128)h * m->M) >> 64);
-        OBL_DECLASSIFY(&recs[i].h, sizeof(recs[i].h));
+        OBL_DECLASSIFY(&hv[i], sizeof(uint64_t));
         OBL_DECLASSIFY(&bk[i], sizeof(uint64_t));
     }
+    /* The entries grouped by bucket, in input order within each (a
+     * counting sort on the public buckets). */
+    memset(start, 0, st_bytes);
+    for (uint64_t i = 0; i < n; i++)
+        start[bk[i] + 1]++;
+    for (uint64_t b = 0; b < nb; b++)
+        start[b + 1] += start[b];
+    for (uint64_t i = 0; i < n; i++)
+        ord[start[bk[i]]++] = i;
+    for (uint64_t b = nb; b > 0; b--) /* undo the cursor moves */
+        start[b] = start[b - 1];
+    start[0] = 0;
 
-    /* Duplicates: equal keys have equal hashes, so after sorting by hash a
-     * duplicate pair sits inside a run of equal hashes; runs longer than one
-     * (a duplicate, or a 64-bit PRF collision, probability ~ n^2 / 2^65) are
-     * compared pairwise in constant time. In fingerprint mode equal
-     * fingerprints hash equally too: two different keys with one
-     * fingerprint cannot both be held (fpc). */
-    radix_sort_vartime(recs, tmp, n, cnt);
+    /* Duplicates: equal keys have equal hashes and so one bucket; within a
+     * bucket, pairs with equal 64-bit hashes (a duplicate, or a PRF
+     * collision, probability ~ n^2 / 2^65) are compared in constant time.
+     * In fingerprint mode equal fingerprints hash equally too: two
+     * different keys with one fingerprint cannot both be held (fpc). */
     uint64_t dup = 0, fpc = 0;
-    for (uint64_t s = 0; s < n;) {
-        uint64_t e = s + 1;
-        while (e < n && recs[e].h == recs[s].h)
-            e++;
-        for (uint64_t a = s; a < e; a++)
-            for (uint64_t b = a + 1; b < e; b++) {
-                uint64_t eq = obl_ct_memeq(K + recs[a].i * ks, K + recs[b].i * ks, ks);
+    for (uint64_t b = 0; b < nb; b++)
+        for (uint64_t x = start[b]; x < start[b + 1]; x++)
+            for (uint64_t y = x + 1; y < start[b + 1]; y++) {
+                uint64_t i = ord[x], j = ord[y];
+                if (hv[i] != hv[j]) /* public: the hashes are */
+                    continue;
+                uint64_t eq = obl_ct_memeq(K + i * ks, K + j * ks, ks);
                 dup |= eq;
                 if (m->fp) /* public */
-                    fpc |= obl_ct_eq64(fpk[recs[a].i], fpk[recs[b].i]) & (eq ^ 1);
+                    fpc |= obl_ct_eq64(fpk[i], fpk[j]) & (eq ^ 1);
             }
-        s = e;
-    }
     /* LEAK: whether the input holds a duplicate key: the public error; and
      * whether two keys share a fingerprint (probability ~ n^2 / 2^65): the
      * capacity event OBL_ERR_FULL. */
@@ -177,9 +155,8 @@ obl_err obl_omap_build(obl_omap **out, const obl_omap_params *p, const void *key
         err = OBL_ERR_FULL;
         goto done;
     }
-    obl_free(&m->ac, recs, rec_bytes);
-    obl_free(&m->ac, tmp, rec_bytes);
-    recs = tmp = NULL;
+    obl_free(&m->ac, hv, h_bytes);
+    hv = NULL;
 
     /* Compact layout: the values go into their ORAM first, built directly
      * (nr_build, oblivious) with the keys as block ids; the index entries
@@ -234,25 +211,27 @@ obl_err obl_omap_build(obl_omap **out, const obl_omap_params *p, const void *key
     const size_t svs = m->svs, svc = compact ? 4 : vs; /* svc: bytes of the source */
 #define OMAP_SV(i) (compact ? (const unsigned char *)&leaves[i] : V + (i) * vs)
 
-    /* Placement by the (public) buckets, in input order. own[b * B + s] =
-     * entry + 1. LEAK: the stash's fill after the build, a function of the
-     * public buckets. */
-    for (uint64_t i = 0; i < n; i++) {
-        uint64_t b = bk[i];
-        if (fill[b] < B) {
-            own[b * B + fill[b]++] = i + 1;
-            continue;
+    /* Placement by the (public) buckets: the first B entries of a bucket
+     * (in input order) take its slots, the rest go to the stash.
+     * own[b * B + s] = entry + 1. LEAK: the stash's fill after the build,
+     * a function of the public buckets. */
+    for (uint64_t b = 0; b < nb; b++)
+        for (uint64_t x = start[b]; x < start[b + 1]; x++) {
+            uint64_t i = ord[x];
+            if (fill[b] < B) {
+                own[b * B + fill[b]++] = i + 1;
+                continue;
+            }
+            if (qn == m->S) {
+                err = OBL_ERR_FULL;
+                goto done;
+            }
+            m->sh[qn] = 1 | (b << 1);
+            memcpy(m->skey + qn * iks, IK + i * iks, iks);
+            memcpy(m->ssv + qn * svs, OMAP_SV(i), svc); /* zero-extended: the stash was zeroed */
+            OBL_SECRET(&m->sh[qn], OMAP_HS); /* the stash's content is secret again */
+            qn++;
         }
-        if (qn == m->S) {
-            err = OBL_ERR_FULL;
-            goto done;
-        }
-        m->sh[qn] = 1 | (b << 1);
-        memcpy(m->skey + qn * iks, IK + i * iks, iks);
-        memcpy(m->ssv + qn * svs, OMAP_SV(i), svc); /* zero-extended: the stash was zeroed */
-        OBL_SECRET(&m->sh[qn], OMAP_HS); /* the stash's content is secret again */
-        qn++;
-    }
 
     /* The buckets, then the ORAM over them. */
     arr = (unsigned char *)obl_alloc(&m->ac, arr_bytes, 64);
@@ -281,9 +260,9 @@ obl_err obl_omap_build(obl_omap **out, const obl_omap_params *p, const void *key
     }
 
 done:
-    obl_free(&m->ac, recs, rec_bytes);
-    obl_free(&m->ac, tmp, rec_bytes);
-    obl_free(&m->ac, cnt, cnt_bytes);
+    obl_free(&m->ac, hv, h_bytes);
+    obl_free(&m->ac, ord, h_bytes);
+    obl_free(&m->ac, start, st_bytes);
     obl_free(&m->ac, bk, b_bytes);
     obl_free(&m->ac, own, own_bytes);
     obl_free(&m->ac, fill, fill_bytes);
