@@ -183,9 +183,13 @@ static inline __attribute__((always_inline)) void NR_F(nr_evict_core)(obl_nroram
 #endif
     }
 
-    /* PrepareDeepest, plus per level the slot of its deepest-going block
-     * and its first empty slot. */
-    uint64_t goal, src;
+    /* PrepareDeepest (fig. 3). First, per level and independently of the
+     * others: the slot of its deepest-going block (best), its first empty
+     * slot, whether it has one, and the reach of that block as a key
+     * reach << 8 | (255 - level): a larger key reaches deeper, and between
+     * equal reaches the level nearer the root wins, as the paper's strict
+     * "goal < reach" update keeps the first. Level 0 is the stash. */
+    uint32_t key[NR_MAX_LEVELS + 1];
     {
         uint32_t bk = 0, ek = 255;
         for (uint32_t s = 0; s < P; s++) {
@@ -194,41 +198,69 @@ static inline __attribute__((always_inline)) void NR_F(nr_evict_core)(obl_nroram
             uint32_t eks = rr[s] == 0 ? s : 255;
             ek = ek < eks ? ek : eks;
         }
-        deepest[0] = NR_NONE;
         best[0] = bk & 0xff;
         empty[0] = ek;
         hasempty[0] = nr_lt(ek, 255);
-        goal = bk >> 8; /* 0 if the stash is empty */
-        src = obl_ct_select64(nr_lt(0, goal), 0, NR_NONE);
+        key[0] = (bk & ~(uint32_t)0xff) | 255; /* reach 0 if the stash is empty */
     }
     for (uint32_t lv = 1; lv <= D; lv++) {
         uint32_t s0 = P + (lv - 1) * NR_Z;
-        deepest[lv] = obl_ct_select64(nr_lt(goal, lv) ^ 1, src, NR_NONE);
-        uint64_t r0 = rr[s0], r1 = rr[s0 + 1];
-        uint64_t second = nr_lt(r0, r1);
-        uint64_t r = obl_ct_select64(second, r1, r0);
-        uint64_t d0 = nr_eqs(r0, 0);
+        uint32_t r0 = rr[s0], r1 = rr[s0 + 1];
+        uint32_t second = (uint32_t)(r0 < r1), sm = (uint32_t)0 - second;
+        uint32_t r = r0 ^ (sm & (r0 ^ r1));
+        uint32_t d0 = (uint32_t)(r0 == 0);
         best[lv] = s0 + second;
         empty[lv] = s0 + (d0 ^ 1); /* slot 0 if empty, else slot 1 */
-        hasempty[lv] = d0 | nr_eqs(r1, 0);
-        uint64_t upd = nr_lt(goal, r);
-        goal = obl_ct_select64(upd, r, goal);
-        src = obl_ct_select64(upd, lv, src);
+        hasempty[lv] = d0 | (uint32_t)(r1 == 0);
+        key[lv] = r << 8 | (255 - lv);
+    }
+    /* Then the one sequential part: the running maximum of the keys of the
+     * levels above each level gives its deepest[] (the level whose block
+     * can go deepest, if that is at least this level). */
+    deepest[0] = NR_NONE;
+    {
+        uint64_t gk = key[0];
+        for (uint32_t lv = 1; lv <= D; lv++) {
+            uint64_t goal = gk >> 8, from = 255 - (gk & 255);
+            deepest[lv] = obl_ct_select64(nr_lt(goal, lv) ^ 1, from, NR_NONE);
+            gk = obl_ct_select64(nr_lt(gk, key[lv]), key[lv], gk);
+        }
     }
 
-    /* PrepareTarget: leaf to root. */
-    uint64_t dest = NR_NONE;
-    src = NR_NONE;
-    for (uint32_t lv = D + 1; lv-- > 0;) {
-        uint64_t hit = nr_eqs(lv, src);
-        uint64_t t = obl_ct_select64(hit, dest, NR_NONE);
-        dest = obl_ct_select64(hit, NR_NONE, dest);
-        src = obl_ct_select64(hit, NR_NONE, src);
-        target[lv] = t;
-        uint64_t c = ((nr_eqs(dest, NR_NONE) & hasempty[lv]) | (nr_eqs(t, NR_NONE) ^ 1)) &
-                     (nr_eqs(deepest[lv], NR_NONE) ^ 1);
-        src = obl_ct_select64(c, deepest[lv], src);
-        dest = obl_ct_select64(c, lv, dest);
+    /* PrepareTarget (fig. 4): leaf to root. src is the level a pending
+     * drop at level dest waits for, or NR_NONE. */
+    {
+        uint64_t src = NR_NONE, dest = NR_NONE;
+        for (uint32_t lv = D + 1; lv-- > 0;) {
+            uint64_t hit = nr_eqs(src, lv);
+            uint64_t idle = hit | nr_eqs(src, NR_NONE); /* nothing pending now */
+            target[lv] = obl_ct_select64(hit, dest, NR_NONE);
+            uint64_t c = idle & (hasempty[lv] | hit) & (nr_eqs(deepest[lv], NR_NONE) ^ 1);
+            src = obl_ct_select64(c, deepest[lv], obl_ct_select64(hit, NR_NONE, src));
+            dest = obl_ct_select64(c, lv, dest);
+        }
+    }
+
+    /* EvictFast's swaps, on metadata, before the data pass: the targets of
+     * the pick-ups grow with the level (each chain of PrepareTarget runs
+     * toward the root, and the next one starts above where it ended), so
+     * the block held on arriving at level lv is the one of the latest
+     * pick-up, and it is dropped at lv iff the largest target so far is
+     * lv. At lv the hold swaps with one slot (c0: slot 0, c1: slot 1): the
+     * deepest block's when picking up, else the first empty one. */
+    uint64_t cm0[NR_MAX_LEVELS + 1], cm1[NR_MAX_LEVELS + 1];
+    {
+        uint64_t hd = obl_ct_select64(nr_eqs(target[0], NR_NONE), 0, target[0]);
+        for (uint32_t lv = 1; lv <= D; lv++) {
+            uint32_t s0 = P + (lv - 1) * NR_Z;
+            uint64_t towrite = nr_eqs(hd, lv);
+            uint64_t tg = nr_eqs(target[lv], NR_NONE) ^ 1;
+            uint64_t sl = obl_ct_select64(tg, best[lv], empty[lv]);
+            uint64_t doswap = tg | towrite;
+            cm1[lv] = doswap & (sl - s0); /* sl - s0 is 0 or 1 */
+            cm0[lv] = doswap ^ cm1[lv];
+            hd = obl_ct_select64(tg, target[lv], hd);
+        }
     }
 
     /* EvictFast: one data pass. At level lv the held block (if its
@@ -238,7 +270,6 @@ static inline __attribute__((always_inline)) void NR_F(nr_evict_core)(obl_nroram
      * At the stash nothing is held yet, so it is a pick-up only. */
     unsigned char *hold = o->tmp; /* free between fetch/put and here */
     NR_META hm;
-    uint64_t holddest;
 #if OBL_CT_AVX512
     /* Blocks of 33 to 512 bytes (multiples of 8) are held in NW vector
      * registers across the levels instead of being stored and reloaded by
@@ -289,16 +320,10 @@ static inline __attribute__((always_inline)) void NR_F(nr_evict_core)(obl_nroram
             for (uint32_t j = 0; j < P; j++)
                 obl_ct_cmov(nr_eqs(j, sel), hold, o->bdata + (size_t)j * vs, vs);
         }
-        holddest = obl_ct_select64(tg, target[0], NR_NONE);
     }
     for (uint32_t lv = 1; lv <= D; lv++) {
         uint32_t s0 = P + (lv - 1) * NR_Z;
-        uint64_t towrite = nr_eqs(holddest, lv);
-        uint64_t tg = nr_eqs(target[lv], NR_NONE) ^ 1;
-        uint64_t s = obl_ct_select64(tg, best[lv], empty[lv]);
-        uint64_t doswap = tg | towrite;
-        uint64_t c1 = doswap & (s - s0); /* s - s0 is 0 or 1 */
-        uint64_t c0 = doswap ^ c1;
+        uint64_t c0 = cm0[lv], c1 = cm1[lv];
         NR_F(nr_meta_cswap)(c0, &hm, &bm[s0]);
         NR_F(nr_meta_cswap)(c1, &hm, &bm[s0 + 1]);
         unsigned char *bd = o->tree + o->pathb[lv - 1] * o->bstride + o->doff;
@@ -338,7 +363,6 @@ static inline __attribute__((always_inline)) void NR_F(nr_evict_core)(obl_nroram
             nr_cswap_blk(c0, hold, bd, vs);
             nr_cswap_blk(c1, hold, bd + vs, vs);
         }
-        holddest = obl_ct_select64(tg, target[lv], obl_ct_select64(towrite, NR_NONE, holddest));
     }
 #if OBL_CT_AVX512
     if (NW) { /* public: o->tmp has 64 bytes of slack */
