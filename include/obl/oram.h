@@ -32,12 +32,19 @@
  * a caller who must hide an out-of-range index clamps it first),
  * OBL_ERR_STASH_OVERFLOW (see below), OBL_ERR_STATE.
  *
- * Stash overflow: the access that fills the stash completes normally (its
- * output is valid, its write applied, no block is lost) and then runs extra
- * evictions; it returns OBL_ERR_STASH_OVERFLOW to report the event. If the
- * extra evictions could not free a stash slot the structure refuses further
- * accesses with OBL_ERR_STATE until a later call's extra evictions succeed;
- * every stored block stays readable through obl_*_read once they do.
+ * Evictions: the two evictions of each access (Circuit ORAM) run at the
+ * start of the next access of the same tree, while that access's path is
+ * fetched, so that its cache misses overlap them; the order of reads and
+ * evictions is the paper's.
+ *
+ * Stash overflow: when the stash holds more than stash_size blocks after
+ * an access's evictions, the call that ran them (the next access of that
+ * tree) runs extra evictions, completes normally (its output is valid, its
+ * write applied, no block is lost) and returns OBL_ERR_STASH_OVERFLOW to
+ * report the event. If the extra evictions could not bring the stash back
+ * to stash_size blocks the structure refuses further accesses with
+ * OBL_ERR_STATE until a later call's extra evictions succeed; every stored
+ * block stays readable through obl_*_read once they do.
  *
  * Thread safety: none inside; one structure per thread or an outside lock.
  */
@@ -95,7 +102,7 @@ typedef struct obl_oram_stats {
     uint64_t accesses;           /* oblivious accesses performed */
     uint64_t evictions;          /* eviction passes */
     uint64_t stash_max;          /* largest stash occupancy after an access */
-    uint64_t overflows;          /* OBL_ERR_STASH_OVERFLOW events */
+    uint64_t overflows;          /* OBL_ERR_STASH_OVERFLOW reports */
     uint32_t stash_size;         /* stash slots */
     /* hist[k]: accesses that ended with k blocks in the stash, k <= stash
      * size; filled only if the structure was created with track_histogram. */

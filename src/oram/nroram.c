@@ -9,7 +9,8 @@
  *   the paper's choice (section 5, "Z = 2 suffices"), about 2 * capacity
  *   slots in the tree;
  * - two evictions per access on the next two paths in reverse-
- *   lexicographic order (section 3.2; measured: one eviction per access lets
+ *   lexicographic order, run when the next access's path is fetched
+ *   (nr_settle) (section 3.2; measured: one eviction per access lets
  *   the stash grow without bound at Z = 2, and evicting on the accessed path
  *   instead is much weaker, docs/oram.md);
  * - stash 20 blocks by default: the paper's stash bound (P[stash > R] =
@@ -171,7 +172,7 @@ obl_err nr_create(obl_nroram **out, const obl_nroram_params *p, int clear)
     if (tree_bytes > OBL_ORAM_MAX_BYTES)
         return OBL_ERR_TOO_LARGE;
     tree_bytes += NR_SLACK; /* the register moves' overhang, see nr_reg_words */
-    uint32_t P = S + 1, D = logL + 1;
+    uint32_t P = S + 2, D = logL + 1;
     uint32_t nslots = P + NR_Z * D;
 
     obl_alloc_ctx ac;
@@ -239,6 +240,10 @@ obl_err nr_ready(obl_nroram *o)
 {
     if (!o->full) /* public state */
         return OBL_OK;
+    if (o->pb == 4) /* the owed evictions first (nr_settle) */
+        nr_settle32(o);
+    else
+        nr_settle64(o);
     int ok = o->pb == 4 ? nr_drain32(o, 4 * o->D + 16) : nr_drain64(o, 4 * o->D + 16);
     o->full = !ok;
     return ok ? OBL_OK : OBL_ERR_STATE;

@@ -398,6 +398,8 @@ static void NR_F(nr_evict_buf)(obl_nroram *o, uint64_t e)
     }
 }
 
+static void NR_F(nr_settle)(obl_nroram *o);
+
 static inline __attribute__((always_inline)) uint64_t NR_F(nr_fetch_core)(obl_nroram *o, uint64_t id,
                                                                           uint64_t pos, const size_t vs,
                                                                           const int NW)
@@ -409,6 +411,12 @@ static inline __attribute__((always_inline)) uint64_t NR_F(nr_fetch_core)(obl_nr
     const uint32_t P = o->P, D = o->D;
     NR_F(nr_path_index)(o, pos);
     NR_F(nr_prefetch_access)(o);
+    /* the previous access's evictions, while the path arrives; they load
+     * their own paths into o->pathb, so the access's is computed again */
+    if (o->owed) { /* public */
+        NR_F(nr_settle)(o);
+        NR_F(nr_path_index)(o, pos);
+    }
     OBL_TRACE_TOUCH(OBL_TRACE_REGION_ORAM_STASH, OBL_TRACE_RW, 0, P);
     /* ReadAndRemove over the stash and then the path, in place: the block
      * is taken under its match mask and its id set to the dummy (all ones);
@@ -559,8 +567,8 @@ static inline __attribute__((always_inline)) void NR_F(nr_stash_in)(obl_nroram *
     NR_WORD nid = NR_SEL(keep, (NR_WORD)id, NR_DUMMY);
     NR_WORD nleaf = (NR_WORD)(new_pos & (o->L - 1));
 
-    /* Into the first free stash slot: one exists, since at most S of the
-     * P = S + 1 slots are held between accesses. */
+    /* Into the first free stash slot: one exists, since at most S + 1 of
+     * the P = S + 2 slots are held when an access starts (nr_settle). */
     uint32_t first = 255;
     for (uint32_t s = 0; s < o->P; s++) {
         uint32_t c = bm[s].id == NR_DUMMY ? s : 255;
@@ -575,17 +583,21 @@ static inline __attribute__((always_inline)) void NR_F(nr_stash_in)(obl_nroram *
         obl_ct_cmov(nr_eq(s, first), o->bdata + (size_t)s * vs, o->tmp, vs);
 }
 
-/* see nroram_internal.h; block size as in nr_evict_buf */
-obl_err NR_F(nr_put)(obl_nroram *o, uint64_t keep, uint64_t id, uint64_t new_pos)
+/*
+ * The two evictions an access owes (section 3.2), run at the start of the
+ * NEXT access of the structure, once that access's path is being fetched
+ * (nr_fetch_core), so that the path's cache misses overlap them; or by
+ * nr_ready. The sequence of reads, stash insertions and evictions is the
+ * paper's, only the call it runs in moves. Then the stash's statistics and
+ * the overflow check, at the same point of that sequence as before.
+ */
+static void NR_F(nr_settle)(obl_nroram *o)
 {
-    if (o->vs == 64) /* public */
-        NR_F(nr_stash_in)(o, keep, id, new_pos, 64);
-    else
-        NR_F(nr_stash_in)(o, keep, id, new_pos, o->vs);
-
+    if (!o->owed) /* public */
+        return;
+    o->owed = 0;
     NR_F(nr_evict_next)(o);
     NR_F(nr_evict_next)(o);
-    o->st.accesses++;
 
     uint64_t cnt = NR_F(nr_stash_count)(o);
     o->st.stash_max = obl_ct_max64(o->st.stash_max, cnt);
@@ -593,17 +605,32 @@ obl_err NR_F(nr_put)(obl_nroram *o, uint64_t keep, uint64_t id, uint64_t new_pos
         for (uint32_t k = 0; k <= o->P && k < 65; k++)
             o->st.hist[k] += obl_ct_eq64(k, cnt);
 
-    /* LEAK: whether the stash is over its bound after this access. This is
-     * the overflow event (measured tail: about 2^-30 per access at S = 20,
-     * 2^-40 at S = 29; docs/oram.md); revealing it is how it gets
-     * reported. */
+    /* LEAK: whether the stash is over its bound after an access's
+     * evictions. This is the overflow event (measured tail: about 2^-30
+     * per access at S = 20, 2^-40 at S = 29; docs/oram.md); revealing it is
+     * how it gets reported (by the call that ran the evictions). The
+     * stash has S + 2 slots, so the access in progress still finds one
+     * free if the extra evictions could not drain it. */
     uint64_t over = obl_ct_gt64(cnt, o->S);
     if (OBL_DECLASSIFY_VAL(over)) {
-        o->st.overflows++;
+        o->pend_err = OBL_ERR_STASH_OVERFLOW; /* counted when reported */
         o->full = !NR_F(nr_drain)(o, 4 * o->D + 16);
-        return OBL_ERR_STASH_OVERFLOW;
     }
-    return OBL_OK;
+}
+
+/* see nroram_internal.h; block size as in nr_evict_buf */
+obl_err NR_F(nr_put)(obl_nroram *o, uint64_t keep, uint64_t id, uint64_t new_pos)
+{
+    if (o->vs == 64) /* public */
+        NR_F(nr_stash_in)(o, keep, id, new_pos, 64);
+    else
+        NR_F(nr_stash_in)(o, keep, id, new_pos, o->vs);
+    o->owed = 1; /* its two evictions: nr_settle */
+    o->st.accesses++;
+    obl_err e = o->pend_err;
+    o->pend_err = OBL_OK;
+    o->st.overflows += e == OBL_ERR_STASH_OVERFLOW;
+    return e;
 }
 
 #undef NR_F

@@ -18,8 +18,11 @@
  * the path twice more). The read of the accessed block (ReadAndRemove)
  * scans the path in place: it changes one id only.
  *
- * P = stash_size + 1: stash_size blocks may stay in the stash between
- * accesses; the extra slot receives the accessed block before eviction.
+ * P = stash_size + 2: stash_size blocks may stay in the stash after an
+ * access's evictions; one more slot receives the next accessed block, and
+ * one more keeps room for it when extra evictions could not drain an
+ * overflow (an access's two evictions run at the start of the next
+ * access: nr_settle in nroram_impl.h).
  *
  * The code is written once (nroram_impl.h) for 32-bit and once for 64-bit
  * metadata words: NRW = 32 or 64.
@@ -37,8 +40,8 @@
 
 #define NR_Z 2
 #define NR_MAX_LEVELS 64
-/* path buffer slots: stash (at most 65) + Z * levels */
-#define NR_MAX_SLOTS (65 + NR_Z * NR_MAX_LEVELS)
+/* path buffer slots: stash (at most 66) + Z * levels */
+#define NR_MAX_SLOTS (66 + NR_Z * NR_MAX_LEVELS)
 
 typedef struct nr_meta32 {
     uint32_t id;   /* NR_DUMMY32 for an empty slot */
@@ -71,7 +74,7 @@ struct obl_nroram {
     size_t vs;          /* value (block) size */
     uint32_t pb;        /* metadata word: 4 or 8 bytes */
     uint32_t S;         /* stash_size: blocks allowed to stay in the stash */
-    uint32_t P;         /* physical stash slots, S + 1 */
+    uint32_t P;         /* physical stash slots, S + 2 */
     uint32_t D;         /* levels, logL + 1 */
     uint32_t logL;
     uint32_t nslots;    /* P + Z * D: slots in the path buffer */
@@ -79,6 +82,10 @@ struct obl_nroram {
     uint64_t nbuckets;  /* 2L - 1 */
     uint64_t evict_ctr; /* reverse-lexicographic eviction counter (public) */
     int full;           /* public: extra evictions could not drain the stash */
+    int owed;           /* public: the last access's two evictions are still
+                           to run (nr_settle) */
+    obl_err pend_err;   /* public: an overflow found by nr_settle, reported
+                           by the access that ran it */
     int track_hist;
     unsigned char *tree; /* nbuckets buckets of bstride bytes: Z metadata
                             entries, then Z data blocks (at doff) */
@@ -113,9 +120,11 @@ obl_err nr_create(obl_nroram **out, const obl_nroram_params *p, int clear);
  * nr_fetch reads path `pos` into the buffer and removes block `id`,
  * leaving its value in o->tmp (zeros if absent); returns found (secret).
  * nr_put stores o->tmp as block `id` (a dummy unless keep) with leaf
- * new_pos into the stash, writes the fetched path back, evicts on the next
- * two reverse-lexicographic paths, and checks the stash.
- * Returns OBL_OK or OBL_ERR_STASH_OVERFLOW (completed, see oram.h).
+ * new_pos into the stash; the access's two evictions on the next
+ * reverse-lexicographic paths, and the stash check after them, run when
+ * the next access fetches its path (or in nr_ready).
+ * Returns OBL_OK or OBL_ERR_STASH_OVERFLOW (this call's evictions, those
+ * of the previous access, overflowed; the access is complete, see oram.h).
  * The dummy id (all ones) as `id` is harmless: nr_fetch "finds" the empty
  * slots, which stay empty, and leaves unspecified bytes in o->tmp; nr_put
  * then stores nothing. The map (src/omap/omap.c) relies on this for the
