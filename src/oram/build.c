@@ -659,8 +659,7 @@ obl_err nr_build(obl_nroram *o, uint64_t n, const unsigned char *data, size_t ss
     }
 
     /* the payloads stay in id order until step 4 */
-    if (pay) {
-        memset(pay, 0, pb);
+    if (pay) { /* obl_alloc zeroed it */
         if (ss > vs)
             ss = vs;
         size_t len = !data ? 0 : data_len < n * ss ? data_len : n * ss;
@@ -730,14 +729,19 @@ obl_err nr_build(obl_nroram *o, uint64_t n, const unsigned char *data, size_t ss
      * by working position (the slot, the stash's after the tree's) with
      * the payloads, and expand */
     {
-        bsort s3 = {key, aux, NULL, vs};
-        bs_sort(&s3, m); /* key[i] = i for i < n now */
+        /* Without payloads (a zero build) nothing waits in id order: the
+         * keys stay in leaf order, each with its id (key[i] = id). */
+        if (pay) {
+            bsort s3 = {key, aux, NULL, vs};
+            bs_sort(&s3, m); /* key[i] = i for i < n now */
+        }
         for (size_t i = 0; i < W; i++) {
             uint64_t real = obl_ct_lt64(i, n); /* public */
             uint64_t t = aux[i] >> 32; /* the slot: stash first, then the tree */
             uint64_t wp = obl_ct_select64(obl_ct_lt64(t, P), E + t, t - P);
+            uint64_t id = pay ? i : key[i] & 0xffffffffu; /* public: pay */
             key[i] = obl_ct_select64(real, wp, BUILD_EMPTY);
-            aux[i] = obl_ct_select64(real, (aux[i] & 0xffffffffu) << 32 | i, 0);
+            aux[i] = obl_ct_select64(real, (aux[i] & 0xffffffffu) << 32 | id, 0);
         }
         bsort s2 = {key, aux, pay, ps};
         bs_sort(&s2, m);
