@@ -270,6 +270,7 @@ static inline __attribute__((always_inline)) void NR_F(nr_evict_core)(obl_nroram
      * At the stash nothing is held yet, so it is a pick-up only. */
     unsigned char *hold = o->tmp; /* free between fetch/put and here */
     NR_META hm;
+    uint64_t h8 = 0; /* 8-byte blocks: the held block, in a register */
 #if OBL_CT_AVX512
     /* Blocks of 33 to 512 bytes (multiples of 8) are held in NW vector
      * registers across the levels instead of being stored and reloaded by
@@ -315,7 +316,7 @@ static inline __attribute__((always_inline)) void NR_F(nr_evict_core)(obl_nroram
                  * masked by the secret slot (gcc 12 did) */
                 h |= v & obl_ct_mask(nr_eqs(j, sel));
             }
-            memcpy(hold, &h, 8);
+            h8 = h;
         } else {
             for (uint32_t j = 0; j < P; j++)
                 obl_ct_cmov(nr_eqs(j, sel), hold, o->bdata + (size_t)j * vs, vs);
@@ -359,11 +360,25 @@ static inline __attribute__((always_inline)) void NR_F(nr_evict_core)(obl_nroram
             _mm512_storeu_si512((void *)(bd + vs + 64 * w), d1[w]);
         } else
 #endif
-        {
+        if (vs == 8) { /* public: both slots loaded and stored */
+            uint64_t d0, d1, m0 = obl_ct_mask(c0), m1 = obl_ct_mask(c1);
+            memcpy(&d0, bd, 8);
+            memcpy(&d1, bd + 8, 8);
+            uint64_t t0 = m0 & (h8 ^ d0);
+            d0 ^= t0;
+            h8 ^= t0;
+            uint64_t t1 = m1 & (h8 ^ d1);
+            d1 ^= t1;
+            h8 ^= t1;
+            memcpy(bd, &d0, 8);
+            memcpy(bd + 8, &d1, 8);
+        } else {
             nr_cswap_blk(c0, hold, bd, vs);
             nr_cswap_blk(c1, hold, bd + vs, vs);
         }
     }
+    if (vs == 8) /* public */
+        memcpy(hold, &h8, 8);
 #if OBL_CT_AVX512
     if (NW) { /* public: o->tmp has 64 bytes of slack */
         NR_REG_LOOP(w)
