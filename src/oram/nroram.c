@@ -73,13 +73,16 @@ static inline void nr_cswap_blk(uint64_t c, void *a, void *b, size_t vs)
 }
 
 /*
- * Blocks held in vector registers (AVX-512 builds): a block of 33 to
+ * Blocks held in vector registers (AVX-512 builds): a block of 16 to
  * NR_REG_MAX_W * 64 bytes whose size is a multiple of 8 is moved as
  * nr_reg_words(vs) 64-byte vectors, loaded and stored whole; the lanes of
  * the last vector past the block (nr_tail_lanes) are never swapped, so they
- * store back the bytes they loaded (the start of the next slot, or the
- * 64 bytes of slack after the tree, the stash and o->tmp). 0: not held in
- * registers (other sizes, or no AVX-512). Public: vs.
+ * store back the bytes they loaded (the next slot, the start of the next
+ * bucket, or the 64 bytes of slack after the tree, the stash and o->tmp).
+ * The next bucket is on the path only after the root (bucket 1); its
+ * metadata, rewritten with the loaded bytes, is copied back from the path
+ * buffer after the data pass, and its data is processed after the root's.
+ * 0: not held in registers (other sizes, or no AVX-512). Public: vs.
  */
 #define NR_REG_MAX_W 8
 #define NR_SLACK 64
@@ -88,7 +91,7 @@ static inline void nr_cswap_blk(uint64_t c, void *a, void *b, size_t vs)
 static inline int nr_reg_words(size_t vs)
 {
 #if OBL_CT_AVX512
-    if (vs >= 33 && vs <= NR_REG_MAX_W * 64 && vs % 8 == 0)
+    if (vs >= 16 && vs <= NR_REG_MAX_W * 64 && vs % 8 == 0)
         return (int)((vs + 63) / 64);
 #else
     (void)vs;
