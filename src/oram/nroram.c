@@ -74,9 +74,10 @@ static inline void nr_cswap_blk(uint64_t c, void *a, void *b, size_t vs)
 
 /*
  * Blocks held in vector registers (AVX-512 builds): a block of 16 to
- * NR_REG_MAX_W * 64 bytes whose size is a multiple of 8 is moved as
+ * NR_REG_MAX_W * 64 bytes is moved as
  * nr_reg_words(vs) 64-byte vectors, loaded and stored whole; the lanes of
- * the last vector past the block (nr_tail_lanes) are never swapped, so they
+ * the last vector past the block (the bytes outside nr_tail_lanes) are
+ * never swapped, so they
  * store back the bytes they loaded (the next slot, the start of the next
  * bucket, or the 64 bytes of slack after the tree, the stash and o->tmp).
  * The next bucket is on the path only after the root (bucket 1); its
@@ -91,7 +92,7 @@ static inline void nr_cswap_blk(uint64_t c, void *a, void *b, size_t vs)
 static inline int nr_reg_words(size_t vs)
 {
 #if OBL_CT_AVX512
-    if (vs >= 16 && vs <= NR_REG_MAX_W * 64 && vs % 8 == 0)
+    if (vs >= 16 && vs <= NR_REG_MAX_W * 64)
         return (int)((vs + 63) / 64);
 #else
     (void)vs;
@@ -100,11 +101,12 @@ static inline int nr_reg_words(size_t vs)
 }
 
 #if OBL_CT_AVX512
-/* All-ones 8-byte lanes for the bytes of the block's last vector. */
+/* All-ones bytes for the bytes of the block in its last vector. */
 static inline __m512i nr_tail_lanes(size_t vs)
 {
-    unsigned n = (unsigned)(((vs - 1) & 63) / 8 + 1);
-    return _mm512_maskz_mov_epi64((__mmask8)((1u << n) - 1), _mm512_set1_epi64(-1));
+    unsigned n = (unsigned)((vs - 1) & 63) + 1;
+    __mmask64 k = n == 64 ? ~(__mmask64)0 : (((__mmask64)1 << n) - 1);
+    return _mm512_maskz_mov_epi8(k, _mm512_set1_epi8(-1));
 }
 #endif
 

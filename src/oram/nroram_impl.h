@@ -272,11 +272,11 @@ static inline __attribute__((always_inline)) void NR_F(nr_evict_core)(obl_nroram
     NR_META hm;
     uint64_t h8 = 0; /* 8-byte blocks: the held block, in a register */
 #if OBL_CT_AVX512
-    /* Blocks of 16 to 512 bytes (multiples of 8) are held in NW vector
+    /* Blocks of 16 to 512 bytes are held in NW vector
      * registers across the levels instead of being stored and reloaded by
      * every swap (the compiler cannot keep o->tmp in registers: it may alias
      * the tree). Measurements in docs/oram.md ("Blocks in registers"). The
-     * lanes of the last vector beyond the block (tail) are never swapped:
+     * bytes of the last vector beyond the block (outside tail) are never swapped:
      * they carry the bytes that follow the slot, stored back unchanged. */
     __m512i hreg[NR_REG_MAX_W];
     const __m512i tail = nr_tail_lanes(vs);

@@ -876,11 +876,11 @@ int main(int argc, char **argv)
     }
     printf("NRORAM and RORAM model, block sizes moved in vector registers\n");
     {
-        /* AVX-512 builds hold blocks of 16 .. 512 bytes (multiples of 8) in
-         * 1 .. 8 vectors, the last one partly (nr_reg_words); 520 and 100
-         * take the other path. Capacities where the last bucket of the
-         * tree is on many paths (its overhang reaches the slack). */
-        static const size_t rs[] = {16, 24, 40, 48, 120, 192, 264, 384, 448, 512, 520};
+        /* AVX-512 builds hold blocks of 16 .. 512 bytes in
+         * 1 .. 8 vectors, the last one partly (nr_reg_words); 520 takes
+         * the other path. Capacities where the last bucket of the tree is
+         * on many paths (its overhang reaches the slack). */
+        static const size_t rs[] = {16, 24, 40, 48, 100, 120, 192, 264, 333, 384, 448, 512, 520};
         for (size_t v = 0; v < sizeof(rs) / sizeof(rs[0]); v++) {
             if (ct && v % 3 != 0)
                 continue;
