@@ -147,8 +147,10 @@ obl_err obl_omap_build(obl_omap **out, const obl_omap_params *p, const void *key
  * Public: the NULL-ness of value_in (NULL = zeros), value_out and found;
  *         the error code.
  * Errors: INVALID_ARG (m or key NULL), FULL (see top; map unchanged),
- *         STASH_OVERFLOW (an ORAM stash event; the operation was applied),
- *         STATE (the ORAM refused an access; see docs/omap.md).
+ *         STASH_OVERFLOW (an ORAM stash event; the operation was applied;
+ *         FULL and STATE take precedence, the event still counts in
+ *         stash_overflows), STATE (the ORAM refused an access; see
+ *         docs/omap.md).
  */
 obl_err obl_omap_access(obl_omap *m, uint64_t op, const void *key, const void *value_in,
                         void *value_out, uint64_t *found);
@@ -171,7 +173,9 @@ typedef struct obl_omap_stats {
     uint64_t overflow_max;    /* largest overflow stash occupancy after an
                                  operation (or the build) */
     uint64_t oram_accesses;   /* ORAM accesses made: 1 per op, + 1 in the
-                                 compact layout (not on FULL) */
+                                 compact layout (not on the FULL of a full
+                                 map or stash; yes on a fingerprint
+                                 collision's) */
     uint32_t layout;          /* the layout in use: OBL_OMAP_LAYOUT_INLINE or
                                  OBL_OMAP_LAYOUT_COMPACT */
     uint64_t stash_max;       /* largest stash occupancy seen in the index

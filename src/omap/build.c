@@ -7,8 +7,9 @@
  *
  * What the build reveals (docs/omap.md): the memory trace of this file
  * depends on the keys only through their SipHash values under the map's
- * fresh secret key: the bucket h(k_i) of each input position i and the
- * order of the 64-bit hashes (duplicate detection). For distinct keys these
+ * fresh secret key: the bucket h(k_i) of each input position i and which
+ * positions of one bucket have equal 64-bit hashes (duplicate detection;
+ * on OBL_ERR_DUPLICATE_KEY, the positions of the duplicates). For distinct keys these
  * hashes are pseudo-random and independent of the keys (SipHash is a PRF),
  * and later operations go through the ORAM, which hides the bucket they
  * touch, so knowing the buckets does not link a later access to an input

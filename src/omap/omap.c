@@ -128,11 +128,13 @@ static double omap_mean_overflow(double lam, uint32_t B, uint64_t M)
  * associated (Dubhashi, Ranjan, "Balls and bins: a study in negative
  * dependence", 1998), and x -> exp(t max(0, x - B)) is non-decreasing, so
  * E[exp(t sum)] <= prod_b E[exp(t max(0, load_b - B))]; each load is
- * Binomial(n, 1/M), smaller in the convex order than Poisson(n / M)
- * (Hoeffding 1956), and the function is convex, so each factor is at most
- * the Poisson one. Markov then gives, for every t > 0,
- * P[sum > S] <= exp(M log E_Poisson[...] - t S); the bound takes the best
- * t (a grid, then golden-section search: the exponent is convex in t).
+ * Binomial(n, 1/M), a sum of Bernoulli(1/M), each smaller in the convex
+ * order than Poisson(1/M), an order closed under independent sums (Shaked,
+ * Shanthikumar, "Stochastic Orders", 2007, 3.A), and the function is
+ * convex, so each factor is at most the Poisson one. Markov then gives,
+ * for every t > 0, P[sum >= S] <= exp(M log E_Poisson[...] - t S); the
+ * bound takes the best t found (a grid, then golden-section search: the
+ * exponent is unimodal in t; every t gives a valid bound).
  */
 uint64_t omap_overflow_bound(uint64_t capacity, uint64_t M, uint32_t B, unsigned bits)
 {
@@ -319,8 +321,11 @@ obl_err omap_alloc(obl_omap **out, const obl_omap_params *p)
     uint64_t M = omap_size(p, &B, &S, &logM);
     if (!M)
         return OBL_ERR_TOO_LARGE;
+    /* fingerprint mode keeps one more stash entry that only the restore of
+     * a collision may take (omap_internal.h) */
+    uint32_t Sa = S + (fp ? 1u : 0u);
     if (!obl_mul_ok(kv, B, &bsz) || !obl_add_ok(bsz, OMAP_HS + 7, &bsz) ||
-        (bsz &= ~(size_t)7) > OBL_ORAM_MAX_VALUE_SIZE || !obl_mul_ok(ses, S, &sb))
+        (bsz &= ~(size_t)7) > OBL_ORAM_MAX_VALUE_SIZE || !obl_mul_ok(ses, Sa, &sb))
         return OBL_ERR_TOO_LARGE;
 
     obl_alloc_ctx ac;
@@ -344,6 +349,7 @@ obl_err omap_alloc(obl_omap **out, const obl_omap_params *p)
     m->ses = ses;
     m->B = B;
     m->S = S;
+    m->Sa = Sa;
     m->scan_max = p->oram_scan_max;
     m->stash_bytes = sb;
     m->scratch_bytes = ses + 2 * svs + 2 * p->value_size;
@@ -351,8 +357,8 @@ obl_err omap_alloc(obl_omap **out, const obl_omap_params *p)
     m->stash = (unsigned char *)obl_alloc(&m->ac, sb, 64);
     if (m->stash) {
         m->sh = (uint64_t *)m->stash;
-        m->skey = m->stash + (size_t)S * OMAP_HS;
-        m->ssv = m->skey + (size_t)S * iks;
+        m->skey = m->stash + (size_t)Sa * OMAP_HS;
+        m->ssv = m->skey + (size_t)Sa * iks;
     }
     m->scratch = (unsigned char *)obl_alloc(&m->ac, m->scratch_bytes, 64);
     m->ones = m->ones_bytes ? (unsigned char *)obl_alloc(&m->ac, m->ones_bytes, 64) : NULL;
@@ -444,21 +450,24 @@ static void op_generic(op_ctx *c, unsigned char *bk)
 {
     const obl_omap *m = c->m;
     const size_t iks = m->iks, svs = m->svs;
-    const uint32_t B = m->B, S = m->S;
+    const uint32_t B = m->B, S = m->S, Sa = m->Sa;
     unsigned char *pk = m->scratch, *psv = pk + iks; /* the pulled entry */
     unsigned char *bkey = bk + OMAP_HS, *bsv = bkey + (size_t)B * iks;
 
     uint64_t fs = 0, msel = 0, hfs = 0, fsel = 0, cand = 0, csel = 0;
-    for (uint32_t j = 0; j < S; j++) {
+    for (uint32_t j = 0; j < Sa; j++) {
         uint64_t h = m->sh[j], valid = h & 1;
         uint64_t match = valid & obl_ct_memeq(m->skey + (size_t)j * iks, c->key, iks);
         obl_ct_cmov(match, c->out, m->ssv + (size_t)j * svs, svs);
         msel = obl_ct_select64(match, j, msel);
         fs |= match;
-        uint64_t fr = (valid ^ 1) & (hfs ^ 1);
+        /* a new key never takes the reserved entry (omap_internal.h) */
+        uint64_t fr = (valid ^ 1) & (hfs ^ 1) & (uint64_t)(j < S);
         fsel = obl_ct_select64(fr, j, fsel);
         hfs |= fr;
-        uint64_t cb = obl_ct_eq64(h, c->tag) & (match ^ 1) & (cand ^ 1);
+        /* the entry to pull back: this bucket's first, not the key's own
+         * if the key is being erased */
+        uint64_t cb = obl_ct_eq64(h, c->tag) & ((match & c->is_erase) ^ 1) & (cand ^ 1);
         csel = obl_ct_select64(cb, j, csel);
         cand |= cb;
     }
@@ -487,15 +496,16 @@ static void op_generic(op_ctx *c, unsigned char *bk)
     uint64_t pslot = obl_ct_select64(del_b, bsel, esel);
 
     uint64_t occ = 0;
-    for (uint32_t j = 0; j < S; j++) {
+    for (uint32_t j = 0; j < Sa; j++) {
         unsigned char *ek = m->skey + (size_t)j * iks, *ev = m->ssv + (size_t)j * svs;
         uint64_t h = m->sh[j];
         uint64_t mj = fs & obl_ct_eq64(j, msel), fj = ins_s & obl_ct_eq64(j, fsel);
         uint64_t cj = obl_ct_eq64(j, csel);
-        obl_ct_cmov(cj, pk, ek, iks);
-        obl_ct_cmov(cj, psv, ev, svs);
         obl_ct_cmov((mj & c->upd) | fj, ev, c->in, svs);
         obl_ct_cmov(fj, ek, c->key, iks);
+        /* after the update: the pulled entry may be the key's own */
+        obl_ct_cmov(cj, pk, ek, iks);
+        obl_ct_cmov(cj, psv, ev, svs);
         h = obl_ct_select64((mj & del_s) | (cj & pull_b), 0, h);
         h = obl_ct_select64(fj, c->tag, h);
         m->sh[j] = h;
@@ -553,10 +563,10 @@ typedef struct {
 
 #define OMAP_WORD_PASSES(T, sfx)                                                              \
     /* reads: the key's entry (OR-ed), the first free entry and the first  \
-     * entry whose header is `tag` and not the key's (minima) */           \
+     * entry whose header is `tag`, not the key's if excl (minima) */       \
     static OMAP_NO_AVX512 void omap_read_##sfx(const omap_w64 *restrict hd, const omap_w64 *restrict keys,  \
                                 const T *restrict sv, size_t n, uint64_t key, uint64_t tag,  \
-                                omap_scan *r)                                                 \
+                                uint64_t excl, omap_scan *r)                                  \
     {                                                                                         \
         uint64_t out = 0, fs = 0, sel = 0, fr = UINT64_MAX, cd = UINT64_MAX;                  \
         for (size_t j = 0; j < n; j++) {                                                      \
@@ -567,7 +577,7 @@ typedef struct {
             fs |= match;                                                                      \
             uint64_t fj = j | (0 - v);                                                        \
             fr = fr < fj ? fr : fj;                                                           \
-            uint64_t cj = j | (0 - ((uint64_t)(h != tag) | match));                           \
+            uint64_t cj = j | (0 - ((uint64_t)(h != tag) | (match & excl)));                 \
             cd = cd < cj ? cd : cj;                                                           \
         }                                                                                     \
         r->out = out;                                                                         \
@@ -592,11 +602,11 @@ typedef struct {
             uint64_t h = hd[j], k = keys[j], v = sv[j];                                       \
             uint64_t uj = 0 - (uint64_t)(j == up), fj = 0 - (uint64_t)(j == fill);            \
             uint64_t cj = 0 - (uint64_t)(j == clr), pj = 0 - (uint64_t)(j == pull);           \
-            k0 |= k & pj;                                                                     \
-            v0 |= v & pj;                                                                     \
             v ^= uj & (v ^ upv);                                                              \
             v ^= fj & (v ^ fval);                                                             \
             k ^= fj & (k ^ fkey);                                                             \
+            k0 |= k & pj; /* after the update: it may be entry `up` */                         \
+            v0 |= v & pj;                                                                     \
             h &= ~(cj | (pj & pullm));                                                        \
             h ^= fj & (h ^ tag);                                                              \
             keys[j] = k;                                                                      \
@@ -628,7 +638,7 @@ static inline __attribute__((always_inline)) void op_words(op_ctx *c, unsigned c
                                                            const size_t svs)
 {
     const obl_omap *m = c->m;
-    const uint32_t B = m->B, S = m->S;
+    const uint32_t B = m->B, S = m->S, Sa = m->Sa;
     uint64_t key, in = 0, out = 0;
     memcpy(&key, c->key, 8);
     memcpy(&in, c->in, svs);
@@ -642,16 +652,18 @@ static inline __attribute__((always_inline)) void op_words(op_ctx *c, unsigned c
      * 1) equals the tag UINT64_MAX */
     if (svs == 4) { /* public */
         omap_read_32(m->sh, (const omap_w64 *)(void *)m->skey, (const omap_w32 *)(void *)m->ssv,
-                     S, key, c->tag, &rs);
-        omap_read_32(bw, bkey, (const omap_w32 *)bsv, B, key, UINT64_MAX, &rb);
+                     Sa, key, c->tag, c->is_erase, &rs);
+        omap_read_32(bw, bkey, (const omap_w32 *)bsv, B, key, UINT64_MAX, 1, &rb);
     } else {
         omap_read_64(m->sh, (const omap_w64 *)(void *)m->skey, (const omap_w64 *)(void *)m->ssv,
-                     S, key, c->tag, &rs);
-        omap_read_64(bw, bkey, (const omap_w64 *)bsv, B, key, UINT64_MAX, &rb);
+                     Sa, key, c->tag, c->is_erase, &rs);
+        omap_read_64(bw, bkey, (const omap_w64 *)bsv, B, key, UINT64_MAX, 1, &rb);
     }
     uint64_t fs = rs.found, fb = rb.found;
     out = obl_ct_select64(fs | fb, rs.out | rb.out, out);
-    uint64_t hfs = obl_ct_lt64(rs.free, S), cand = obl_ct_lt64(rs.cand, S);
+    /* the first free entry, if it is not the reserved one (a free entry
+     * below S comes first when there is one) */
+    uint64_t hfs = obl_ct_lt64(rs.free, S), cand = obl_ct_lt64(rs.cand, Sa);
     uint64_t hfb = obl_ct_lt64(rb.free, B);
     uint64_t found = fb | fs, newkey = c->is_put & (found ^ 1);
     uint64_t ins_b = newkey & c->room & hfb;
@@ -674,14 +686,14 @@ static inline __attribute__((always_inline)) void op_words(op_ctx *c, unsigned c
                                       obl_ct_select64(ins_b, rb.free, NONE));
     uint64_t pk, psv, occ, dk, dv;
     if (svs == 4) { /* public */
-        occ = omap_write_32(m->sh, (omap_w64 *)(void *)m->skey, (omap_w32 *)(void *)m->ssv, S,
+        occ = omap_write_32(m->sh, (omap_w64 *)(void *)m->skey, (omap_w32 *)(void *)m->ssv, Sa,
                             s_up, in, s_fill, key, in, c->tag, s_clr, rs.cand,
                             obl_ct_mask(pull_b), &pk, &psv);
         omap_write_32(bw, bkey, (omap_w32 *)bsv, B, b_up, in, b_fill,
                       obl_ct_select64(pull_b, pk, key), obl_ct_select64(pull_b, psv, in), 1,
                       b_clr, NONE, 0, &dk, &dv);
     } else {
-        occ = omap_write_64(m->sh, (omap_w64 *)(void *)m->skey, (omap_w64 *)(void *)m->ssv, S,
+        occ = omap_write_64(m->sh, (omap_w64 *)(void *)m->skey, (omap_w64 *)(void *)m->ssv, Sa,
                             s_up, in, s_fill, key, in, c->tag, s_clr, rs.cand,
                             obl_ct_mask(pull_b), &pk, &psv);
         omap_write_64(bw, bkey, (omap_w64 *)bsv, B, b_up, in, b_fill,
@@ -903,7 +915,7 @@ obl_err obl_omap_access(obl_omap *m, uint64_t op, const void *key, const void *v
          * there). */
         uint64_t restore = c.is_erase & collide;
         uint64_t back = 0;
-        for (uint32_t j = 0; j < m->S; j++) {
+        for (uint32_t j = 0; j < m->Sa; j++) {
             uint64_t h = m->sh[j];
             uint64_t fr = ((h & 1) ^ 1) & (back ^ 1) & restore;
             m->sh[j] = obl_ct_select64(fr, c.tag, h);

@@ -60,16 +60,21 @@ struct obl_omap {
     size_t bsz;           /* bucket bytes: OMAP_HS + B * kv, rounded up to 8 */
     size_t ses;           /* stash entry bytes: OMAP_HS + kv */
     uint32_t B;           /* slots per bucket */
-    uint32_t S;           /* overflow stash entries */
+    uint32_t S;           /* overflow stash entries new keys may take */
+    uint32_t Sa;          /* stash entries scanned: S, and in fingerprint
+                             mode one more, reserved for putting back the
+                             index entry an erase took out on a fingerprint
+                             collision (obl_omap_access), so that it always
+                             finds room */
     uint32_t scan_max;
     uint32_t layout;      /* OBL_OMAP_LAYOUT_INLINE or _COMPACT */
     obl_roram *oram;      /* M buckets */
     obl_nroram *vo;       /* compact: the values, capacity blocks; else NULL */
     unsigned char *ones;  /* compact, 8-byte keys: the all-ones key's value */
-    unsigned char *stash; /* S * ses: the three arrays below */
-    uint64_t *sh;         /* S headers */
-    unsigned char *skey;  /* S * iks */
-    unsigned char *ssv;   /* S * svs */
+    unsigned char *stash; /* Sa * ses: the three arrays below */
+    uint64_t *sh;         /* Sa headers */
+    unsigned char *skey;  /* Sa * iks */
+    unsigned char *ssv;   /* Sa * svs */
     unsigned char *scratch; /* ses (the entry pulled back: key, slot value),
                                2 * svs (slot value in, out), compact: 2 * vs
                                (value in, out) */

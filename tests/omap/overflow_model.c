@@ -174,13 +174,16 @@ static void self_check(uint64_t seed)
         omodel o;
         memset(&o, 0, sizeof(o));
         o.cap = cs[i].cap;
-        o.pairs = 200000;
+        /* enough churn to renew the key set a few dozen times: the
+         * occupancy drifts slowly (200,000 pairs at 2^16 failed the mean
+         * check for 2 of 60 seeds) */
+        o.pairs = 50 * cs[i].cap;
         test_rng_seed(&o.rng, seed + i);
         uint64_t S = om_size(&o, cs[i].load, cs[i].B);
         CHECK(S > 0);
         CHECK_EQ_U64(om_run(&o), 0);
         double pred = om_predicted(&o), obs = o.sum / (double)o.ops;
-        /* the mean: within 25% plus 2 entries (the key set drifts slowly) */
+        /* the mean: within 25% plus 2 entries */
         CHECK(fabs(obs - pred) <= 0.25 * pred + 2.0);
         CHECK(o.max <= S);
         printf("  cap %" PRIu64 " M %" PRIu64 " B %u S %" PRIu64 ": mean %.1f (predicted %.1f), max %" PRIu64 "\n",
