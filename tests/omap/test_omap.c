@@ -530,6 +530,25 @@ static void overflow_test(void)
     model_free(&md);
 }
 
+/* A small map of capacity cap with B slots per bucket, `load` entries per
+ * bucket on average and stash size S (0: automatic), and a model of U
+ * candidate keys; NULL (and the model freed) if the creation failed. */
+static obl_omap *small_map(model *md, uint64_t cap, uint64_t U, size_t ks, size_t vs,
+                           uint32_t layout, uint32_t B, uint32_t load, uint32_t S)
+{
+    obl_omap_params p = base_params(cap, ks, vs);
+    p.slots_per_bucket = B;
+    p.bucket_load = load;
+    p.overflow_size = S;
+    p.layout = layout;
+    model_init(md, U, ks, vs, 0);
+    obl_omap *m = NULL;
+    CHECK_EQ_U64(obl_omap_create(&m, &p), OBL_OK);
+    if (!m)
+        model_free(md);
+    return m;
+}
+
 /* The map's whole content: every bucket (read through the ORAM), the stash
  * arrays and the entry count. Plain runs only (it reads secrets). */
 static unsigned char *map_snapshot(obl_omap *m, size_t *len)
@@ -554,19 +573,10 @@ static unsigned char *map_snapshot(obl_omap *m, size_t *len)
  */
 static void full_unchanged_test(size_t ks, size_t vs, uint32_t layout)
 {
-    obl_omap_params p = base_params(64, ks, vs);
-    p.slots_per_bucket = 1;
-    p.bucket_load = 4;
-    p.overflow_size = 3;
-    p.layout = layout;
     model md;
-    model_init(&md, 64, ks, vs, 0);
-    obl_omap *m = NULL;
-    CHECK_EQ_U64(obl_omap_create(&m, &p), OBL_OK);
-    if (!m) {
-        model_free(&md);
+    obl_omap *m = small_map(&md, 64, 64, ks, vs, layout, 1, 4, 3);
+    if (!m)
         return;
-    }
     stream_res r = {0, 0, 0, 0};
     long diffs = 0;
     for (uint64_t i = 0; i < md.U; i++) {
@@ -591,6 +601,11 @@ static void full_unchanged_test(size_t ks, size_t vs, uint32_t layout)
     unsigned char *K = (unsigned char *)xmalloc(64 * ks), *V = (unsigned char *)xmalloc(64 * vs);
     memcpy(K, md.keys, 64 * ks);
     test_rng_fill(&R, V, 64 * vs);
+    obl_omap_params p = base_params(64, ks, vs);
+    p.slots_per_bucket = 1;
+    p.bucket_load = 4;
+    p.overflow_size = 3;
+    p.layout = layout;
     obl_omap *d = (obl_omap *)&md; /* must be reset to NULL */
     CHECK_EQ_U64(obl_omap_build(&d, &p, K, V, 64), OBL_ERR_FULL);
     CHECK(d == NULL);
@@ -607,18 +622,10 @@ static void full_unchanged_test(size_t ks, size_t vs, uint32_t layout)
  */
 static void per_op_check_test(size_t ks, size_t vs, uint32_t layout)
 {
-    obl_omap_params p = base_params(48, ks, vs);
-    p.slots_per_bucket = 3;
-    p.bucket_load = 4;
-    p.layout = layout;
     model md;
-    model_init(&md, 100, ks, vs, 0);
-    obl_omap *m = NULL;
-    CHECK_EQ_U64(obl_omap_create(&m, &p), OBL_OK);
-    if (!m) {
-        model_free(&md);
+    obl_omap *m = small_map(&md, 48, 100, ks, vs, layout, 3, 4, 0);
+    if (!m)
         return;
-    }
     stream_res r = {0, 0, 0, 0};
     long bad = 0;
     for (long t = 0; t < 1500; t++) {
