@@ -261,6 +261,12 @@ static void ro_slot_rmw(unsigned char *blk, uint64_t k, size_t vs, uint64_t slot
                         unsigned char *val, void *out, uint64_t w, const void *in,
                         obl_oram_update_fn fn, void *ctx)
 {
+    if (k == 1) { /* public: one value per block, slot 0; no copies */
+        if (out)
+            memcpy(out, blk, vs);
+        ro_apply(blk, vs, w, in, fn, ctx);
+        return;
+    }
     memset(val, 0, vs);
     for (uint64_t j = 0; j < k; j++)
         obl_ct_cmov(obl_ct_eq64(j, slot), val, blk + j * vs, vs);
