@@ -100,6 +100,28 @@ static inline int nr_reg_words(size_t vs)
     return 0;
 }
 
+/* Runs CALL(VS, NW) with NW = nr_reg_words(o->vs) as a constant (1 .. 8),
+ * VS the constant 64 for 64-byte blocks and o->vs otherwise, so that each
+ * register count gets its own code; OTHER when the block takes no register
+ * path. Public: o->vs. */
+#define NR_BY_WORDS(o, CALL, OTHER)                                                      \
+    switch (nr_reg_words((o)->vs)) {                                                      \
+    case 1:                                                                               \
+        if ((o)->vs == 64)                                                                \
+            CALL(64, 1);                                                                  \
+        else                                                                              \
+            CALL((o)->vs, 1);                                                             \
+        break;                                                                            \
+    case 2: CALL((o)->vs, 2); break;                                                      \
+    case 3: CALL((o)->vs, 3); break;                                                      \
+    case 4: CALL((o)->vs, 4); break;                                                      \
+    case 5: CALL((o)->vs, 5); break;                                                      \
+    case 6: CALL((o)->vs, 6); break;                                                      \
+    case 7: CALL((o)->vs, 7); break;                                                      \
+    case 8: CALL((o)->vs, 8); break;                                                      \
+    default: OTHER; break;                                                                \
+    }
+
 #if OBL_CT_AVX512
 /* All-ones bytes for the bytes of the block in its last vector. */
 static inline __m512i nr_tail_lanes(size_t vs)

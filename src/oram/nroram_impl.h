@@ -395,22 +395,9 @@ static inline __attribute__((always_inline)) void NR_F(nr_evict_core)(obl_nroram
  * 1.34 -> 1.24 us). */
 static void NR_F(nr_evict_buf)(obl_nroram *o, uint64_t e)
 {
-    switch (nr_reg_words(o->vs)) { /* public */
-    case 1:
-        if (o->vs == 64)
-            NR_F(nr_evict_core)(o, e, 64, 1);
-        else
-            NR_F(nr_evict_core)(o, e, o->vs, 1);
-        break;
-    case 2: NR_F(nr_evict_core)(o, e, o->vs, 2); break;
-    case 3: NR_F(nr_evict_core)(o, e, o->vs, 3); break;
-    case 4: NR_F(nr_evict_core)(o, e, o->vs, 4); break;
-    case 5: NR_F(nr_evict_core)(o, e, o->vs, 5); break;
-    case 6: NR_F(nr_evict_core)(o, e, o->vs, 6); break;
-    case 7: NR_F(nr_evict_core)(o, e, o->vs, 7); break;
-    case 8: NR_F(nr_evict_core)(o, e, o->vs, 8); break;
-    default: NR_F(nr_evict_core)(o, e, o->vs, 0); break;
-    }
+#define NR_EVICT_CALL(VS, NWC) NR_F(nr_evict_core)(o, e, VS, NWC)
+    NR_BY_WORDS(o, NR_EVICT_CALL, NR_EVICT_CALL(o->vs, 0))
+#undef NR_EVICT_CALL
 }
 
 static void NR_F(nr_settle)(obl_nroram *o);
@@ -510,20 +497,9 @@ static inline __attribute__((always_inline)) uint64_t NR_F(nr_fetch_core)(obl_nr
 /* see nroram_internal.h; block size as in nr_evict_buf */
 uint64_t NR_F(nr_fetch)(obl_nroram *o, uint64_t id, uint64_t pos)
 {
-    switch (nr_reg_words(o->vs)) { /* public */
-    case 1:
-        if (o->vs == 64)
-            return NR_F(nr_fetch_core)(o, id, pos, 64, 1);
-        return NR_F(nr_fetch_core)(o, id, pos, o->vs, 1);
-    case 2: return NR_F(nr_fetch_core)(o, id, pos, o->vs, 2);
-    case 3: return NR_F(nr_fetch_core)(o, id, pos, o->vs, 3);
-    case 4: return NR_F(nr_fetch_core)(o, id, pos, o->vs, 4);
-    case 5: return NR_F(nr_fetch_core)(o, id, pos, o->vs, 5);
-    case 6: return NR_F(nr_fetch_core)(o, id, pos, o->vs, 6);
-    case 7: return NR_F(nr_fetch_core)(o, id, pos, o->vs, 7);
-    case 8: return NR_F(nr_fetch_core)(o, id, pos, o->vs, 8);
-    default: break;
-    }
+#define NR_FETCH_CALL(VS, NWC) return NR_F(nr_fetch_core)(o, id, pos, VS, NWC)
+    NR_BY_WORDS(o, NR_FETCH_CALL, (void)0)
+#undef NR_FETCH_CALL
     if (o->vs == 8) /* public: the size-dependent step folds away */
         return NR_F(nr_fetch_core)(o, id, pos, 8, 0);
     return NR_F(nr_fetch_core)(o, id, pos, o->vs, 0);
