@@ -565,9 +565,10 @@ typedef struct {
     /* reads: the key's entry (OR-ed), the first free entry and the first  \
      * entry whose header is `tag`, not the key's if excl (minima) */       \
     static OMAP_NO_AVX512 void omap_read_##sfx(const omap_w64 *restrict hd, const omap_w64 *restrict keys,  \
-                                const T *restrict sv, size_t n, uint64_t key, uint64_t tag,  \
+                                const void *svp, size_t n, uint64_t key, uint64_t tag,       \
                                 uint64_t excl, omap_scan *r)                                  \
     {                                                                                         \
+        const T *restrict sv = (const T *)svp;                                                \
         uint64_t out = 0, fs = 0, sel = 0, fr = UINT64_MAX, cd = UINT64_MAX;                  \
         for (size_t j = 0; j < n; j++) {                                                      \
             uint64_t h = hd[j], v = h & 1;                                                    \
@@ -592,11 +593,12 @@ typedef struct {
      * entry `pull` are returned in *pk, *psv (even if it stays). Indices  \
      * >= n select nothing. Returns the number of valid entries. */         \
     static OMAP_NO_AVX512 uint64_t omap_write_##sfx(omap_w64 *restrict hd, omap_w64 *restrict keys,         \
-                                     T *restrict sv, size_t n, uint64_t up, uint64_t upv,     \
+                                     void *svp, size_t n, uint64_t up, uint64_t upv,          \
                                      uint64_t fill, uint64_t fkey, uint64_t fval, uint64_t tag, \
                                      uint64_t clr, uint64_t pull, uint64_t pullm, uint64_t *pk, \
                                      uint64_t *psv)                                           \
     {                                                                                         \
+        T *restrict sv = (T *)svp;                                                            \
         uint64_t k0 = 0, v0 = 0, occ = 0;                                                     \
         for (size_t j = 0; j < n; j++) {                                                      \
             uint64_t h = hd[j], k = keys[j], v = sv[j];                                       \
@@ -647,18 +649,18 @@ static inline __attribute__((always_inline)) void op_words(op_ctx *c, unsigned c
     void *bsv = bk + OMAP_HS + (size_t)B * 8;
     omap_w64 bw[OBL_OMAP_MAX_SLOTS];
     omap_bits_to_words(ld64(bk), bw, B);
+    /* the passes for this slot value size (public) */
+    void (*const rd)(const omap_w64 *, const omap_w64 *, const void *, size_t, uint64_t,
+                     uint64_t, uint64_t, omap_scan *) = svs == 4 ? omap_read_32 : omap_read_64;
+    uint64_t (*const wr)(omap_w64 *, omap_w64 *, void *, size_t, uint64_t, uint64_t, uint64_t,
+                         uint64_t, uint64_t, uint64_t, uint64_t, uint64_t, uint64_t, uint64_t *,
+                         uint64_t *) = svs == 4 ? omap_write_32 : omap_write_64;
+    omap_w64 *skey = (omap_w64 *)(void *)m->skey;
     omap_scan rs, rb;
+    rd(m->sh, skey, m->ssv, Sa, key, c->tag, c->is_erase, &rs);
     /* the bucket's read pass looks for no pulled entry: no word of bw (0 or
      * 1) equals the tag UINT64_MAX */
-    if (svs == 4) { /* public */
-        omap_read_32(m->sh, (const omap_w64 *)(void *)m->skey, (const omap_w32 *)(void *)m->ssv,
-                     Sa, key, c->tag, c->is_erase, &rs);
-        omap_read_32(bw, bkey, (const omap_w32 *)bsv, B, key, UINT64_MAX, 1, &rb);
-    } else {
-        omap_read_64(m->sh, (const omap_w64 *)(void *)m->skey, (const omap_w64 *)(void *)m->ssv,
-                     Sa, key, c->tag, c->is_erase, &rs);
-        omap_read_64(bw, bkey, (const omap_w64 *)bsv, B, key, UINT64_MAX, 1, &rb);
-    }
+    rd(bw, bkey, bsv, B, key, UINT64_MAX, 1, &rb);
     uint64_t fs = rs.found, fb = rb.found;
     out = obl_ct_select64(fs | fb, rs.out | rb.out, out);
     /* the first free entry, if it is not the reserved one (a free entry
@@ -684,22 +686,11 @@ static inline __attribute__((always_inline)) void op_words(op_ctx *c, unsigned c
     uint64_t b_clr = obl_ct_select64(del_b & (pull_b ^ 1), rb.sel, NONE);
     uint64_t b_fill = obl_ct_select64(pull_b, obl_ct_select64(del_b, rb.sel, rb.free),
                                       obl_ct_select64(ins_b, rb.free, NONE));
-    uint64_t pk, psv, occ, dk, dv;
-    if (svs == 4) { /* public */
-        occ = omap_write_32(m->sh, (omap_w64 *)(void *)m->skey, (omap_w32 *)(void *)m->ssv, Sa,
-                            s_up, in, s_fill, key, in, c->tag, s_clr, rs.cand,
-                            obl_ct_mask(pull_b), &pk, &psv);
-        omap_write_32(bw, bkey, (omap_w32 *)bsv, B, b_up, in, b_fill,
-                      obl_ct_select64(pull_b, pk, key), obl_ct_select64(pull_b, psv, in), 1,
-                      b_clr, NONE, 0, &dk, &dv);
-    } else {
-        occ = omap_write_64(m->sh, (omap_w64 *)(void *)m->skey, (omap_w64 *)(void *)m->ssv, Sa,
-                            s_up, in, s_fill, key, in, c->tag, s_clr, rs.cand,
-                            obl_ct_mask(pull_b), &pk, &psv);
-        omap_write_64(bw, bkey, (omap_w64 *)bsv, B, b_up, in, b_fill,
-                      obl_ct_select64(pull_b, pk, key), obl_ct_select64(pull_b, psv, in), 1,
-                      b_clr, NONE, 0, &dk, &dv);
-    }
+    uint64_t pk, psv, dk, dv;
+    uint64_t occ = wr(m->sh, skey, m->ssv, Sa, s_up, in, s_fill, key, in, c->tag, s_clr, rs.cand,
+                      obl_ct_mask(pull_b), &pk, &psv);
+    wr(bw, bkey, bsv, B, b_up, in, b_fill, obl_ct_select64(pull_b, pk, key),
+       obl_ct_select64(pull_b, psv, in), 1, b_clr, NONE, 0, &dk, &dv);
     uint64_t hdr = 0;
     for (uint32_t i = 0; i < B; i++)
         hdr |= (bw[i] & 1) << i;
@@ -891,23 +882,24 @@ obl_err obl_omap_access(obl_omap *m, uint64_t op, const void *key, const void *v
         memcpy(vout, out, m->vs);
     m->count += c.added - c.removed;
     uint64_t present = c.found; /* the key was in the map */
-    if (compact && !m->fp) {
-        obl_err e = omap_value_access(m, &c, (const unsigned char *)key, nl, vin, vout);
+    uint64_t match = 0, collide = 0;
+    if (compact) {
+        obl_err e;
+        if (m->fp) { /* public */
+            uint64_t f;
+            memcpy(&f, fpk, 8);
+            e = omap_value_fp(m, &c, (const unsigned char *)key, f, nl, vin, vout, &match,
+                              &collide);
+        } else {
+            e = omap_value_access(m, &c, (const unsigned char *)key, nl, vin, vout);
+        }
         m->st.oram_accesses++;
         if (e == OBL_ERR_STASH_OVERFLOW)
             err = e;
         else if (e != OBL_OK)
             return e;
-    } else if (m->fp) {
-        uint64_t f, match, collide;
-        memcpy(&f, fpk, 8);
-        obl_err e = omap_value_fp(m, &c, (const unsigned char *)key, f, nl, vin, vout, &match,
-                                  &collide);
-        m->st.oram_accesses++;
-        if (e == OBL_ERR_STASH_OVERFLOW)
-            err = e;
-        else if (e != OBL_OK)
-            return e;
+    }
+    if (m->fp) { /* public */
         present = match;
         /* An erase of a key whose fingerprint belongs to another key took
          * that key's index entry out: it goes back, as a stash entry of the
@@ -928,8 +920,9 @@ obl_err obl_omap_access(obl_omap *m, uint64_t op, const void *key, const void *v
          * stored key's (probability about count / 2^64 per put): the public
          * capacity event OBL_ERR_FULL; the map's contents are unchanged
          * (the other key's block kept its value). And, with probability
-         * below that times the stash's overflow rate, an erase that could
-         * not put the other key's entry back (OBL_ERR_STATE, docs/omap.md,
+         * about 2^-128 (the entry reserved for it held by an earlier
+         * restore, and the stash full), an erase that could not put the
+         * other key's entry back (OBL_ERR_STATE, docs/omap.md,
          * "Fingerprints"). */
         uint64_t full = c.is_put & collide, lost = restore & (back ^ 1);
         uint64_t fail = full | lost;

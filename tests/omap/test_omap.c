@@ -530,17 +530,25 @@ static void overflow_test(void)
     model_free(&md);
 }
 
-/* A small map of capacity cap with B slots per bucket, `load` entries per
- * bucket on average and stash size S (0: automatic), and a model of U
- * candidate keys; NULL (and the model freed) if the creation failed. */
-static obl_omap *small_map(model *md, uint64_t cap, uint64_t U, size_t ks, size_t vs,
-                           uint32_t layout, uint32_t B, uint32_t load, uint32_t S)
+/* Parameters of a small map of capacity cap with B slots per bucket,
+ * `load` entries per bucket on average and stash size S (0: automatic). */
+static obl_omap_params small_params(uint64_t cap, size_t ks, size_t vs, uint32_t layout,
+                                    uint32_t B, uint32_t load, uint32_t S)
 {
     obl_omap_params p = base_params(cap, ks, vs);
     p.slots_per_bucket = B;
     p.bucket_load = load;
     p.overflow_size = S;
     p.layout = layout;
+    return p;
+}
+
+/* That map, created, and a model of U candidate keys; NULL (and the model
+ * freed) if the creation failed. */
+static obl_omap *small_map(model *md, uint64_t cap, uint64_t U, size_t ks, size_t vs,
+                           uint32_t layout, uint32_t B, uint32_t load, uint32_t S)
+{
+    obl_omap_params p = small_params(cap, ks, vs, layout, B, load, S);
     model_init(md, U, ks, vs, 0);
     obl_omap *m = NULL;
     CHECK_EQ_U64(obl_omap_create(&m, &p), OBL_OK);
@@ -601,11 +609,7 @@ static void full_unchanged_test(size_t ks, size_t vs, uint32_t layout)
     unsigned char *K = (unsigned char *)xmalloc(64 * ks), *V = (unsigned char *)xmalloc(64 * vs);
     memcpy(K, md.keys, 64 * ks);
     test_rng_fill(&R, V, 64 * vs);
-    obl_omap_params p = base_params(64, ks, vs);
-    p.slots_per_bucket = 1;
-    p.bucket_load = 4;
-    p.overflow_size = 3;
-    p.layout = layout;
+    obl_omap_params p = small_params(64, ks, vs, layout, 1, 4, 3);
     obl_omap *d = (obl_omap *)&md; /* must be reset to NULL */
     CHECK_EQ_U64(obl_omap_build(&d, &p, K, V, 64), OBL_ERR_FULL);
     CHECK(d == NULL);
