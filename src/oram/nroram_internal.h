@@ -165,6 +165,12 @@ obl_err nr_build(obl_nroram *o, uint64_t n, const unsigned char *data, size_t ss
  * the default (1 MiB L2, 32 MiB L3: 512 KiB and 8 MiB of elements). */
 void nr_build_set_blocks(size_t l2_bytes, size_t l3_bytes);
 
+/* Tests only, not thread-safe: 0 makes nr_build keep the first fit's
+ * result in two words (id; slot and leaf) even where one would do (the
+ * packed form, for ids, leaves and slot codes of at most 62 bits: every
+ * build below about 2^26 blocks); 1 restores the default. */
+void nr_build_set_packing(int allow);
+
 /* Tests only, not thread-safe: the build's leaves are ANDed with mask (0:
  * every block on path 0, so that first fit fills that path and the stash);
  * UINT64_MAX restores uniform leaves. */

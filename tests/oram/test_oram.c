@@ -934,6 +934,14 @@ int main(int argc, char **argv)
     roram_build_sizes(ct ? 12 : 300);
     printf("RORAM build with every block on one path (the stash filled)\n");
     roram_build_crowded();
+    /* the two-word form of the build's first fit, which only builds of
+     * about 2^26 blocks and more take by themselves */
+    printf("RORAM builds, first fit in two words\n");
+    nr_build_set_packing(0);
+    roram_build_sizes(ct ? 12 : 100);
+    roram_build_crowded();
+    roram_model(1000, 56, ct ? 40 : 1000, 0, 1);
+    nr_build_set_packing(1);
     printf("RORAM update\n");
     roram_update();
     printf("RORAM chi-square of revealed leaves\n");
