@@ -58,6 +58,7 @@ typedef struct bsort {
     uint64_t *aux;        /* NULL: none */
     unsigned char *pay;   /* NULL: none */
     size_t vs;
+    unsigned tsh;         /* the expansion's target: key >> tsh (bs_expand) */
 } bsort;
 
 /* Compare-exchange of elements i < j: afterwards key[i] <= key[j].
@@ -527,11 +528,13 @@ static inline void bs_xswap8(const bsort *s, size_t a, size_t b, __m512i mv)
     __m512i t = _mm512_and_si512(_mm512_xor_si512(k0, k1), mv);
     _mm512_storeu_si512((void *)(s->key + a), _mm512_xor_si512(k0, t));
     _mm512_storeu_si512((void *)(s->key + b), _mm512_xor_si512(k1, t));
-    __m512i x0 = _mm512_loadu_si512((const void *)(s->aux + a));
-    __m512i x1 = _mm512_loadu_si512((const void *)(s->aux + b));
-    t = _mm512_and_si512(_mm512_xor_si512(x0, x1), mv);
-    _mm512_storeu_si512((void *)(s->aux + a), _mm512_xor_si512(x0, t));
-    _mm512_storeu_si512((void *)(s->aux + b), _mm512_xor_si512(x1, t));
+    if (s->aux) {
+        __m512i x0 = _mm512_loadu_si512((const void *)(s->aux + a));
+        __m512i x1 = _mm512_loadu_si512((const void *)(s->aux + b));
+        t = _mm512_and_si512(_mm512_xor_si512(x0, x1), mv);
+        _mm512_storeu_si512((void *)(s->aux + a), _mm512_xor_si512(x0, t));
+        _mm512_storeu_si512((void *)(s->aux + b), _mm512_xor_si512(x1, t));
+    }
     if (s->pay)
         bs_pay8(s, a, b, (unsigned)_mm512_movepi64_mask(mv), 0);
 }
@@ -546,11 +549,14 @@ static inline void bs_xswap1(const bsort *s, size_t a, size_t b, uint64_t sb, ui
     BS_TOUCH(b, 1);
     uint64_t *key = s->key, *aux = s->aux;
     uint64_t c = sb ^ obl_ct_ge64(i, thr);
-    uint64_t mk = obl_ct_mask(c), tk = mk & (key[a] ^ key[b]), ta = mk & (aux[a] ^ aux[b]);
+    uint64_t mk = obl_ct_mask(c), tk = mk & (key[a] ^ key[b]);
     key[a] ^= tk;
     key[b] ^= tk;
-    aux[a] ^= ta;
-    aux[b] ^= ta;
+    if (aux) {
+        uint64_t ta = mk & (aux[a] ^ aux[b]);
+        aux[a] ^= ta;
+        aux[b] ^= ta;
+    }
     if (s->pay)
         obl_ct_cswap(c, s->pay + a * s->vs, s->pay + b * s->vs, s->vs);
 }
@@ -583,10 +589,12 @@ static void bs_expand(const bsort *s, size_t base, size_t n, uint64_t z)
          * i + h; i + q and i + h + q), then each child's (i and i + q;
          * i + h and i + h + q), the order of the two levels. */
         uint64_t m = 0, ml = 0, m3 = 0;
+        const unsigned tsh = s->tsh;
         for (size_t i = base; i < base + n; i++) {
-            m += key[i] < base + h; /* comparisons' 0/1 summed: no branch */
-            ml += key[i] < base + q;
-            m3 += key[i] < base + h + q;
+            uint64_t tg = key[i] >> tsh;
+            m += tg < base + h; /* comparisons' 0/1 summed: no branch */
+            ml += tg < base + q;
+            m3 += tg < base + h + q;
         }
         const uint64_t mr = m3 - m;
         uint64_t sb, thr, sbl, thrl, sbr, thrr;
@@ -620,7 +628,7 @@ static void bs_expand(const bsort *s, size_t base, size_t n, uint64_t z)
         return;
     }
     /* n = 2 */
-    uint64_t m = key[base] < base + 1, sb, thr;
+    uint64_t m = (key[base] >> s->tsh) < base + 1, sb, thr;
     bs_xparams(n, z, m, &sb, &thr);
     bs_xswap1(s, base, base + 1, sb, thr, 0);
     (void)vec;
@@ -654,18 +662,35 @@ obl_err nr_build(obl_nroram *o, uint64_t n, const unsigned char *data, size_t ss
      * payload straddles a line and every move is whole 64-byte vectors
      * (in-process A/B, median of 5: RORAM 8/56 from an array at 2^20
      * 1.88 -> 1.29 s; blocks of 100 bytes at 2^19 1.06 -> 0.93 s); larger
-     * ones are not (328 -> 384 bytes measured slower: more traffic). */
+     * ones only when that adds at most 1/16 to them (328 -> 384 bytes
+     * measured slower: more traffic; 368 -> 384, the map's buckets, takes
+     * the sorts' vector path: their payload sort at 2^16 55 -> 41 and
+     * 72 -> 56 ms, alternating binaries). */
     /* Explicit ids travel with the payload, in 8 bytes after the value
      * (56-byte values and their ids fill one line). */
     const size_t idoff = vs, pl = vs + (ids ? 8 : 0);
     const int haspay = data || ids || id_fn;
-    size_t ps = pl <= 128 ? (pl + 63) & ~(size_t)63 : pl;
-    size_t kb = W * 8, pb = haspay ? W * ps : 0;
+    size_t ps = pl <= 128 || ((pl + 63) & ~(size_t)63) - pl <= pl / 16 ? (pl + 63) & ~(size_t)63 : pl;
+    /* Packed form (public: n and the tree's shape): when the block's id,
+     * its leaf and an 8-bit code of its slot fit in 62 bits, the first
+     * fit leaves them in one word, id highest, so that the sort back to
+     * id order moves 8-byte keys without an aux word (at 2^20 blocks,
+     * 83 -> 31 ms). The code is level * Z + (slot in the bucket) for the
+     * tree, whose slot the leaf then gives, or Z * D + j for stash slot j
+     * (Z * D + P <= 64 + 66). */
+    const unsigned idb = n > 1 ? 64 - (unsigned)__builtin_clzll((uint64_t)n - 1) : 0;
+    const int packed = bs_allow_packed && idb + logL + BS_CODE_BITS <= 62;
+    /* With ids from the caller or from the content (public), the payload
+     * sort and the expansion need no aux word either: the key is the
+     * working position << 32 | leaf, and the expansion's target is key >>
+     * 32 (working positions below 2^31 - 1, so below BUILD_EMPTY >> 32). */
+    const int kl = (ids || id_fn) && W < ((size_t)1 << 31) - 1;
+    size_t kb = W * 8, pb = haspay ? W * ps : 0, ab = packed && kl ? 0 : kb;
     uint64_t *key = (uint64_t *)obl_alloc(ac, kb, 64);
-    uint64_t *aux = key ? (uint64_t *)obl_alloc(ac, kb, 64) : NULL;
-    unsigned char *pay = aux && haspay ? (unsigned char *)obl_alloc(ac, pb, 64) : NULL;
+    uint64_t *aux = key && ab ? (uint64_t *)obl_alloc(ac, ab, 64) : NULL;
+    unsigned char *pay = key && haspay ? (unsigned char *)obl_alloc(ac, pb, 64) : NULL;
     obl_err err = OBL_OK;
-    if (!aux || (haspay && !pay)) {
+    if (!key || (ab && !aux) || (haspay && !pay)) {
         err = OBL_ERR_NOMEM;
         goto out;
     }
@@ -683,15 +708,6 @@ obl_err nr_build(obl_nroram *o, uint64_t n, const unsigned char *data, size_t ss
             memcpy(pay + i * ps + idoff, &ids[i], 8);
         OBL_SECRET(pay, pb);
     }
-    /* Packed form (public: n and the tree's shape): when the block's id,
-     * its leaf and an 8-bit code of its slot fit in 62 bits, the first
-     * fit leaves them in one word, id highest, so that the sort back to
-     * id order moves 8-byte keys without an aux word (at 2^20 blocks,
-     * 83 -> 31 ms). The code is level * Z + (slot in the bucket) for the
-     * tree, whose slot the leaf then gives, or Z * D + j for stash slot j
-     * (Z * D + P <= 64 + 66). */
-    const unsigned idb = n > 1 ? 64 - (unsigned)__builtin_clzll((uint64_t)n - 1) : 0;
-    const int packed = bs_allow_packed && idb + logL + BS_CODE_BITS <= 62;
     for (int attempt = 0;; attempt++) {
         /* 1. leaves and keys, in id order */
         for (size_t i = 0; i < W; i++) {
@@ -702,13 +718,14 @@ obl_err nr_build(obl_nroram *o, uint64_t n, const unsigned char *data, size_t ss
             } else {
                 key[i] = BUILD_EMPTY;
             }
-            aux[i] = 0;
+            if (aux) /* public */
+                aux[i] = 0;
         }
         /* the leaves and everything derived from them are secret */
         OBL_SECRET(key, kb);
         OBL_SECRET(leaves_out, n * sizeof(uint32_t));
         /* 2. sort the keys by (leaf, id) */
-        bsort s1 = {key, NULL, NULL, vs};
+        bsort s1 = {key, NULL, NULL, vs, 0};
         bs_sort(&s1, m);
 
         /* 3. first fit: slot of each block. Per level, the fill of the
@@ -769,7 +786,7 @@ obl_err nr_build(obl_nroram *o, uint64_t n, const unsigned char *data, size_t ss
         /* Without payloads (a zero build) nothing waits in id order: the
          * keys stay in leaf order, each with its id (key[i] = id). */
         if (pay) {
-            bsort s3 = {key, packed ? NULL : aux, NULL, vs}; /* public: packed */
+            bsort s3 = {key, packed ? NULL : aux, NULL, vs, 0}; /* public: packed */
             bs_sort(&s3, m); /* ids 0 .. n - 1 in order now */
         }
         const uint64_t lmask = ((uint64_t)1 << logL) - 1;
@@ -789,10 +806,14 @@ obl_err nr_build(obl_nroram *o, uint64_t n, const unsigned char *data, size_t ss
                 leaf = aux[i] & 0xffffffffu;
                 id = pay ? i : key[i] & 0xffffffffu; /* public: pay */
             }
-            key[i] = obl_ct_select64(real, wp, BUILD_EMPTY);
-            aux[i] = obl_ct_select64(real, leaf << 32 | id, 0);
+            if (kl) { /* public */
+                key[i] = obl_ct_select64(real, wp << 32 | leaf, BUILD_EMPTY);
+            } else {
+                key[i] = obl_ct_select64(real, wp, BUILD_EMPTY);
+                aux[i] = obl_ct_select64(real, leaf << 32 | id, 0);
+            }
         }
-        bsort s2 = {key, aux, pay, ps};
+        bsort s2 = {key, kl ? NULL : aux, pay, ps, kl ? 32u : 0u}; /* public: kl */
         bs_sort(&s2, m);
         /* The stash's blocks (at most S < P of them) are the last ones of
          * [0, n): the window of the last P positions holds them all. Each
@@ -803,9 +824,10 @@ obl_err nr_build(obl_nroram *o, uint64_t n, const unsigned char *data, size_t ss
             for (size_t w = w0; w < n; w++) {
                 BS_TOUCH(w, 1);
                 BS_TOUCH(E + j, 1);
-                uint64_t c = obl_ct_eq64(key[w], E + j);
+                uint64_t c = obl_ct_eq64(key[w] >> s2.tsh, E + j);
                 obl_ct_cswap64(c, &key[w], &key[E + j]);
-                obl_ct_cswap64(c, &aux[w], &aux[E + j]);
+                if (!kl) /* public */
+                    obl_ct_cswap64(c, &aux[w], &aux[E + j]);
                 if (pay)
                     obl_ct_cswap(c, pay + w * ps, pay + (E + j) * ps, ps);
             }
@@ -818,7 +840,13 @@ obl_err nr_build(obl_nroram *o, uint64_t n, const unsigned char *data, size_t ss
         OBL_TRACE_TOUCH(OBL_TRACE_REGION_ORAM_TREE, OBL_TRACE_WRITE, i, 1);
         size_t wp = i < P ? E + i : i - P; /* working position (step 4); public */
         uint64_t valid = obl_ct_neq64(key[wp], BUILD_EMPTY);
-        uint64_t id = (uint32_t)aux[wp], leaf = obl_ct_select64(valid, aux[wp] >> 32, 0);
+        uint64_t id = 0, leaf;
+        if (kl) { /* public */
+            leaf = obl_ct_select64(valid, key[wp] & 0xffffffffu, 0);
+        } else {
+            id = (uint32_t)aux[wp];
+            leaf = obl_ct_select64(valid, aux[wp] >> 32, 0);
+        }
         if (ids) /* public */
             memcpy(&id, pay + wp * ps + idoff, 8);
         if (id_fn) /* public; every slot, real or empty */
@@ -847,7 +875,7 @@ obl_err nr_build(obl_nroram *o, uint64_t n, const unsigned char *data, size_t ss
     }
 out:
     obl_free(ac, pay, pb);
-    obl_free(ac, aux, kb);
+    obl_free(ac, aux, ab);
     obl_free(ac, key, kb);
     return err;
 }

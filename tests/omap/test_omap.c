@@ -1124,6 +1124,13 @@ int main(int argc, char **argv)
         build_test(4096, 32, 32, 4096, 2000);
         build_test(1000, 20, 100, 700, 2000);
         build_test(10, 32, 32, 0, 100);
+        /* the value ORAM's build with its first fit in two words (only
+         * builds of about 2^26 blocks take that form by themselves), with
+         * ids from the caller and from the content */
+        nr_build_set_packing(0);
+        build_test(4096, 8, 56, 4096, 2000);
+        build_test(1000, 20, 100, 700, 2000);
+        nr_build_set_packing(1);
         fp_collision_test(32, 32, 3000);
         fp_collision_test(16, 8, 3000);
     }
