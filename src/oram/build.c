@@ -305,6 +305,46 @@ static inline void bs_half(const bsort *s, size_t lo, size_t hi, size_t j, unsig
             }
 }
 
+#if OBL_CT_AVX512
+#define BS_CE_R(a, d)                                                                    \
+    do {                                                                                 \
+        uint64_t A_ = k[a], B_ = k[(a) + (d)];                                           \
+        uint64_t m_ = obl_ct_mask(obl_ct_barrier64((B_ - A_) >> 63));                    \
+        uint64_t tk_ = m_ & (A_ ^ B_);                                                   \
+        k[a] = A_ ^ tk_;                                                                 \
+        k[(a) + (d)] = B_ ^ tk_;                                                         \
+        __m512i T_ = _mm512_and_si512(_mm512_xor_si512(P[a], P[(a) + (d)]),              \
+                                      _mm512_set1_epi64((long long)m_));                 \
+        P[a] = _mm512_xor_si512(P[a], T_);                                               \
+        P[(a) + (d)] = _mm512_xor_si512(P[(a) + (d)], T_);                               \
+    } while (0)
+/* three half-cleaner steps, spans 4q, 2q, q, of 64-byte payloads without aux, group in registers */
+static void bs_half3_r64(const bsort *s, size_t lo, size_t hi, size_t j)
+{
+    const size_t q = j >> 2;
+    for (size_t b = lo; b < hi; b += 2 * j)
+        for (size_t r = 0; r < q; r++) {
+            const size_t e = b + r;
+            uint64_t k[8];
+            __m512i P[8];
+#pragma GCC unroll 8
+            for (size_t a = 0; a < 8; a++) {
+                BS_TOUCH(e + a * q, 1);
+                k[a] = s->key[e + a * q];
+                P[a] = _mm512_load_si512((const void *)(s->pay + (e + a * q) * 64));
+            }
+            BS_CE_R(0, 4); BS_CE_R(1, 4); BS_CE_R(2, 4); BS_CE_R(3, 4);
+            BS_CE_R(0, 2); BS_CE_R(1, 2); BS_CE_R(4, 2); BS_CE_R(5, 2);
+            BS_CE_R(0, 1); BS_CE_R(2, 1); BS_CE_R(4, 1); BS_CE_R(6, 1);
+#pragma GCC unroll 8
+            for (size_t a = 0; a < 8; a++) {
+                s->key[e + a * q] = k[a];
+                _mm512_store_si512((void *)(s->pay + (e + a * q) * 64), P[a]);
+            }
+        }
+}
+#endif
+
 /* The half-cleaner steps j = jtop, jtop / 2, .., down to jbot (and at
  * least w, the lanes per compare-exchange), three at a time where they
  * can be. Public: every argument. */
@@ -312,6 +352,12 @@ static void bs_halves(const bsort *s, size_t lo, size_t hi, size_t jtop, size_t 
 {
     const size_t w = vec ? 8 : 1, lim = jbot > w ? jbot : w;
     size_t j = jtop;
+#if OBL_CT_AVX512
+    if (vec == 2 && s->vs == 64 && !s->aux) { /* public */
+        for (; j / 4 >= lim; j >>= 3)
+            bs_half3_r64(s, lo, hi, j);
+    }
+#endif
     while (j >= lim) {
         unsigned t = j / 4 >= lim ? 3 : j / 2 >= lim ? 2 : 1;
         if (t == 3)
