@@ -28,9 +28,13 @@
 #include "ct.h"
 #include "common/secret.h"
 #include "omap/omap_internal.h"
+#include "omap/siphash.h"
 #include "oram/nroram_internal.h"
 
 __extension__ typedef unsigned __int128 build_u128;
+
+/* own[] of an entry placed in the overflow stash */
+#define OMAP_IN_STASH UINT64_MAX
 
 /* Fingerprint mode: a value block's id, the fingerprint of the key it
  * starts with (nr_build calls it on every slot: SipHash takes the same
@@ -67,7 +71,7 @@ obl_err obl_omap_build(obl_omap **out, const obl_omap_params *p, const void *key
     int ok = obl_mul_ok((size_t)(n ? n : 1), sizeof(uint64_t), &h_bytes) &&
              obl_mul_ok((size_t)(n ? n : 1), sizeof(uint64_t), &b_bytes) &&
              obl_mul_ok((size_t)nb + 1, sizeof(uint64_t), &st_bytes) &&
-             obl_mul_ok((size_t)nb * B, sizeof(uint64_t), &own_bytes) &&
+             obl_mul_ok((size_t)(n ? n : 1), sizeof(uint64_t), &own_bytes) &&
              obl_mul_ok((size_t)nb, m->bsz, &arr_bytes) &&
              obl_mul_ok((size_t)(n ? n : 1), 8, &fp_bytes) &&
              obl_mul_ok((size_t)(n ? n : 1), ks + vs, &kvb_bytes);
@@ -79,7 +83,9 @@ obl_err obl_omap_build(obl_omap **out, const obl_omap_params *p, const void *key
     uint64_t *bk = (uint64_t *)obl_alloc(&m->ac, b_bytes, 64);      /* bucket per entry */
     uint64_t *ord = (uint64_t *)obl_alloc(&m->ac, h_bytes, 64);     /* entries by bucket */
     uint64_t *start = (uint64_t *)obl_alloc(&m->ac, st_bytes, 64);  /* bucket b: ord[start[b]..] */
-    uint64_t *own = (uint64_t *)obl_alloc(&m->ac, own_bytes, 64);   /* entry + 1 per slot */
+    /* per bucket position: the hashes (duplicate check); then per entry:
+     * its slot b * B + s, or OMAP_IN_STASH */
+    uint64_t *own = (uint64_t *)obl_alloc(&m->ac, own_bytes, 64);
     unsigned char *fill = (unsigned char *)obl_alloc(&m->ac, fill_bytes, 64);
     unsigned char *arr = NULL;
     /* fingerprint mode: the index keys (fingerprints) and the value
@@ -97,21 +103,25 @@ obl_err obl_omap_build(obl_omap **out, const obl_omap_params *p, const void *key
     }
     /* the index keys, iks bytes each: fingerprints, keys of under 8 bytes
      * zero-extended, or the keys */
-    for (uint64_t i = 0; i < n && (m->fp || ks < iks); i++) {
+    if (m->fp) { /* public */
+        /* omap_fingerprint, eight keys at a time */
+        obl_siphash24_many(m->sk[2], m->sk[3], K, ks, ks, n, fpk);
+        for (uint64_t i = 0; i < n; i++) {
+            uint64_t f = fpk[i] & m->fpmask;
+            fpk[i] = f - obl_ct_eq64(f, UINT64_MAX);
+        }
+    }
+    for (uint64_t i = 0; i < n && !m->fp && ks < iks; i++) {
         fpk[i] = 0;
-        if (m->fp)
-            fpk[i] = omap_fingerprint(m, K + i * ks);
-        else
-            memcpy(&fpk[i], K + i * ks, ks);
+        memcpy(&fpk[i], K + i * ks, ks);
     }
     const unsigned char *IK = m->fp || ks < iks ? (const unsigned char *)fpk : K;
 
     /* Hashes. LEAK: the bucket and 64-bit hash of each input position,
      * pseudo-random for distinct keys (see the top of this file). */
+    obl_siphash24_many(m->sk[0], m->sk[1], IK, iks, iks, n, hv); /* omap_hash */
     for (uint64_t i = 0; i < n; i++) {
-        uint64_t h = omap_hash(m, IK + i * iks);
-        hv[i] = h;
-        bk[i] = (uint64_t)(((build_u128)h * m->M) >> 64);
+        bk[i] = (uint64_t)(((build_u128)hv[i] * m->M) >> 64);
         OBL_DECLASSIFY(&hv[i], sizeof(uint64_t));
         OBL_DECLASSIFY(&bk[i], sizeof(uint64_t));
     }
@@ -122,8 +132,11 @@ obl_err obl_omap_build(obl_omap **out, const obl_omap_params *p, const void *key
         start[bk[i] + 1]++;
     for (uint64_t b = 0; b < nb; b++)
         start[b + 1] += start[b];
-    for (uint64_t i = 0; i < n; i++)
-        ord[start[bk[i]]++] = i;
+    for (uint64_t i = 0; i < n; i++) {
+        uint64_t x = start[bk[i]]++;
+        ord[x] = i;
+        own[x] = hv[i]; /* the hashes in bucket order: the check below reads them in order */
+    }
     for (uint64_t b = nb; b > 0; b--) /* undo the cursor moves */
         start[b] = start[b - 1];
     start[0] = 0;
@@ -137,9 +150,9 @@ obl_err obl_omap_build(obl_omap **out, const obl_omap_params *p, const void *key
     for (uint64_t b = 0; b < nb; b++)
         for (uint64_t x = start[b]; x < start[b + 1]; x++)
             for (uint64_t y = x + 1; y < start[b + 1]; y++) {
-                uint64_t i = ord[x], j = ord[y];
-                if (hv[i] != hv[j]) /* public: the hashes are */
+                if (own[x] != own[y]) /* public: the hashes are */
                     continue;
+                uint64_t i = ord[x], j = ord[y];
                 uint64_t eq = obl_ct_memeq(K + i * ks, K + j * ks, ks);
                 dup |= eq;
                 if (m->fp) /* public */
@@ -214,13 +227,14 @@ obl_err obl_omap_build(obl_omap **out, const obl_omap_params *p, const void *key
 
     /* Placement by the (public) buckets: the first B entries of a bucket
      * (in input order) take its slots, the rest go to the stash.
-     * own[b * B + s] = entry + 1. LEAK: the stash's fill after the build,
+     * own[entry] = b * B + s. LEAK: the stash's fill after the build,
      * a function of the public buckets. */
     for (uint64_t b = 0; b < nb; b++)
         for (uint64_t x = start[b]; x < start[b + 1]; x++) {
             uint64_t i = ord[x];
+            own[i] = OMAP_IN_STASH;
             if (fill[b] < B) {
-                own[b * B + fill[b]++] = i + 1;
+                own[i] = b * B + fill[b]++;
                 continue;
             }
             if (qn == m->S) {
@@ -240,16 +254,18 @@ obl_err obl_omap_build(obl_omap **out, const obl_omap_params *p, const void *key
         err = OBL_ERR_NOMEM;
         goto done;
     }
-    memset(arr, 0, arr_bytes);
-    for (uint64_t b = 0; b < nb; b++) {
-        unsigned char *bp = arr + b * m->bsz;
+    for (uint64_t b = 0; b < nb; b++) { /* obl_alloc zeroed the rest */
         uint64_t hdr = fill[b] >= 64 ? UINT64_MAX : ((uint64_t)1 << fill[b]) - 1;
-        memcpy(bp, &hdr, OMAP_HS);
-        for (unsigned s = 0; s < fill[b]; s++) {
-            uint64_t i = own[b * B + s] - 1;
-            memcpy(bp + OMAP_HS + s * iks, IK + i * iks, iks);
-            memcpy(bp + OMAP_HS + B * iks + s * svs, OMAP_SV(i), svc);
-        }
+        memcpy(arr + b * m->bsz, &hdr, OMAP_HS);
+    }
+    /* in input order: the reads in order, the writes where the slots are */
+    for (uint64_t i = 0; i < n; i++) {
+        if (own[i] == OMAP_IN_STASH) /* public */
+            continue;
+        uint64_t b = own[i] / B, s = own[i] % B;
+        unsigned char *bp = arr + b * m->bsz;
+        memcpy(bp + OMAP_HS + s * iks, IK + i * iks, iks);
+        memcpy(bp + OMAP_HS + B * iks + s * svs, OMAP_SV(i), svc);
     }
 #undef OMAP_SV
     m->st.overflow_max = qn;

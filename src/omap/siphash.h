@@ -16,4 +16,13 @@
  */
 uint64_t obl_siphash24(uint64_t k0, uint64_t k1, const void *msg, size_t len);
 
+/*
+ * out[i] = obl_siphash24(k0, k1, msgs + i * stride, len) for i < count:
+ * the bulk build's hashes, eight messages at a time in AVX-512 lanes
+ * where the build has them (the same function, computed lane-wise).
+ * Secret: key, messages, out. Public: len, stride, count.
+ */
+void obl_siphash24_many(uint64_t k0, uint64_t k1, const void *msgs, size_t len, size_t stride,
+                        size_t count, uint64_t *out);
+
 #endif /* OBL_SRC_OMAP_SIPHASH_H */

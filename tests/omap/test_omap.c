@@ -57,6 +57,20 @@ static void test_siphash(void)
     CHECK_EQ_U64(obl_siphash24(k0, k1, msg, 63), 0x958a324ceb064572ULL);
     /* The key matters. */
     CHECK(obl_siphash24(k0 ^ 1, k1, msg, 15) != 0xa129ca6149be45e5ULL);
+    /* The bulk form, lane-wise (eight at a time where AVX-512 is built)
+     * and for the rest: every length up to 40, strides at and above it,
+     * counts that leave every tail. */
+    unsigned char big[41 * 19 + 64];
+    for (size_t i = 0; i < sizeof(big); i++)
+        big[i] = (unsigned char)(i * 131 + 7);
+    for (size_t len = 0; len <= 40; len++)
+        for (size_t count = 0; count <= 19; count += 1 + count / 4) {
+            uint64_t out[19];
+            size_t stride = len + (len & 1);
+            obl_siphash24_many(k0, k1, big, len, stride, count, out);
+            for (size_t i = 0; i < count; i++)
+                CHECK_EQ_U64(out[i], obl_siphash24(k0, k1, big + i * stride, len));
+        }
 }
 
 /* ---------------------------------------------------------------- model -- */
