@@ -343,6 +343,42 @@ static void bs_half3_r64(const bsort *s, size_t lo, size_t hi, size_t j)
             }
         }
 }
+
+/* The mirror step of stage k and its first two half-cleaner steps (spans
+ * k / 4, k / 8), as bs_half3_r64: in each block of k, the four elements
+ * r + a * k / 8 (a = 0 .. 3) of its lower half and their mirrors are
+ * closed under the three steps. Public: lo, hi, kb (the stage, >= 8). */
+static void bs_mirror3_r64(const bsort *s, size_t lo, size_t hi, size_t kb)
+{
+    const size_t e = kb / 8;
+    for (size_t b = lo; b < hi; b += kb)
+        for (size_t r = 0; r < e; r++) {
+            /* 0 .. 3: lower half, ascending; 4 .. 7: the upper half's
+             * elements in ascending order, 4 + a mirroring 3 - a */
+            size_t at[8];
+            uint64_t k[8];
+            __m512i P[8];
+#pragma GCC unroll 4
+            for (size_t a = 0; a < 4; a++) {
+                at[a] = b + r + a * e;
+                at[7 - a] = b + kb - 1 - (r + a * e);
+            }
+#pragma GCC unroll 8
+            for (size_t a = 0; a < 8; a++) {
+                BS_TOUCH(at[a], 1);
+                k[a] = s->key[at[a]];
+                P[a] = _mm512_load_si512((const void *)(s->pay + at[a] * 64));
+            }
+            BS_CE_R(0, 7); BS_CE_R(1, 5); BS_CE_R(2, 3); BS_CE_R(3, 1);
+            BS_CE_R(0, 2); BS_CE_R(1, 2); BS_CE_R(4, 2); BS_CE_R(5, 2);
+            BS_CE_R(0, 1); BS_CE_R(2, 1); BS_CE_R(4, 1); BS_CE_R(6, 1);
+#pragma GCC unroll 8
+            for (size_t a = 0; a < 8; a++) {
+                s->key[at[a]] = k[a];
+                _mm512_store_si512((void *)(s->pay + at[a] * 64), P[a]);
+            }
+        }
+}
 #endif
 
 /* The half-cleaner steps j = jtop, jtop / 2, .., down to jbot (and at
@@ -402,6 +438,11 @@ static void bs_steps(const bsort *s, size_t lo, size_t hi, size_t k, int mirror,
         return;
     }
     if (s->pay && s->vs % 64 == 0 && k >= 16 && hi - lo >= 16) {
+        if (mirror && s->vs == 64 && !s->aux && jtop == k / 4 && k / 8 >= jbot && k >= 64) {
+            bs_mirror3_r64(s, lo, hi, k); /* the mirror and spans k/4, k/8 */
+            jtop = k / 16;
+            mirror = 0;
+        }
         if (mirror)
             for (size_t b = lo; b < hi; b += k)
                 for (size_t i = 0; i < k / 2; i += 8)
