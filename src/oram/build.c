@@ -379,6 +379,34 @@ static void bs_mirror3_r64(const bsort *s, size_t lo, size_t hi, size_t kb)
             }
         }
 }
+
+/* bs_half3_r64 for keys alone, eight lanes per vector: the groups of the
+ * eight lanes r .. r + 7 in eight registers through the three steps. */
+#define BS_CE_K8(a, d)                                                                   \
+    do {                                                                                 \
+        __m512i lo_ = _mm512_min_epu64(X[a], X[(a) + (d)]);                              \
+        X[(a) + (d)] = _mm512_max_epu64(X[a], X[(a) + (d)]);                             \
+        X[a] = lo_;                                                                      \
+    } while (0)
+static void bs_half3_k8(const bsort *s, size_t lo, size_t hi, size_t j)
+{
+    const size_t q = j >> 2;
+    for (size_t b = lo; b < hi; b += 2 * j)
+        for (size_t r = 0; r < q; r += 8) {
+            __m512i X[8];
+#pragma GCC unroll 8
+            for (size_t a = 0; a < 8; a++) {
+                BS_TOUCH(b + r + a * q, 8);
+                X[a] = _mm512_loadu_si512((const void *)(s->key + b + r + a * q));
+            }
+            BS_CE_K8(0, 4); BS_CE_K8(1, 4); BS_CE_K8(2, 4); BS_CE_K8(3, 4);
+            BS_CE_K8(0, 2); BS_CE_K8(1, 2); BS_CE_K8(4, 2); BS_CE_K8(5, 2);
+            BS_CE_K8(0, 1); BS_CE_K8(2, 1); BS_CE_K8(4, 1); BS_CE_K8(6, 1);
+#pragma GCC unroll 8
+            for (size_t a = 0; a < 8; a++)
+                _mm512_storeu_si512((void *)(s->key + b + r + a * q), X[a]);
+        }
+}
 #endif
 
 /* The half-cleaner steps j = jtop, jtop / 2, .., down to jbot (and at
@@ -389,6 +417,9 @@ static void bs_halves(const bsort *s, size_t lo, size_t hi, size_t jtop, size_t 
     const size_t w = vec ? 8 : 1, lim = jbot > w ? jbot : w;
     size_t j = jtop;
 #if OBL_CT_AVX512
+    if (vec == 1 && !s->aux) /* public */
+        for (; j / 4 >= lim; j >>= 3)
+            bs_half3_k8(s, lo, hi, j);
     if (vec == 2 && s->vs == 64 && !s->aux) { /* public */
         for (; j / 4 >= lim; j >>= 3)
             bs_half3_r64(s, lo, hi, j);
