@@ -471,6 +471,69 @@ static void roram_build_crowded(void)
     nr_build_set_leaf_mask(UINT64_MAX);
 }
 
+/*
+ * The two forms of the build's first fit (one packed word, or id and slot
+ * and leaf in two words) and the two key layouts of its payload sort (aux
+ * word, or leaf in the key with explicit ids) must build the same tree:
+ * with one seed, every byte of the tree, the stash and the leaves must
+ * agree.
+ */
+static void nr_build_forms_agree(int ct)
+{
+    static const uint64_t ns[] = {1, 2, 7, 100, 1000, 5003};
+    static const size_t vss[] = {8, 56, 64, 100};
+    for (size_t c = 0; c < sizeof(ns) / sizeof(ns[0]); c++)
+        for (size_t v = 0; v < sizeof(vss) / sizeof(vss[0]); v++)
+            for (int with_ids = 0; with_ids < 2; with_ids++) {
+                uint64_t n = ns[c];
+                size_t vs = vss[v];
+                if (ct && n > 100)
+                    continue;
+                obl_nroram_params p;
+                memset(&p, 0, sizeof(p));
+                p.capacity = n + n / 3 + 1;
+                p.value_size = vs;
+                p.use_seed = 1;
+                p.seed = 1000 + n * 7 + vs;
+                p.pos_bytes = with_ids ? 8 : 4;
+                unsigned char *data = (unsigned char *)malloc((size_t)n * vs);
+                uint64_t *ids = (uint64_t *)malloc((size_t)n * sizeof(uint64_t));
+                uint32_t *lv[2];
+                obl_nroram *o[2] = {NULL, NULL};
+                for (uint64_t i = 0; i < (uint64_t)n * vs; i++)
+                    data[i] = (unsigned char)(i * 29 + n);
+                for (uint64_t i = 0; i < n; i++)
+                    ids[i] = i * 0x9e3779b97f4a7c15ULL + 5;
+                for (int f = 0; f < 2; f++) {
+                    lv[f] = (uint32_t *)malloc((size_t)n * sizeof(uint32_t));
+                    nr_build_set_packing(f == 0);
+                    CHECK_EQ_U64(nr_create(&o[f], &p, 0), OBL_OK);
+                    CHECK_EQ_U64(nr_build(o[f], n, data, vs, (size_t)n * vs,
+                                          with_ids ? ids : NULL, NULL, NULL, lv[f]),
+                                 OBL_OK);
+                }
+                nr_build_set_packing(1);
+                OBL_DECLASSIFY(o[0]->tree, o[0]->tree_bytes);
+                OBL_DECLASSIFY(o[1]->tree, o[1]->tree_bytes);
+                OBL_DECLASSIFY(o[0]->bmeta, o[0]->bmeta_bytes);
+                OBL_DECLASSIFY(o[1]->bmeta, o[1]->bmeta_bytes);
+                OBL_DECLASSIFY(o[0]->bdata, o[0]->bdata_bytes);
+                OBL_DECLASSIFY(o[1]->bdata, o[1]->bdata_bytes);
+                OBL_DECLASSIFY(lv[0], n * sizeof(uint32_t));
+                OBL_DECLASSIFY(lv[1], n * sizeof(uint32_t));
+                CHECK_MEM(o[0]->tree, o[1]->tree, o[0]->tree_bytes);
+                CHECK_MEM(o[0]->bmeta, o[1]->bmeta, o[0]->bmeta_bytes);
+                CHECK_MEM(o[0]->bdata, o[1]->bdata, o[0]->bdata_bytes);
+                CHECK_MEM(lv[0], lv[1], n * sizeof(uint32_t));
+                for (int f = 0; f < 2; f++) {
+                    obl_nroram_destroy(o[f]);
+                    free(lv[f]);
+                }
+                free(data);
+                free(ids);
+            }
+}
+
 static void roram_update(void)
 {
     obl_roram_params p;
@@ -937,6 +1000,8 @@ int main(int argc, char **argv)
     roram_build_crowded();
     /* the two-word form of the build's first fit, which only builds of
      * about 2^26 blocks and more take by themselves */
+    printf("NRORAM builds: packed and two-word first fit agree byte for byte\n");
+    nr_build_forms_agree(ct);
     printf("RORAM builds, first fit in two words\n");
     nr_build_set_packing(0);
     roram_build_sizes(ct ? 12 : 100);
