@@ -306,6 +306,8 @@ static inline void bs_half(const bsort *s, size_t lo, size_t hi, size_t j, unsig
 }
 
 #if OBL_CT_AVX512
+/* Compare-exchange of the register-held elements a < a + d of a group:
+ * keys k[], 64-byte payloads P[] (bs_half3_r64, bs_mirror3_r64). */
 #define BS_CE_R(a, d)                                                                    \
     do {                                                                                 \
         uint64_t A_ = k[a], B_ = k[(a) + (d)];                                           \
@@ -318,7 +320,12 @@ static inline void bs_half(const bsort *s, size_t lo, size_t hi, size_t j, unsig
         P[a] = _mm512_xor_si512(P[a], T_);                                               \
         P[(a) + (d)] = _mm512_xor_si512(P[(a) + (d)], T_);                               \
     } while (0)
-/* three half-cleaner steps, spans 4q, 2q, q, of 64-byte payloads without aux, group in registers */
+/* Three half-cleaner steps (spans j, j / 2, j / 4 = q) on 64-byte payloads
+ * without aux words, each group of 8 (e + a * q) held in registers: one
+ * load and one store per element for the three steps, where bs_half
+ * stores every element after each step (docs/oram.md, "Build, fourth
+ * session"). The same compare-exchanges, in the same order along every
+ * element's dependencies. Secret: keys, payloads. Public: lo, hi, j. */
 static void bs_half3_r64(const bsort *s, size_t lo, size_t hi, size_t j)
 {
     const size_t q = j >> 2;
@@ -381,7 +388,8 @@ static void bs_mirror3_r64(const bsort *s, size_t lo, size_t hi, size_t kb)
 }
 
 /* bs_half3_r64 for keys alone, eight lanes per vector: the groups of the
- * eight lanes r .. r + 7 in eight registers through the three steps. */
+ * eight lanes r .. r + 7 in eight registers through the three steps
+ * (q >= 8: bs_halves calls it for spans of at least 32). */
 #define BS_CE_K8(a, d)                                                                   \
     do {                                                                                 \
         __m512i lo_ = _mm512_min_epu64(X[a], X[(a) + (d)]);                              \
