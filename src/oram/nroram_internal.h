@@ -168,7 +168,7 @@ void nr_build_set_blocks(size_t l2_bytes, size_t l3_bytes);
 /* Tests only, not thread-safe: 0 makes nr_build keep the first fit's
  * result in two words (id; slot and leaf) even where one would do (the
  * packed form, for ids, leaves and slot codes of at most 62 bits: every
- * build below about 2^26 blocks); 1 restores the default. */
+ * build up to about 2^27 blocks); 1 restores the default. */
 void nr_build_set_packing(int allow);
 
 /* Tests only, not thread-safe: the build's leaves are ANDed with mask (0:

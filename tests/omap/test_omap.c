@@ -1139,8 +1139,8 @@ int main(int argc, char **argv)
         build_test(1000, 20, 100, 700, 2000);
         build_test(10, 32, 32, 0, 100);
         /* the value ORAM's build with its first fit in two words (only
-         * builds of about 2^26 blocks take that form by themselves), with
-         * ids from the caller and from the content */
+         * builds of more than about 2^27 blocks take that form by
+         * themselves), with ids from the caller and from the content */
         nr_build_set_packing(0);
         build_test(4096, 8, 56, 4096, 2000);
         build_test(1000, 20, 100, 700, 2000);

@@ -472,6 +472,58 @@ static void roram_build_crowded(void)
 }
 
 /*
+ * Checks a fresh 64-bit build of blocks ids[0 .. n) with leaves lv and
+ * values data: every real slot of the stash and the tree holds one of
+ * them, each exactly once, with its leaf and value, and a tree slot lies
+ * on its block's path.
+ */
+static void nr_check_built(const obl_nroram *o, uint64_t n, const uint64_t *ids, const uint32_t *lv,
+                           const unsigned char *data, size_t vs)
+{
+    unsigned char *seen = (unsigned char *)calloc(n, 1);
+    uint64_t count = 0;
+    for (uint64_t s = 0; seen && s < o->P + o->nbuckets * NR_Z; s++) {
+        const unsigned char *mp, *vp;
+        uint64_t b = 0, k = 0;
+        if (s < o->P) {
+            mp = (const unsigned char *)o->bmeta + s * 2 * o->pb;
+            vp = o->bdata + s * vs;
+        } else {
+            b = (s - o->P) / NR_Z;
+            const unsigned char *bp = o->tree + b * o->bstride;
+            mp = bp + (s - o->P) % NR_Z * 2 * o->pb;
+            vp = bp + o->doff + (s - o->P) % NR_Z * vs;
+            while ((((uint64_t)2 << k) - 1) <= b)
+                k++;
+        }
+        nr_meta64 me;
+        memcpy(&me, mp, sizeof(me));
+        OBL_DECLASSIFY(&me, sizeof(me)); /* the test checks it */
+        if (me.id == NR_DUMMY64)
+            continue;
+        uint64_t j = 0;
+        while (j < n && ids[j] != me.id)
+            j++;
+        CHECK(j < n);
+        if (j == n)
+            continue;
+        CHECK(!seen[j]);
+        seen[j] = 1;
+        count++;
+        CHECK_EQ_U64(me.leaf, lv[j]);
+        if (s >= o->P) /* bucket b of level k is on the path to its leaf */
+            CHECK_EQ_U64(b - (((uint64_t)1 << k) - 1), lv[j] >> (o->logL - k));
+        unsigned char *v = (unsigned char *)xmalloc(vs);
+        memcpy(v, vp, vs);
+        OBL_DECLASSIFY(v, vs); /* the test compares it */
+        CHECK_MEM(v, data + j * vs, vs);
+        free(v);
+    }
+    CHECK_EQ_U64(count, n);
+    free(seen);
+}
+
+/*
  * The two forms of the build's first fit (one packed word, or id and slot
  * and leaf in two words) and the two key layouts of its payload sort (aux
  * word, or leaf in the key with explicit ids) must build the same tree:
@@ -525,6 +577,10 @@ static void nr_build_forms_agree(int ct)
                 CHECK_MEM(o[0]->bmeta, o[1]->bmeta, o[0]->bmeta_bytes);
                 CHECK_MEM(o[0]->bdata, o[1]->bdata, o[0]->bdata_bytes);
                 CHECK_MEM(lv[0], lv[1], n * sizeof(uint32_t));
+                /* and the tree they agree on is right (in 64-bit trees;
+                 * block i has id i when no ids are given) */
+                if (with_ids)
+                    nr_check_built(o[0], n, ids, lv[0], data, vs);
                 for (int f = 0; f < 2; f++) {
                     obl_nroram_destroy(o[f]);
                     free(lv[f]);
@@ -532,6 +588,87 @@ static void nr_build_forms_agree(int ct)
                 free(data);
                 free(ids);
             }
+}
+
+/* the id of a block built with an id function: its first 8 bytes */
+static uint64_t first_word_id(const void *ctx, const unsigned char *block)
+{
+    (void)ctx;
+    uint64_t id;
+    memcpy(&id, block, 8);
+    return id;
+}
+
+/*
+ * Builds with explicit ids (an array, or a function of the block's
+ * content), where the build keeps each block's leaf in its sort key
+ * instead of an aux word, with every leaf forced to 0 or 1 so that the
+ * stash takes what paths 0 and 1 cannot: the stash and the tree must hold
+ * every block once, with its leaf, and every block must then read back by
+ * its id, with its own value. More blocks than the path and the stash
+ * fail with OBL_ERR_STASH_OVERFLOW.
+ */
+static void nr_build_ids_crowded(int ct)
+{
+    static const size_t vss[] = {8, 56, 64, 100};
+    for (uint64_t mask = 0; mask < 2; mask++)
+        for (size_t v = 0; v < sizeof(vss) / sizeof(vss[0]); v++)
+            for (int use_fn = 0; use_fn < 2; use_fn++)
+                for (uint64_t n = 1; n <= (ct ? 30u : 45u); n++) {
+                    nr_build_set_leaf_mask(mask);
+                    size_t vs = vss[v];
+                    obl_nroram_params p;
+                    memset(&p, 0, sizeof(p));
+                    p.capacity = n;
+                    p.value_size = vs;
+                    p.use_seed = 1;
+                    p.seed = 77 + n * 3 + vs;
+                    p.pos_bytes = 8;
+                    unsigned char *data = (unsigned char *)xmalloc((size_t)n * vs);
+                    uint64_t *ids = (uint64_t *)xmalloc((size_t)n * sizeof(uint64_t));
+                    uint32_t *lv = (uint32_t *)xmalloc((size_t)n * sizeof(uint32_t));
+                    unsigned char *out = (unsigned char *)xmalloc(vs);
+                    for (uint64_t i = 0; i < n; i++) {
+                        ids[i] = (i + 1) * 0x9e3779b97f4a7c15ULL >> 1; /* distinct, not the dummy */
+                        for (size_t b = 0; b < vs; b++)
+                            data[i * vs + b] = (unsigned char)(i * 131 + b * 7 + n);
+                        memcpy(data + i * vs, &ids[i], 8); /* the id function's input */
+                    }
+                    obl_nroram *o = NULL;
+                    CHECK_EQ_U64(nr_create(&o, &p, 0), OBL_OK);
+                    uint64_t D = o ? o->logL + 1 : 0, S = o ? o->S : 0;
+                    obl_err e = o ? nr_build(o, n, data, vs, (size_t)n * vs, use_fn ? NULL : ids,
+                                             use_fn ? first_word_id : NULL, NULL, lv)
+                                  : OBL_ERR_STATE;
+                    /* paths 0 and 1 share all but their leaf buckets */
+                    if (n > NR_Z * (D + mask) + S) {
+                        CHECK_EQ_U64(e, OBL_ERR_STASH_OVERFLOW);
+                    } else if (n <= NR_Z * D + S || e != OBL_ERR_STASH_OVERFLOW) {
+                        CHECK_EQ_U64(e, OBL_OK);
+                        OBL_DECLASSIFY(lv, n * sizeof(uint32_t)); /* the test checks them */
+                        if (e == OBL_OK)
+                            nr_check_built(o, n, ids, lv, data, vs);
+                        for (uint64_t i = 0; e == OBL_OK && i < n; i++) {
+                            CHECK(lv[i] <= mask);
+                            uint64_t found = 0;
+                            obl_err re = OBL_ERR_STATE;
+                            for (int t = 0; t < 50 && re == OBL_ERR_STATE; t++)
+                                re = obl_nroram_access(o, ids[i], lv[i], obl_nroram_random_pos(o),
+                                                       OBL_ORAM_READ, NULL, out, &found);
+                            CHECK(re == OBL_OK || re == OBL_ERR_STASH_OVERFLOW);
+                            OBL_DECLASSIFY(out, vs); /* the test compares them */
+                            OBL_DECLASSIFY(&found, sizeof(found));
+                            CHECK_EQ_U64(found, 1);
+                            CHECK_MEM(out, data + i * vs, vs);
+                        }
+                    }
+                    obl_nroram_destroy(o);
+                    free(out);
+                    free(lv);
+                    free(ids);
+                    free(data);
+                }
+    nr_build_set_leaf_mask(UINT64_MAX);
 }
 
 static void roram_update(void)
@@ -999,9 +1136,14 @@ int main(int argc, char **argv)
     printf("RORAM build with every block on one path (the stash filled)\n");
     roram_build_crowded();
     /* the two-word form of the build's first fit, which only builds of
-     * about 2^26 blocks and more take by themselves */
+     * more than about 2^27 blocks take by themselves */
     printf("NRORAM builds: packed and two-word first fit agree byte for byte\n");
     nr_build_forms_agree(ct);
+    nr_build_set_blocks(1024, 8192); /* and with the blocked sorts' passes */
+    nr_build_forms_agree(ct);
+    nr_build_set_blocks(0, 0);
+    printf("NRORAM builds with explicit ids, every block on one or two paths\n");
+    nr_build_ids_crowded(ct);
     printf("RORAM builds, first fit in two words\n");
     nr_build_set_packing(0);
     roram_build_sizes(ct ? 12 : 100);
