@@ -17,6 +17,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 #include <stdio.h>
 
 #include <obl/obl.h>
@@ -237,6 +238,22 @@ typedef struct bench_stats {
     double median, min, max, q1, q3;
 } bench_stats;
 bench_stats bench_summarize(const double *x, int n);
+
+/* Folds len bytes into the running checksum h (order-dependent: a phase
+ * folds its results in the order it got them, and its check folds the
+ * expected values in the same order). Cheap enough for a timed loop (one
+ * multiply per 8 bytes), so that results are checked without storing them;
+ * a wrong byte changes the result except with probability about 2^-64. */
+static inline uint64_t bench_fold(uint64_t h, const unsigned char *p, size_t len)
+{
+    for (size_t i = 0; i < len; i += 8) {
+        uint64_t w = 0;
+        memcpy(&w, p + i, len - i < 8 ? len - i : 8); /* little-endian x86 */
+        h = (h ^ w) * 0x9e3779b97f4a7c15ULL;
+        h ^= h >> 29;
+    }
+    return h;
+}
 
 /* Stops the compiler from dropping the computation of v. */
 static inline void bench_consume(uint64_t v)
