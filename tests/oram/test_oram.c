@@ -472,6 +472,24 @@ static void roram_build_crowded(void)
 }
 
 /*
+ * The end of a build's trace-equality case: the two runs' traces (of a
+ * build of n values of vs bytes, described by `what`) must be long, whole
+ * and equal; prints the case and frees both.
+ */
+static void build_traces_done(obl_trace tr[2], const char *what, uint64_t n, size_t vs)
+{
+    CHECK(tr[0].n > 1000 && !tr[0].overflow);
+    int eq = obl_trace_equal(&tr[0], &tr[1]);
+    CHECK(eq);
+    if (!eq)
+        fprintf(stderr, "  n %" PRIu64 " vs %zu: traces differ at event %zu\n", n, vs,
+                obl_trace_first_diff(&tr[0], &tr[1]));
+    printf("  build %s, n %" PRIu64 " vs %zu: %zu events, equal\n", what, n, vs, tr[0].n);
+    obl_trace_free(&tr[0]);
+    obl_trace_free(&tr[1]);
+}
+
+/*
  * Checks a fresh 64-bit build of blocks ids[0 .. n) with leaves lv and
  * values data: every real slot of the stash and the tree holds one of
  * them, each exactly once, with its leaf and value, and a tree slot lies
@@ -480,7 +498,7 @@ static void roram_build_crowded(void)
 static void nr_check_built(const obl_nroram *o, uint64_t n, const uint64_t *ids, const uint32_t *lv,
                            const unsigned char *data, size_t vs)
 {
-    unsigned char *seen = (unsigned char *)calloc(n, 1);
+    unsigned char *seen = (unsigned char *)calloc(n, 1), *v = (unsigned char *)xmalloc(vs);
     uint64_t count = 0;
     for (uint64_t s = 0; seen && s < o->P + o->nbuckets * NR_Z; s++) {
         const unsigned char *mp, *vp;
@@ -513,13 +531,12 @@ static void nr_check_built(const obl_nroram *o, uint64_t n, const uint64_t *ids,
         CHECK_EQ_U64(me.leaf, lv[j]);
         if (s >= o->P) /* bucket b of level k is on the path to its leaf */
             CHECK_EQ_U64(b - (((uint64_t)1 << k) - 1), lv[j] >> (o->logL - k));
-        unsigned char *v = (unsigned char *)xmalloc(vs);
         memcpy(v, vp, vs);
         OBL_DECLASSIFY(v, vs); /* the test compares it */
         CHECK_MEM(v, data + j * vs, vs);
-        free(v);
     }
     CHECK_EQ_U64(count, n);
+    free(v);
     free(seen);
 }
 
@@ -611,11 +628,11 @@ static uint64_t first_word_id(const void *ctx, const unsigned char *block)
 static void nr_build_ids_crowded(int ct)
 {
     static const size_t vss[] = {8, 56, 64, 100};
-    for (uint64_t mask = 0; mask < 2; mask++)
+    for (uint64_t mask = 0; mask < 2; mask++) {
+        nr_build_set_leaf_mask(mask);
         for (size_t v = 0; v < sizeof(vss) / sizeof(vss[0]); v++)
             for (int use_fn = 0; use_fn < 2; use_fn++)
                 for (uint64_t n = 1; n <= (ct ? 30u : 45u); n++) {
-                    nr_build_set_leaf_mask(mask);
                     size_t vs = vss[v];
                     obl_nroram_params p;
                     memset(&p, 0, sizeof(p));
@@ -668,6 +685,7 @@ static void nr_build_ids_crowded(int ct)
                     free(ids);
                     free(data);
                 }
+    }
     nr_build_set_leaf_mask(UINT64_MAX);
 }
 
@@ -729,16 +747,7 @@ static void nr_build_ids_trace(void)
             free(ids);
             free(data);
         }
-        CHECK(tr[0].n > 1000 && !tr[0].overflow);
-        int eq = obl_trace_equal(&tr[0], &tr[1]);
-        CHECK(eq);
-        if (!eq)
-            fprintf(stderr, "  n %" PRIu64 " vs %zu: traces differ at event %zu\n", n, vs,
-                    obl_trace_first_diff(&tr[0], &tr[1]));
-        printf("  build with %s, n %" PRIu64 " vs %zu: %zu events, equal\n",
-               cs[c].use_fn ? "an id function" : "ids", n, vs, tr[0].n);
-        obl_trace_free(&tr[0]);
-        obl_trace_free(&tr[1]);
+        build_traces_done(tr, cs[c].use_fn ? "with an id function" : "with ids", n, vs);
     }
 }
 
@@ -1103,16 +1112,7 @@ static void roram_build_trace(void)
             obl_roram_destroy(r);
             free(vals);
         }
-        CHECK(tr[0].n > 1000 && !tr[0].overflow);
-        int eq = obl_trace_equal(&tr[0], &tr[1]);
-        CHECK(eq);
-        if (!eq)
-            fprintf(stderr, "  n %" PRIu64 " vs %zu: traces differ at event %zu\n", cs[c].n,
-                    cs[c].vs, obl_trace_first_diff(&tr[0], &tr[1]));
-        printf("  build n %" PRIu64 " vs %zu %s: %zu events, equal\n", cs[c].n, cs[c].vs,
-               cs[c].from ? "from array" : "zero", tr[0].n);
-        obl_trace_free(&tr[0]);
-        obl_trace_free(&tr[1]);
+        build_traces_done(tr, cs[c].from ? "from an array" : "of zeros", cs[c].n, cs[c].vs);
     }
 }
 
