@@ -3,8 +3,12 @@
  * values.
  *
  * Design (docs/omap.md): one-choice hashing into buckets of several slots
- * with an overflow stash. Keys are hashed with SipHash-2-4 (Aumasson,
- * Bernstein 2012) under a per-map secret key to one of M buckets; the
+ * with an overflow stash. Keys of at most 8 bytes (and the fingerprints of
+ * longer keys in the compact layout) are permuted with Speck64/128
+ * (Beaulieu et al. 2013) under a per-map secret key, and the top bits of
+ * the image pick one of M buckets, whose slots keep only the image's other
+ * bits (a quotiented index); other keys are hashed with SipHash-2-4
+ * (Aumasson, Bernstein 2012) under a per-map secret key to a bucket. The
  * buckets live in ONE recursive ORAM (obl/oram.h), so that which bucket an
  * access touches is hidden. A key whose bucket is full waits in the
  * overflow stash, a small array in plain memory that every operation scans
@@ -68,10 +72,10 @@ extern "C" {
 /* Layouts (docs/omap.md, "Layouts"), obl_omap_params.layout:
  * INLINE: the buckets hold key and value;
  * COMPACT: the buckets hold key and a leaf label; the values live in one
- *   Circuit ORAM (obl_nroram) under the key as block id, so the bucket
+ *   Circuit ORAM (obl_nroram) under the key's permuted image as block id, so the bucket
  *   access moves small index entries only, and a get costs one more
  *   (non-recursive) ORAM access. Keys of more than 8 bytes are
- *   replaced in the index by a 64-bit keyed fingerprint, which is the
+ *   replaced in the index by a 64-bit keyed fingerprint, whose image is the
  *   block id; the block holds key and value, and the stored key is
  *   compared on every access. Capacity at most 2^30.
  * AUTO: INLINE for keys of at most OBL_OMAP_INLINE_MAX_KEY and values of

@@ -6,11 +6,13 @@
  * plus the ORAMs' own bulk builds, instead of n oblivious puts.
  *
  * What the build reveals (docs/omap.md): the memory trace of this file
- * depends on the keys only through their SipHash values under the map's
- * fresh secret key: the bucket h(k_i) of each input position i and which
- * positions of one bucket have equal 64-bit hashes (duplicate detection;
+ * depends on the keys only through their 64-bit hashes under the map's
+ * fresh secret key (a word map's words, Speck64/128 images, else SipHash
+ * values): the bucket h(k_i) of each input position i and which
+ * positions of one bucket have equal hashes (duplicate detection;
  * on OBL_ERR_DUPLICATE_KEY, the positions of the duplicates). For distinct keys these
- * hashes are pseudo-random and independent of the keys (SipHash is a PRF),
+ * hashes are pseudo-random and independent of the keys (a keyed
+ * pseudo-random permutation, or a PRF),
  * and later operations go through the ORAM, which hides the bucket they
  * touch, so knowing the buckets does not link a later access to an input
  * position. Keys and values themselves are only copied, never compared
@@ -29,6 +31,7 @@
 #include "common/secret.h"
 #include "omap/omap_internal.h"
 #include "omap/siphash.h"
+#include "omap/speck.h"
 #include "oram/nroram_internal.h"
 
 __extension__ typedef unsigned __int128 build_u128;
@@ -41,7 +44,7 @@ __extension__ typedef unsigned __int128 build_u128;
  * time for any key of ks bytes). Secret: the block. */
 static uint64_t omap_block_id(const void *ctx, const unsigned char *block)
 {
-    return omap_fingerprint((const obl_omap *)ctx, block);
+    return omap_word((const obl_omap *)ctx, block);
 }
 
 /* see obl/omap.h */
@@ -90,19 +93,21 @@ obl_err obl_omap_build(obl_omap **out, const obl_omap_params *p, const void *key
     unsigned char *arr = NULL;
     /* fingerprint mode: the index keys (fingerprints) and the value
      * ORAM's blocks {key, value} */
-    uint64_t *fpk = m->fp || ks < iks ? (uint64_t *)obl_alloc(&m->ac, fp_bytes, 64) : NULL;
+    const int words = m->words;
+    uint64_t *fpk = words || ks < iks ? (uint64_t *)obl_alloc(&m->ac, fp_bytes, 64) : NULL;
     unsigned char *kvb = NULL;
     uint64_t *ids = NULL;
     uint32_t *leaves = NULL;
     size_t ids_bytes = 0, leaves_bytes = 0;
     const int compact = m->layout == OBL_OMAP_LAYOUT_COMPACT;
     uint64_t qn = 0;
-    if (!hv || !bk || !ord || !start || !own || !fill || ((m->fp || ks < iks) && !fpk)) {
+    if (!hv || !bk || !ord || !start || !own || !fill || ((words || ks < iks) && !fpk)) {
         err = OBL_ERR_NOMEM;
         goto done;
     }
-    /* the index keys, iks bytes each: fingerprints, keys of under 8 bytes
-     * zero-extended, or the keys */
+    /* the index keys, iks bytes each: the words of a word map (omap_word:
+     * fingerprints or keys zero-extended, permuted), else keys of under 8
+     * bytes zero-extended, or the keys */
     if (m->fp) { /* public */
         /* omap_fingerprint, eight keys at a time */
         obl_siphash24_many(m->sk[2], m->sk[3], K, ks, ks, n, fpk);
@@ -115,13 +120,24 @@ obl_err obl_omap_build(obl_omap **out, const obl_omap_params *p, const void *key
         fpk[i] = 0;
         memcpy(&fpk[i], K + i * ks, ks);
     }
-    const unsigned char *IK = m->fp || ks < iks ? (const unsigned char *)fpk : K;
+    if (words) { /* public */
+        if (!m->fp && ks == 8 && n) /* public */
+            memcpy(fpk, K, (size_t)n * 8);
+        obl_speck_enc_many(&m->pk, fpk, fpk, (size_t)n);
+        for (uint64_t i = 0; i < n && m->fp; i++)
+            fpk[i] -= obl_ct_eq64(fpk[i], UINT64_MAX);
+    }
+    const unsigned char *IK = words || ks < iks ? (const unsigned char *)fpk : K;
 
     /* Hashes. LEAK: the bucket and 64-bit hash of each input position,
-     * pseudo-random for distinct keys (see the top of this file). */
-    obl_siphash24_many(m->sk[0], m->sk[1], IK, iks, iks, n, hv); /* omap_hash */
+     * pseudo-random for distinct keys (see the top of this file): a word
+     * map's words (a pseudo-random permutation's images), else SipHash. */
+    if (words) /* public */
+        memcpy(hv, fpk, (size_t)n * 8);
+    else
+        obl_siphash24_many(m->sk[0], m->sk[1], IK, iks, iks, n, hv); /* omap_hash */
     for (uint64_t i = 0; i < n; i++) {
-        bk[i] = (uint64_t)(((build_u128)hv[i] * m->M) >> 64);
+        bk[i] = words ? omap_word_bucket(m, hv[i]) : (uint64_t)(((build_u128)hv[i] * m->M) >> 64);
         OBL_DECLASSIFY(&hv[i], sizeof(uint64_t));
         OBL_DECLASSIFY(&bk[i], sizeof(uint64_t));
     }
@@ -258,14 +274,23 @@ obl_err obl_omap_build(obl_omap **out, const obl_omap_params *p, const void *key
         uint64_t hdr = fill[b] >= 64 ? UINT64_MAX : ((uint64_t)1 << fill[b]) - 1;
         memcpy(arr + b * m->bsz, &hdr, OMAP_HS);
     }
-    /* in input order: the reads in order, the writes where the slots are */
+    /* in input order: the reads in order, the writes where the slots are;
+     * a word map's slots hold the low wshift bits of the word in rw bytes
+     * and lw bytes of the slot value (omap_internal.h) */
+    const uint64_t rmask = m->wshift == 64 ? UINT64_MAX : ((uint64_t)1 << m->wshift) - 1;
     for (uint64_t i = 0; i < n; i++) {
         if (own[i] == OMAP_IN_STASH) /* public */
             continue;
         uint64_t b = own[i] / B, s = own[i] % B;
         unsigned char *bp = arr + b * m->bsz;
-        memcpy(bp + OMAP_HS + s * iks, IK + i * iks, iks);
-        memcpy(bp + OMAP_HS + B * iks + s * svs, OMAP_SV(i), svc);
+        if (words) { /* public */
+            uint64_t r = fpk[i] & rmask;
+            memcpy(bp + OMAP_HS + s * m->rw, &r, m->rw); /* little-endian */
+            memcpy(bp + OMAP_HS + B * m->rw + s * m->lw, OMAP_SV(i), m->lw);
+        } else {
+            memcpy(bp + OMAP_HS + s * iks, IK + i * iks, iks);
+            memcpy(bp + OMAP_HS + B * iks + s * svs, OMAP_SV(i), svc);
+        }
     }
 #undef OMAP_SV
     m->st.overflow_max = qn;

@@ -35,6 +35,7 @@
 #include "oram/nroram_internal.h"
 #include "oram/roram_internal.h"
 #include "omap/siphash.h"
+#include "omap/speck.h"
 
 __extension__ typedef unsigned __int128 omap_u128;
 
@@ -72,6 +73,18 @@ uint64_t omap_fingerprint(const obl_omap *m, const void *key)
 {
     uint64_t f = obl_siphash24(m->sk[2], m->sk[3], key, m->ks) & m->fpmask;
     return f - obl_ct_eq64(f, UINT64_MAX);
+}
+
+/* see omap_internal.h */
+uint64_t omap_word(const obl_omap *m, const void *key)
+{
+    uint64_t k = 0;
+    if (m->fp) /* public */
+        k = omap_fingerprint(m, key);
+    else
+        memcpy(&k, key, m->ks); /* little-endian, zero-extended */
+    uint64_t w = obl_speck_enc(&m->pk, k);
+    return m->fp ? w - obl_ct_eq64(w, UINT64_MAX) : w;
 }
 
 /* see omap_internal.h */
@@ -238,6 +251,7 @@ void omap_free(obl_omap *m)
     obl_free(&ac, m->scratch, m->scratch_bytes);
     obl_prg_wipe(&m->prg);
     obl_wipe(m->sk, sizeof(m->sk));
+    obl_wipe(&m->pk, sizeof(m->pk));
     obl_free(&ac, m, sizeof(*m));
 }
 
@@ -321,10 +335,23 @@ obl_err omap_alloc(obl_omap **out, const obl_omap_params *p)
     uint64_t M = omap_size(p, &B, &S, &logM);
     if (!M)
         return OBL_ERR_TOO_LARGE;
+    /* Word maps (those op_words serves) keep quotiented slots: the rest of
+     * the word (64 - logM bits) and the slot value in as few bytes as hold
+     * them: a leaf below the capacity (compact), or the value. */
+    const int words = iks == 8 && svs <= 8;
+    uint32_t rw = (64 - logM + 7) / 8, lw = 0;
+    if (words && compact) {
+        lw = 1;
+        while (lw < 4 && (p->capacity - 1) >> (8 * lw))
+            lw++;
+    } else if (words) {
+        lw = (uint32_t)p->value_size;
+    }
+    size_t slot = words ? (size_t)rw + lw : kv;
     /* fingerprint mode keeps one more stash entry that only the restore of
      * a collision may take (omap_internal.h) */
     uint32_t Sa = S + (fp ? 1u : 0u);
-    if (!obl_mul_ok(kv, B, &bsz) || !obl_add_ok(bsz, OMAP_HS + 7, &bsz) ||
+    if (!obl_mul_ok(slot, B, &bsz) || !obl_add_ok(bsz, OMAP_HS + 7, &bsz) ||
         (bsz &= ~(size_t)7) > OBL_ORAM_MAX_VALUE_SIZE || !obl_mul_ok(ses, Sa, &sb))
         return OBL_ERR_TOO_LARGE;
 
@@ -342,6 +369,10 @@ obl_err omap_alloc(obl_omap **out, const obl_omap_params *p)
     m->iks = iks;
     m->fp = fp;
     m->fpmask = UINT64_MAX;
+    m->words = words;
+    m->wshift = 64 - logM;
+    m->rw = rw;
+    m->lw = lw;
     m->svs = svs;
     m->kv = kv;
     m->layout = layout;
@@ -374,6 +405,13 @@ obl_err omap_alloc(obl_omap **out, const obl_omap_params *p)
     }
     for (int i = 0; i < 4; i++)
         m->sk[i] = obl_prg_u64(&m->prg);
+    {
+        uint32_t k[4];
+        for (int i = 0; i < 4; i++)
+            k[i] = (uint32_t)obl_prg_u64(&m->prg);
+        obl_speck_init(&m->pk, k);
+        obl_wipe(k, sizeof(k));
+    }
     memset(m->stash, 0, sb); /* every entry invalid */
     OBL_SECRET(m->stash, sb);
     OBL_SECRET(&m->count, sizeof(m->count));
@@ -631,6 +669,71 @@ static void omap_bits_to_words(uint64_t hdr, omap_w64 *restrict w, uint32_t B)
         w[i] = (hdr >> i) & 1;
 }
 
+/* A word map's bucket, unpacked: its bytes with room for the 8-byte loads
+ * and stores past the last slot, the slots' words and their values
+ * (svs bytes each, zero-extended). */
+typedef struct {
+    _Alignas(64) unsigned char raw[OMAP_HS + OBL_OMAP_MAX_SLOTS * 16 + 8];
+    _Alignas(64) omap_w64 key[OBL_OMAP_MAX_SLOTS];
+    _Alignas(64) uint64_t sv[OBL_OMAP_MAX_SLOTS]; /* svs x B bytes used */
+} omap_unpacked;
+
+/*
+ * Unpacks bucket bk (m->bsz bytes) of bucket number b into u: slot i's
+ * word is b << wshift | its stored rest, its value the lw stored bytes.
+ * Every slot, full or empty, the same way. Secret: b, the bucket.
+ * Public: m's sizes, svs.
+ */
+static void omap_unpack(const obl_omap *m, const unsigned char *bk, uint64_t b,
+                        omap_unpacked *u, const size_t svs)
+{
+    const uint32_t B = m->B, rw = m->rw, lw = m->lw;
+    const uint64_t top = m->logM ? b << m->wshift : 0;
+    const uint64_t rmask = UINT64_MAX >> (64 - 8 * rw), lmask = UINT64_MAX >> (64 - 8 * lw);
+    const unsigned char *rs = u->raw + OMAP_HS, *ls = rs + (size_t)B * rw;
+    memcpy(u->raw, bk, m->bsz);
+    memset(u->raw + m->bsz, 0, 8);
+    for (uint32_t i = 0; i < B; i++)
+        u->key[i] = top | (ld64(rs + (size_t)i * rw) & rmask);
+    if (svs == 4) { /* public */
+        uint32_t *sv = (uint32_t *)(void *)u->sv;
+        for (uint32_t i = 0; i < B; i++)
+            sv[i] = (uint32_t)(ld64(ls + (size_t)i * lw) & lmask);
+    } else {
+        for (uint32_t i = 0; i < B; i++)
+            u->sv[i] = ld64(ls + (size_t)i * lw) & lmask;
+    }
+}
+
+/*
+ * Packs u back into bk: slot i keeps the low wshift bits of its word (its
+ * bucket's are the same for every slot) and lw bytes of its value. The
+ * 8-byte stores go in increasing address order, so each one's spill over
+ * the next slot is rewritten by that slot's store; the spills past the
+ * last value are zero bytes (rests and values fit their widths).
+ * Secret: the contents. Public: m's sizes, svs.
+ */
+static void omap_pack(const obl_omap *m, unsigned char *bk, uint64_t hdr, omap_unpacked *u,
+                      const size_t svs)
+{
+    const uint32_t B = m->B, rw = m->rw, lw = m->lw;
+    const uint64_t rmask = m->wshift == 64 ? UINT64_MAX : ((uint64_t)1 << m->wshift) - 1;
+    const uint64_t lmask = UINT64_MAX >> (64 - 8 * lw);
+    unsigned char *rs = u->raw + OMAP_HS, *ls = rs + (size_t)B * rw;
+    st64(u->raw, hdr);
+    for (uint32_t i = 0; i < B; i++)
+        st64(rs + (size_t)i * rw, u->key[i] & rmask);
+    if (svs == 4) { /* public */
+        const uint32_t *sv = (const uint32_t *)(const void *)u->sv;
+        for (uint32_t i = 0; i < B; i++)
+            st64(ls + (size_t)i * lw, sv[i] & lmask);
+    } else {
+        for (uint32_t i = 0; i < B; i++)
+            st64(ls + (size_t)i * lw, u->sv[i] & lmask);
+    }
+    memcpy(bk, u->raw, m->bsz);
+}
+
 /*
  * op_generic on words: the stash and the bucket go through the same two
  * passes (the bucket's header bits unpacked into words and back).
@@ -645,8 +748,10 @@ static inline __attribute__((always_inline)) void op_words(op_ctx *c, unsigned c
     memcpy(&key, c->key, 8);
     memcpy(&in, c->in, svs);
     memcpy(&out, c->out, svs);
-    omap_w64 *bkey = (omap_w64 *)(void *)(bk + OMAP_HS);
-    void *bsv = bk + OMAP_HS + (size_t)B * 8;
+    omap_unpacked u;
+    omap_unpack(m, bk, c->tag >> 1, &u, svs);
+    omap_w64 *bkey = u.key;
+    void *bsv = u.sv;
     omap_w64 bw[OBL_OMAP_MAX_SLOTS];
     omap_bits_to_words(ld64(bk), bw, B);
     /* the passes for this slot value size (public) */
@@ -694,7 +799,7 @@ static inline __attribute__((always_inline)) void op_words(op_ctx *c, unsigned c
     uint64_t hdr = 0;
     for (uint32_t i = 0; i < B; i++)
         hdr |= (bw[i] & 1) << i;
-    st64(bk, hdr);
+    omap_pack(m, bk, hdr, &u, svs);
     memcpy(c->out, &out, svs);
     c->found = found;
     c->full = newkey & ((c->room & (hfb | hfs)) ^ 1);
@@ -710,9 +815,9 @@ static void op_fn(void *vctx, void *value, uint64_t found_unused, uint64_t *keep
     (void)keep;
     op_ctx *c = (op_ctx *)vctx;
     const obl_omap *m = c->m;
-    if (m->iks == 8 && m->svs == 4) /* public */
+    if (m->words && m->svs == 4) /* public */
         op_words(c, (unsigned char *)value, 4);
-    else if (m->iks == 8 && m->svs == 8)
+    else if (m->words)
         op_words(c, (unsigned char *)value, 8);
     else
         op_generic(c, (unsigned char *)value);
@@ -724,16 +829,15 @@ static void op_fn(void *vctx, void *value, uint64_t found_unused, uint64_t *keep
  * (nl). vin, vout: the value in and out (vs bytes each).
  * Secret: everything but m's parameters. Public: the revealed path.
  */
-static obl_err omap_value_access(obl_omap *m, const op_ctx *c, const unsigned char *key,
-                                 uint64_t nl, const unsigned char *vin, unsigned char *vout)
+static obl_err omap_value_access(obl_omap *m, const op_ctx *c, uint64_t nl,
+                                 const unsigned char *vin, unsigned char *vout)
 {
     uint64_t pos = obl_ct_select64(c->found, ld32(c->out), obl_nroram_random_pos(m->vo));
     /* LEAK: the path read, by design (Circuit ORAM): the leaf the key's
      * block was given at its last access, never revealed since, or a fresh
      * one for an absent key; uniform and independent of the secrets. */
     OBL_DECLASSIFY(&pos, sizeof(pos));
-    uint64_t id = 0;
-    memcpy(&id, key, m->ks); /* little-endian, zero-extended */
+    uint64_t id = ld64(c->key); /* the key's word: its block's id */
     uint64_t is1 = m->ones ? obl_ct_eq64(id, UINT64_MAX) : 0;
     uint64_t nop = obl_ct_select64(c->is_erase, OBL_ORAM_REMOVE, OBL_ORAM_READ);
     nop = obl_ct_select64(c->is_put, OBL_ORAM_WRITE, nop);
@@ -784,8 +888,8 @@ static void fpv_fn(void *vctx, void *value, uint64_t found, uint64_t *keep)
 }
 
 /*
- * Fingerprint mode: as omap_value_access, for the block of fingerprint
- * `f`. Sets *match and *collide (fpv_ctx). Secret: everything but m's
+ * Fingerprint mode: as omap_value_access, for the block whose id is `f`,
+ * the word of the key's fingerprint. Sets *match and *collide (fpv_ctx). Secret: everything but m's
  * parameters. Public: the revealed path.
  */
 static obl_err omap_value_fp(obl_omap *m, const op_ctx *c, const unsigned char *key,
@@ -844,21 +948,25 @@ obl_err obl_omap_access(obl_omap *m, uint64_t op, const void *key, const void *v
     } else {
         memcpy(in, vin, m->vs);
     }
-    /* the index key: the key, zero-extended to 8 bytes if shorter, or its
-     * fingerprint (fingerprint mode) */
+    /* the index key: a word map's word (omap_word), else the key,
+     * zero-extended to 8 bytes if shorter */
     const unsigned char *ikey = (const unsigned char *)key;
     /* 64 bytes, not 8: the copies and compares of m->iks bytes have vector
      * paths that gcc's bounds warning cannot rule out for a shorter array */
     _Alignas(64) unsigned char fpk[64] = {0};
-    if (m->fp) { /* public */
-        uint64_t f = omap_fingerprint(m, key);
-        memcpy(fpk, &f, 8);
+    uint64_t b;
+    if (m->words) { /* public */
+        uint64_t w = omap_word(m, key);
+        memcpy(fpk, &w, 8);
         ikey = fpk;
-    } else if (m->ks < m->iks) { /* public */
-        memcpy(fpk, key, m->ks);
-        ikey = fpk;
+        b = omap_word_bucket(m, w);
+    } else {
+        if (m->ks < m->iks) { /* public */
+            memcpy(fpk, key, m->ks);
+            ikey = fpk;
+        }
+        b = omap_bucket(m, ikey);
     }
-    uint64_t b = omap_bucket(m, ikey);
     uint64_t is_put = obl_ct_eq64(op, OBL_OMAP_PUT);
     op_ctx c = {m, ikey, in, out, 1 | (b << 1), is_put, obl_ct_eq64(op, OBL_OMAP_ERASE),
                 compact ? 1 : is_put, obl_ct_lt64(m->count, m->capacity), 0, 0, 0, 0, 0};
@@ -891,7 +999,7 @@ obl_err obl_omap_access(obl_omap *m, uint64_t op, const void *key, const void *v
             e = omap_value_fp(m, &c, (const unsigned char *)key, f, nl, vin, vout, &match,
                               &collide);
         } else {
-            e = omap_value_access(m, &c, (const unsigned char *)key, nl, vin, vout);
+            e = omap_value_access(m, &c, nl, vin, vout);
         }
         m->st.oram_accesses++;
         if (e == OBL_ERR_STASH_OVERFLOW)

@@ -7,25 +7,38 @@
  * arrays: [header | B keys | B slot values] (so that the scans of 8-byte
  * keys vectorise); its size bsz is rounded up to a multiple of 8 (the ORAM
  * moves such blocks in vector registers). Key k lives in bucket h(k) =
- * mulhi(SipHash(k), M), or, when that bucket is full, in the overflow
+ * mulhi(SipHash(k), M) (word maps, below: the top bits of its word), or,
+ * when that bucket is full, in the overflow
  * stash: S entries of a header (bit 0: valid, bits 1..63: the entry's
  * bucket), a key and a slot value, in plain memory as three arrays (sh,
  * skey, ssv), always scanned whole. Invariant: the stash holds an entry of
  * bucket b only if b is full (an erase from b pulls one back), so the stash
  * holds sum_b max(0, load_b - B) entries (docs/omap.md, "Overflow stash").
  *
+ * Quotiented index (word maps: index keys of 8 bytes, that is keys of at
+ * most 8 bytes or fingerprints; docs/omap.md, "Quotiented index"). The
+ * index key k is replaced by its word w = Speck64/128(k) under a per-map
+ * secret key (a permutation), and the bucket is the top logM bits of w,
+ * so a slot stores only the rest of w, the low 64 - logM bits, in rw
+ * bytes, and its slot value in lw bytes: [header | B x rw | B x lw]. The
+ * stash keeps whole words (skey, 8 bytes) and svs-byte slot values. The
+ * passes of omap.c run on words: a bucket is unpacked into word arrays
+ * (w = bucket << (64 - logM) | rest) and packed back. Other maps (inline,
+ * keys of over 8 bytes) keep whole keys and slot values as described
+ * above, and the SipHash bucket.
+ *
  * Layouts (docs/omap.md, "Layouts"). INLINE: sv is the value (svs =
  * value_size). COMPACT: sv is the 32-bit leaf of the value's block in the
- * value ORAM `vo`, a Circuit ORAM whose block id is the key read as a
- * little-endian integer (keys of at most 8 bytes). Every access remaps the
+ * value ORAM `vo`, a Circuit ORAM whose block id is the key's word
+ * (omap_word). Every access remaps the
  * key's block to a fresh leaf, so every access that finds the key rewrites
- * its sv. The one key whose id would be the ORAM's dummy id (all-ones,
- * 8-byte keys) keeps its value in `ones` instead (zeros when absent).
- * COMPACT with keys of more than 8 bytes (fingerprint mode, `fp`): the
- * index holds a 64-bit keyed fingerprint of the key instead of the key
- * (iks = 8; omap_fingerprint, never all-ones), the value ORAM's block id
- * is that fingerprint and its block holds the key and the value, so that a
- * fingerprint collision is detected by comparing the stored key.
+ * its sv. The one key whose id would be the ORAM's dummy id (its word
+ * all-ones, 8-byte keys) keeps its value in `ones` instead (zeros when
+ * absent). COMPACT with keys of more than 8 bytes (fingerprint mode,
+ * `fp`): the index key is a 64-bit keyed fingerprint of the key instead of
+ * the key (iks = 8; omap_fingerprint), its word (never all-ones) is the
+ * value ORAM's block id and the block holds the key and the value, so that
+ * a collision of words is detected by comparing the stored key.
  */
 #ifndef OBL_SRC_OMAP_INTERNAL_H
 #define OBL_SRC_OMAP_INTERNAL_H
@@ -38,6 +51,7 @@
 
 #include "common/alloc.h"
 #include "common/prg.h"
+#include "omap/speck.h"
 
 /* bucket and stash entry header bytes */
 #define OMAP_HS 8u
@@ -47,6 +61,10 @@ struct obl_omap {
     obl_prg prg;
     uint64_t sk[4];       /* SipHash keys: (sk[0], sk[1]) buckets, (sk[2], sk[3])
                              fingerprints */
+    obl_speck pk;         /* word maps: the index keys' permutation */
+    int words;            /* word map: quotiented index (above) */
+    uint32_t wshift;      /* word map: 64 - logM, the rest's bits */
+    uint32_t rw, lw;      /* word map: bytes of a slot's rest and value */
     uint64_t capacity;
     uint64_t M;           /* buckets, a power of two */
     uint32_t logM;
@@ -97,6 +115,19 @@ void omap_values_params(obl_omap *m, obl_nroram_params *np, const obl_omap_param
 /* Bucket of an index key (iks bytes), in [0, M). Secret: key and the
  * result. */
 uint64_t omap_bucket(const obl_omap *m, const void *key);
+
+/* Word map: the word of a key (ks bytes): the permutation of the key
+ * zero-extended, or of its fingerprint (fingerprint mode; then never all
+ * ones: all-ones becomes all-ones - 1, the value ORAM's dummy id). It is
+ * the key's index key and, in the compact layout, its value block's id.
+ * Secret: key and the result. */
+uint64_t omap_word(const obl_omap *m, const void *key);
+
+/* Word map: the bucket of word w, in [0, M). Secret: w and the result. */
+static inline uint64_t omap_word_bucket(const obl_omap *m, uint64_t w)
+{
+    return m->logM ? w >> m->wshift : 0;
+}
 
 /* Full 64-bit SipHash of an index key (iks bytes) under the bucket key.
  * Secret. */

@@ -19,6 +19,7 @@
 #include "common/secret.h"
 #include "omap/omap_internal.h"
 #include "omap/siphash.h"
+#include "omap/speck.h"
 #include "oram/nroram_internal.h"
 #include "testutil.h"
 
@@ -71,6 +72,32 @@ static void test_siphash(void)
             for (size_t i = 0; i < count; i++)
                 CHECK_EQ_U64(out[i], obl_siphash24(k0, k1, big + i * stride, len));
         }
+}
+
+/* --------------------------------------------------------------- Speck -- */
+
+static void test_speck(void)
+{
+    /* Beaulieu et al. 2013 (eprint 2013/404), appendix C, Speck64/128:
+     * key 1b1a1918 13121110 0b0a0908 03020100 (l2 l1 l0 k0), plaintext
+     * 3b726574 7475432d (x y), ciphertext 8c6fa548 454e028b. */
+    static const uint32_t key[4] = {0x03020100u, 0x0b0a0908u, 0x13121110u, 0x1b1a1918u};
+    obl_speck s;
+    obl_speck_init(&s, key);
+    CHECK_EQ_U64(obl_speck_enc(&s, 0x3b7265747475432dULL), 0x8c6fa548454e028bULL);
+    CHECK_EQ_U64(obl_speck_dec(&s, 0x8c6fa548454e028bULL), 0x3b7265747475432dULL);
+    /* the bulk form, every tail; and the inverse */
+    uint64_t in[37], out[37];
+    for (int i = 0; i < 37; i++)
+        in[i] = test_rng_next(&R);
+    for (size_t n = 0; n <= 37; n += 1 + n / 8) {
+        memset(out, 0, sizeof(out));
+        obl_speck_enc_many(&s, in, out, n);
+        for (size_t i = 0; i < n; i++) {
+            CHECK_EQ_U64(out[i], obl_speck_enc(&s, in[i]));
+            CHECK_EQ_U64(obl_speck_dec(&s, out[i]), in[i]);
+        }
+    }
 }
 
 /* ---------------------------------------------------------------- model -- */
@@ -247,7 +274,19 @@ static long index_walk(obl_omap *m, index_fn fn, void *ctx)
                 continue;
             const unsigned char *k = buf + OMAP_HS + s * m->iks;
             const unsigned char *v = buf + OMAP_HS + m->B * m->iks + s * m->svs;
-            bad += omap_bucket(m, k) != b;
+            uint64_t w = 0, sv = 0;
+            if (m->words) {
+                /* the word: the bucket's bits over the stored rest, which
+                 * has no bits past its width; the value zero-extended */
+                uint64_t r = 0;
+                memcpy(&r, buf + OMAP_HS + s * m->rw, m->rw);
+                memcpy(&sv, buf + OMAP_HS + m->B * m->rw + s * m->lw, m->lw);
+                bad += m->wshift < 64 && (r >> m->wshift) != 0;
+                w = (m->logM ? b << m->wshift : 0) | r;
+                k = (const unsigned char *)&w;
+                v = (const unsigned char *)&sv;
+            }
+            bad += (m->words ? omap_word_bucket(m, w) : omap_bucket(m, k)) != b;
             if (fn)
                 fn(ctx, b, -1, k, v);
             n++;
@@ -264,7 +303,9 @@ static long index_walk(obl_omap *m, index_fn fn, void *ctx)
         occ++;
         uint64_t b = h >> 1;
         const unsigned char *k = m->skey + (size_t)j * m->iks;
-        bad += b >= m->M || omap_bucket(m, k) != b;
+        uint64_t w;
+        memcpy(&w, k, 8);
+        bad += b >= m->M || (m->words ? omap_word_bucket(m, w) : omap_bucket(m, k)) != b;
         if (b < m->M) {
             bad += g_check_invariant && !full[b]; /* the stash invariant */
             load[b]++;
@@ -796,9 +837,27 @@ static void compact_test(void)
     CHECK_EQ_U64(obl_omap_create(&m, &p), OBL_OK);
     if (!m)
         return;
+    /* the key whose word is all ones (the dummy id); maps of the same seed
+     * share the permutation, so it serves the build below too */
+    uint64_t okey = obl_speck_dec(&m->pk, UINT64_MAX);
+    memcpy(ones, &okey, 8);
+    CHECK_EQ_U64(omap_word(m, ones), UINT64_MAX);
     obl_omap_stats st;
     obl_omap_get_stats(m, &st);
     CHECK_EQ_U64(st.layout, OBL_OMAP_LAYOUT_COMPACT);
+    /* the all-ones key itself is an ordinary key */
+    {
+        unsigned char lit[8];
+        memset(lit, 0xff, 8);
+        CHECK_EQ_U64(obl_omap_put(m, lit, v2, &f), OBL_OK);
+        CHECK_EQ_U64(obl_omap_get(m, lit, out, &f), OBL_OK);
+        CHECK_EQ_U64(OBL_DECLASSIFY_VAL(f), 1);
+        OBL_DECLASSIFY(out, vs);
+        CHECK(memcmp(out, v2, vs) == 0);
+        CHECK_EQ_U64(compact_sync_check(m), 0);
+        CHECK_EQ_U64(obl_omap_erase(m, lit, &f), OBL_OK);
+        CHECK_EQ_U64(OBL_DECLASSIFY_VAL(f), 1);
+    }
     CHECK_EQ_U64(obl_omap_get(m, ones, out, &f), OBL_OK);
     CHECK_EQ_U64(OBL_DECLASSIFY_VAL(f), 0);
     CHECK_EQ_U64(obl_omap_put(m, ones, v1, &f), OBL_OK);
@@ -863,7 +922,7 @@ static void compact_test(void)
     /* the build: the all-ones key among the inputs */
     unsigned char K[16 * 8], V[16 * 24];
     for (uint64_t i = 0; i < 16; i++) {
-        uint64_t key = i == 9 ? UINT64_MAX : i * 0x1234567ULL + 1;
+        uint64_t key = i == 9 ? okey : i * 0x1234567ULL + 1;
         memcpy(K + i * 8, &key, 8);
     }
     test_rng_fill(&R, V, sizeof(V));
@@ -1090,6 +1149,7 @@ int main(int argc, char **argv)
     test_init(argc, argv, "test_omap");
     test_rng_seed(&R, T.seed);
     test_siphash();
+    test_speck();
     sizing_test();
     bad_input_test();
     alloc_fail_test();
