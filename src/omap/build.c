@@ -39,9 +39,9 @@ __extension__ typedef unsigned __int128 build_u128;
 /* own[] of an entry placed in the overflow stash */
 #define OMAP_IN_STASH UINT64_MAX
 
-/* Fingerprint mode: a value block's id, the fingerprint of the key it
- * starts with (nr_build calls it on every slot: SipHash takes the same
- * time for any key of ks bytes). Secret: the block. */
+/* Fingerprint mode: a value block's id, the word of the fingerprint of
+ * the key it starts with (nr_build calls it on every slot: SipHash and
+ * Speck take the same time for any key of ks bytes). Secret: the block. */
 static uint64_t omap_block_id(const void *ctx, const unsigned char *block)
 {
     return omap_word((const obl_omap *)ctx, block);
@@ -91,8 +91,8 @@ obl_err obl_omap_build(obl_omap **out, const obl_omap_params *p, const void *key
     uint64_t *own = (uint64_t *)obl_alloc(&m->ac, own_bytes, 64);
     unsigned char *fill = (unsigned char *)obl_alloc(&m->ac, fill_bytes, 64);
     unsigned char *arr = NULL;
-    /* fingerprint mode: the index keys (fingerprints) and the value
-     * ORAM's blocks {key, value} */
+    /* the index keys (a word map's words, or short keys zero-extended);
+     * fingerprint mode: the value ORAM's blocks {key, value} */
     const int words = m->words;
     uint64_t *fpk = words || ks < iks ? (uint64_t *)obl_alloc(&m->ac, fp_bytes, 64) : NULL;
     unsigned char *kvb = NULL;
@@ -189,10 +189,10 @@ obl_err obl_omap_build(obl_omap **out, const obl_omap_params *p, const void *key
     hv = NULL;
 
     /* Compact layout: the values go into their ORAM first, built directly
-     * (nr_build, oblivious) with the keys as block ids; the index entries
-     * then carry the leaves it drew. The all-ones 8-byte key (the dummy
-     * id: nr_build leaves its slot empty) keeps its value in m->ones,
-     * picked by a constant-time pass over the input. */
+     * (nr_build, oblivious) with the keys' words as block ids; the index
+     * entries then carry the leaves it drew. The key whose word is all
+     * ones (the dummy id: nr_build leaves its slot empty) keeps its value
+     * in m->ones, picked by a constant-time pass over the input. */
     if (compact) {
         obl_nroram_params np;
         omap_values_params(m, &np, p);

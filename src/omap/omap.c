@@ -277,7 +277,7 @@ void omap_values_params(obl_omap *m, obl_nroram_params *np, const obl_omap_param
     memset(np, 0, sizeof(*np));
     np->capacity = m->capacity;
     np->value_size = m->fp ? m->ks + m->vs : m->vs; /* fingerprint mode: key, value */
-    np->pos_bytes = 8; /* ids: keys of up to 8 bytes, or fingerprints */
+    np->pos_bytes = 8; /* ids: the keys' 64-bit words (omap_word) */
     np->alloc = p->alloc;
     np->random = p->random;
     np->random_opaque = p->random_opaque;
@@ -289,8 +289,8 @@ void omap_values_params(obl_omap *m, obl_nroram_params *np, const obl_omap_param
  * The layout for p (already checked): OBL_OMAP_LAYOUT_INLINE or _COMPACT,
  * or 0 when p asks for COMPACT where it cannot be used: more than 2^30
  * entries (the value ORAM's build takes below 2^31 leaves; leaves fit 32
- * bits). Keys of at most 8 bytes are block ids; longer keys use
- * fingerprints (omap_internal.h).
+ * bits). The keys' words are the block ids (of their fingerprints for
+ * keys of more than 8 bytes; omap_internal.h).
  * AUTO picks COMPACT where it measured faster (docs/omap.md, "Layouts"):
  * everywhere but for keys and values of at most 8 bytes each.
  * Public: p.
@@ -341,8 +341,10 @@ obl_err omap_alloc(obl_omap **out, const obl_omap_params *p)
     const int words = iks == 8 && svs <= 8;
     uint32_t rw = (64 - logM + 7) / 8, lw = 0;
     if (words && compact) {
+        /* the value ORAM's leaves are below its L leaves (nr_create) */
+        const uint32_t logL = nr_log_leaves(p->capacity);
         lw = 1;
-        while (lw < 4 && (p->capacity - 1) >> (8 * lw))
+        while (lw < 4 && 8 * lw < logL)
             lw++;
     } else if (words) {
         lw = (uint32_t)p->value_size;
@@ -384,7 +386,9 @@ obl_err omap_alloc(obl_omap **out, const obl_omap_params *p)
     m->scan_max = p->oram_scan_max;
     m->stash_bytes = sb;
     m->scratch_bytes = ses + 2 * svs + 2 * p->value_size;
-    m->ones_bytes = compact && p->key_size == 8 ? p->value_size : 0; /* not fp */
+    /* any key of up to 8 bytes may have the all-ones word (a key of ks
+     * bytes with probability 2^(8 ks - 64) per map) */
+    m->ones_bytes = compact && !fp ? p->value_size : 0;
     m->stash = (unsigned char *)obl_alloc(&m->ac, sb, 64);
     if (m->stash) {
         m->sh = (uint64_t *)m->stash;
@@ -571,7 +575,8 @@ static void op_generic(op_ctx *c, unsigned char *bk)
 /*
  * The four passes of op_generic for 8-byte index keys and 4- or 8-byte
  * slot values (the compact layout with keys of at most 8 bytes or
- * fingerprints; the inline layout of 8/8), on words: written as plain mask
+ * fingerprints; the inline layout with keys and values of at most 8
+ * bytes), on words (the bucket unpacked by omap_unpack): written as plain mask
  * arithmetic on comparisons, without per-element barriers, over restrict
  * arrays, so that the compiler vectorises them (as the ORAM's eviction
  * passes; a comparison yields a mask, never a branch: the ct build checks
@@ -696,7 +701,7 @@ static void omap_unpack(const obl_omap *m, const unsigned char *bk, uint64_t b,
     for (uint32_t i = 0; i < B; i++)
         u->key[i] = top | (ld64(rs + (size_t)i * rw) & rmask);
     if (svs == 4) { /* public */
-        uint32_t *sv = (uint32_t *)(void *)u->sv;
+        omap_w32 *sv = (omap_w32 *)(void *)u->sv;
         for (uint32_t i = 0; i < B; i++)
             sv[i] = (uint32_t)(ld64(ls + (size_t)i * lw) & lmask);
     } else {
@@ -724,7 +729,7 @@ static void omap_pack(const obl_omap *m, unsigned char *bk, uint64_t hdr, omap_u
     for (uint32_t i = 0; i < B; i++)
         st64(rs + (size_t)i * rw, u->key[i] & rmask);
     if (svs == 4) { /* public */
-        const uint32_t *sv = (const uint32_t *)(const void *)u->sv;
+        const omap_w32 *sv = (const omap_w32 *)(const void *)u->sv;
         for (uint32_t i = 0; i < B; i++)
             st64(ls + (size_t)i * lw, sv[i] & lmask);
     } else {

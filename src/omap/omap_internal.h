@@ -28,13 +28,14 @@
  * above, and the SipHash bucket.
  *
  * Layouts (docs/omap.md, "Layouts"). INLINE: sv is the value (svs =
- * value_size). COMPACT: sv is the 32-bit leaf of the value's block in the
+ * value_size, or 8 for values of at most 8 bytes). COMPACT: sv is the
+ * leaf (32 bits in the stash, lw bytes in a bucket) of the value's block in the
  * value ORAM `vo`, a Circuit ORAM whose block id is the key's word
  * (omap_word). Every access remaps the
  * key's block to a fresh leaf, so every access that finds the key rewrites
  * its sv. The one key whose id would be the ORAM's dummy id (its word
- * all-ones, 8-byte keys) keeps its value in `ones` instead (zeros when
- * absent). COMPACT with keys of more than 8 bytes (fingerprint mode,
+ * all-ones; a key of any size up to 8 bytes may be it) keeps its value in
+ * `ones` instead (zeros when absent). COMPACT with keys of more than 8 bytes (fingerprint mode,
  * `fp`): the index key is a 64-bit keyed fingerprint of the key instead of
  * the key (iks = 8; omap_fingerprint), its word (never all-ones) is the
  * value ORAM's block id and the block holds the key and the value, so that
@@ -69,13 +70,16 @@ struct obl_omap {
     uint64_t M;           /* buckets, a power of two */
     uint32_t logM;
     size_t ks, vs;        /* key, value bytes */
-    size_t iks;           /* index key bytes: ks, or 8 in fingerprint mode */
+    size_t iks;           /* index key bytes: 8 for keys of at most 8 bytes
+                             and in fingerprint mode, else ks */
     int fp;               /* fingerprint mode (compact, keys over 8 bytes) */
     uint64_t fpmask;      /* fingerprints are masked with it: all ones; tests
                              narrow it (right after create) to force collisions */
-    size_t svs;           /* slot value bytes: vs (inline) or 4 (compact) */
+    size_t svs;           /* slot value bytes (stash, passes): 4 (compact),
+                             8 (inline values of at most 8 bytes), else vs */
     size_t kv;            /* index entry bytes: iks + svs */
-    size_t bsz;           /* bucket bytes: OMAP_HS + B * kv, rounded up to 8 */
+    size_t bsz;           /* bucket bytes: OMAP_HS + B * kv (word maps:
+                             B * (rw + lw)), rounded up to 8 */
     size_t ses;           /* stash entry bytes: OMAP_HS + kv */
     uint32_t B;           /* slots per bucket */
     uint32_t S;           /* overflow stash entries new keys may take */
@@ -88,7 +92,8 @@ struct obl_omap {
     uint32_t layout;      /* OBL_OMAP_LAYOUT_INLINE or _COMPACT */
     obl_roram *oram;      /* M buckets */
     obl_nroram *vo;       /* compact: the values, capacity blocks; else NULL */
-    unsigned char *ones;  /* compact, 8-byte keys: the all-ones key's value */
+    unsigned char *ones;  /* compact, not fp: the value of the key whose word
+                             is all ones */
     unsigned char *stash; /* Sa * ses: the three arrays below */
     uint64_t *sh;         /* Sa headers */
     unsigned char *skey;  /* Sa * iks */
@@ -118,7 +123,7 @@ uint64_t omap_bucket(const obl_omap *m, const void *key);
 
 /* Word map: the word of a key (ks bytes): the permutation of the key
  * zero-extended, or of its fingerprint (fingerprint mode; then never all
- * ones: all-ones becomes all-ones - 1, the value ORAM's dummy id). It is
+ * ones, the value ORAM's dummy id: all-ones becomes all-ones - 1). It is
  * the key's index key and, in the compact layout, its value block's id.
  * Secret: key and the result. */
 uint64_t omap_word(const obl_omap *m, const void *key);
@@ -133,9 +138,10 @@ static inline uint64_t omap_word_bucket(const obl_omap *m, uint64_t w)
  * Secret. */
 uint64_t omap_hash(const obl_omap *m, const void *key);
 
-/* Fingerprint mode: the index key of `key` (ks bytes): its SipHash under
- * sk[2], sk[3], masked by fpmask, all-ones replaced by all-ones - 1 (the
- * value ORAM's dummy id). Secret: key and the result. */
+/* Fingerprint mode: the fingerprint of `key` (ks bytes), whose word
+ * (omap_word) is its index key and block id: its SipHash under sk[2],
+ * sk[3], masked by fpmask, all-ones replaced by all-ones - 1. Secret: key
+ * and the result. */
 uint64_t omap_fingerprint(const obl_omap *m, const void *key);
 
 /* Chernoff bound on the overflow stash (docs/omap.md, "Overflow stash"):

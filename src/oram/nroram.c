@@ -179,10 +179,7 @@ obl_err nr_create(obl_nroram **out, const obl_nroram_params *p, int clear)
     if (p->capacity > ((uint64_t)1 << 56))
         return OBL_ERR_TOO_LARGE;
 
-    uint64_t half = (p->capacity + 1) / 2;
-    uint32_t logL = 0;
-    while (((uint64_t)1 << logL) < half)
-        logL++;
+    uint32_t logL = nr_log_leaves(p->capacity);
     uint64_t L = (uint64_t)1 << logL;
     if (pb == 4 && L > ((uint64_t)1 << 31))
         return OBL_ERR_TOO_LARGE;

@@ -114,6 +114,17 @@ struct obl_nroram {
  * empty either way. Internal: no public-argument checks beyond sizes. */
 obl_err nr_create(obl_nroram **out, const obl_nroram_params *p, int clear);
 
+/* log2 of the number of leaves of a tree of `capacity` blocks:
+ * L = 2^ceil(log2(ceil(capacity / 2))) (nr_create). Public. */
+static inline uint32_t nr_log_leaves(uint64_t capacity)
+{
+    uint64_t half = (capacity + 1) / 2;
+    uint32_t logL = 0;
+    while (((uint64_t)1 << logL) < half)
+        logL++;
+    return logL;
+}
+
 /*
  * The two halves of one access, so that a caller (the recursive ORAM, the
  * update call) can work on the block in between:

@@ -8,8 +8,11 @@
  *   power of two with k * value_size <= 64 (8 values of 8 bytes, 2 of 32,
  *   1 of 56 or more), so that one block is one cache line when values are
  *   small; index i lives in block i >> log2(k), slot i & (k - 1);
- * - level l >= 1, position-map ORAMs: block b holds the 32-bit leaves of
- *   blocks 16b .. 16b + 15 of level l - 1 (one 64-byte block, fan-out 16);
+ * - level l >= 1, position-map ORAMs: one 64-byte block holds the leaves
+ *   of 16 consecutive blocks of level l - 1 as 32-bit words (fan-out 16),
+ *   or of 32 as 16-bit words when level l - 1 has at most 2^16 leaves
+ *   (fan-out 32): the positions packed as densely as bytes allow, so the
+ *   levels above and the base are half as large (docs/oram.md);
  * - the base: the leaves of the top ORAM level in a plain array that every
  *   access scans whole, once it holds at most scan_max entries (the
  *   crossover measured in docs/oram.md). Arrays small enough are kept as a
@@ -29,7 +32,8 @@
 #include "oram/roram_internal.h"
 
 #define RO_MAX_LEVELS 16
-#define RO_FAN_LOG 4 /* 16 positions per 64-byte block */
+#define RO_FAN_LOG 4    /* 16 positions of 32 bits per 64-byte block */
+#define RO_FAN_LOG16 5  /* 32 positions of 16 bits per 64-byte block */
 /* Default base-level size: see docs/oram.md, "Crossover". */
 #define RO_SCAN_MAX_DEFAULT 8192u
 #define RO_SCAN_VALUES_MAX 4096u
@@ -43,12 +47,26 @@ struct obl_roram {
     size_t bsz;         /* data block bytes: vs << lk, 33 .. 63 padded to 64 */
     uint32_t T;         /* ORAM levels; 0: the values are a scanned array */
     obl_nroram *lv[RO_MAX_LEVELS];
-    uint32_t *base;     /* leaves of level T - 1's blocks */
+    uint8_t fl[RO_MAX_LEVELS]; /* l >= 1: log2 of level l's fan-out (4: 32-bit
+                                  leaves of level l - 1, 5: 16-bit) */
+    uint8_t sh[RO_MAX_LEVELS]; /* level l's block of data block bi is
+                                  bi >> sh[l] (sh[0] = 0) */
+    void *base;         /* leaves of level T - 1's blocks: 16-bit words if
+                           that level has at most 2^16 leaves, else 32-bit */
+    int base16;
     uint64_t nbase;
     unsigned char *scan; /* T == 0: the n values */
     unsigned char *val; /* vs bytes scratch */
     size_t base_bytes, scan_bytes;
 };
+
+/* Test hook (roram_internal.h): 0 keeps every position 32 bits wide. */
+static int ro_pos16 = 1;
+
+void ro_set_pos16(int on) { ro_pos16 = on != 0; }
+
+/* Whether the leaves of a tree of c blocks are kept as 16-bit words. */
+static int ro_leaves16(uint64_t c) { return ro_pos16 && nr_log_leaves(c) <= 16; }
 
 static void ro_free(obl_roram *r)
 {
@@ -92,6 +110,7 @@ static obl_err ro_create(obl_roram **out, const obl_roram_params *p, const void 
 
     /* Level sizes: the data ORAM, then position maps until the base fits. */
     uint64_t cnt[RO_MAX_LEVELS];
+    uint8_t fl[RO_MAX_LEVELS] = {0};
     uint32_t T = 0;
     /* Arrays of at most RO_SCAN_VALUES_MAX bytes are a scanned array of
      * values (measured: a 4 KiB scan costs about one small tree access);
@@ -101,7 +120,8 @@ static obl_err ro_create(obl_roram **out, const obl_roram_params *p, const void 
         while (cnt[T - 1] > scan_max) {
             if (T == RO_MAX_LEVELS)
                 return OBL_ERR_TOO_LARGE;
-            cnt[T] = (cnt[T - 1] + 15) >> RO_FAN_LOG;
+            fl[T] = ro_leaves16(cnt[T - 1]) ? RO_FAN_LOG16 : RO_FAN_LOG;
+            cnt[T] = (cnt[T - 1] + ((uint64_t)1 << fl[T]) - 1) >> fl[T];
             T++;
         }
     }
@@ -118,6 +138,11 @@ static obl_err ro_create(obl_roram **out, const obl_roram_params *p, const void 
     r->lk = lk;
     r->bsz = bsz;
     r->T = T;
+    for (uint32_t l = 1; l < T; l++) {
+        r->fl[l] = fl[l];
+        r->sh[l] = (uint8_t)(r->sh[l - 1] + fl[l]);
+    }
+    r->base16 = T && ro_leaves16(cnt[T - 1]);
     obl_err err = OBL_OK;
     if (p->use_seed)
         obl_prg_init_seed(&r->prg, p->seed);
@@ -151,7 +176,7 @@ static obl_err ro_create(obl_roram **out, const obl_roram_params *p, const void 
     {
         const unsigned char *content = (const unsigned char *)values;
         size_t content_len = values ? total : 0;
-        uint32_t *prev_leaves = NULL;
+        void *prev_leaves = NULL;
         size_t prev_bytes = 0;
         for (uint32_t l = 0; l < T; l++) {
             obl_nroram_params np;
@@ -182,8 +207,25 @@ static obl_err ro_create(obl_roram **out, const obl_roram_params *p, const void 
                 obl_free(&r->ac, prev_leaves, prev_bytes);
                 goto fail;
             }
-            content = (const unsigned char *)leaves;
-            content_len = lb;
+            /* 16-bit positions for the level above (or the base) when
+             * these leaves fit: packed into a new array, in place of the
+             * 32-bit one */
+            if (l + 1 < T ? r->fl[l + 1] == RO_FAN_LOG16 : r->base16) {
+                size_t hb = (size_t)cnt[l] * 2;
+                uint16_t *h = (uint16_t *)obl_alloc(&r->ac, hb, 64);
+                if (!h) {
+                    err = OBL_ERR_NOMEM;
+                    obl_free(&r->ac, prev_leaves, prev_bytes);
+                    goto fail;
+                }
+                for (uint64_t i = 0; i < cnt[l]; i++)
+                    h[i] = (uint16_t)leaves[i];
+                obl_free(&r->ac, leaves, lb);
+                prev_leaves = h;
+                prev_bytes = hb;
+            }
+            content = (const unsigned char *)prev_leaves;
+            content_len = prev_bytes;
         }
         /* the top level's leaves are the base */
         r->base = prev_leaves;
@@ -217,22 +259,60 @@ obl_err obl_roram_create_from(obl_roram **out, const obl_roram_params *p, const 
 
 /*
  * Base level: returns base[i] and stores nv there, reading and writing the
- * whole array. Secret: i, nv, the array. Public: n.
+ * whole array (r->nbase leaves of 16 or 32 bits). Secret: i, nv, the
+ * array. Public: the size.
  */
-static inline uint32_t ro_base_swap(uint32_t *base, uint64_t n, uint64_t i, uint32_t nv)
+static inline uint32_t ro_base_swap(obl_roram *r, uint64_t i, uint32_t nv)
 {
+    const uint32_t n = (uint32_t)r->nbase, ii = (uint32_t)i;
     OBL_TRACE_TOUCH(OBL_TRACE_REGION_ORAM_SCAN, OBL_TRACE_RW, 0, n);
-    uint32_t acc = 0;
-    uint32_t ii = (uint32_t)i;
-    /* a plain mask expression that the compiler vectorises; the mask comes
+    /* plain mask expressions that the compiler vectorises; the mask comes
      * from a comparison, never a branch */
-    for (uint32_t j = 0; j < (uint32_t)n; j++) {
+    if (r->base16) { /* public */
+        uint16_t *base = (uint16_t *)r->base, acc = 0, v16 = (uint16_t)nv;
+        for (uint32_t j = 0; j < n; j++) {
+            uint16_t m = (uint16_t)(0 - (uint16_t)(j == ii));
+            uint16_t v = base[j];
+            acc |= v & m;
+            base[j] = v ^ (m & (v ^ v16));
+        }
+        return acc;
+    }
+    uint32_t *base = (uint32_t *)r->base, acc = 0;
+    for (uint32_t j = 0; j < n; j++) {
         uint32_t m = (uint32_t)0 - (uint32_t)(j == ii);
         uint32_t v = base[j];
         acc |= v & m;
         base[j] = v ^ (m & (v ^ nv));
     }
     return acc;
+}
+
+/*
+ * Level l >= 1: in the block just read (o->tmp), the leaf at `slot` is
+ * returned and replaced by nv; every entry is read and written. Secret:
+ * slot, nv, the block. Public: the width (r->fl[l]).
+ */
+static inline uint32_t ro_leaf_swap(const obl_roram *r, uint32_t l, unsigned char *blk,
+                                    uint64_t slot, uint32_t nv)
+{
+    uint32_t next = 0;
+    if (r->fl[l] == RO_FAN_LOG16) { /* public */
+        uint16_t *q = (uint16_t *)(void *)blk;
+        for (uint32_t j = 0; j < 32; j++) {
+            uint16_t m = (uint16_t)obl_ct_mask(obl_ct_eq64(j, slot));
+            next |= q[j] & m;
+            q[j] = (uint16_t)(q[j] ^ (m & (q[j] ^ (uint16_t)nv)));
+        }
+        return next;
+    }
+    uint32_t *q = (uint32_t *)(void *)blk;
+    for (uint32_t j = 0; j < 16; j++) {
+        uint64_t m = obl_ct_eq64(j, slot);
+        next |= q[j] & (uint32_t)obl_ct_mask(m);
+        q[j] = obl_ct_select32(m, nv, q[j]);
+    }
+    return next;
 }
 
 /*
@@ -322,21 +402,15 @@ static obl_err ro_access(obl_roram *r, uint64_t index, uint64_t is_write, const 
     uint64_t bi = index >> r->lk;
     obl_err ret = OBL_OK;
     uint32_t top = r->T - 1;
-    uint64_t p = ro_base_swap(r->base, r->nbase, bi >> (RO_FAN_LOG * top), (uint32_t)np[top]);
+    uint64_t p = ro_base_swap(r, bi >> r->sh[top], (uint32_t)np[top]);
     for (uint32_t l = top; l >= 1; l--) {
         obl_nroram *o = r->lv[l];
-        uint64_t b = bi >> (RO_FAN_LOG * l);
+        uint64_t b = bi >> r->sh[l];
         uint64_t pub = p;
         OBL_DECLASSIFY(&pub, sizeof(pub)); /* LEAK: the leaf label, revealed by design */
         nr_fetch32(o, b, pub);
-        uint64_t slot = (bi >> (RO_FAN_LOG * (l - 1))) & 15;
-        uint32_t *q = (uint32_t *)o->tmp;
-        uint32_t next = 0;
-        for (uint32_t j = 0; j < 16; j++) {
-            uint64_t m = obl_ct_eq64(j, slot);
-            next |= q[j] & (uint32_t)obl_ct_mask(m);
-            q[j] = obl_ct_select32(m, (uint32_t)np[l - 1], q[j]);
-        }
+        uint64_t slot = (bi >> r->sh[l - 1]) & (((uint64_t)1 << r->fl[l]) - 1);
+        uint32_t next = ro_leaf_swap(r, l, o->tmp, slot, (uint32_t)np[l - 1]);
         obl_err e = nr_put32(o, 1, b, np[l]);
         if (e != OBL_OK)
             ret = e;

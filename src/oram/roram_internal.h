@@ -14,4 +14,10 @@
  * array. Public: the state, the result. */
 obl_err ro_ready(obl_roram *r);
 
+/* Test hook: on (the default), the leaves of trees of at most 2^16 leaves
+ * are packed as 16-bit words (32 per position block, and the base);
+ * off, every position is a 32-bit word, so that tests reach that layout
+ * with small structures. Applies to structures created after the call. */
+void ro_set_pos16(int on);
+
 #endif /* OBL_SRC_ORAM_RORAM_INTERNAL_H */

@@ -23,6 +23,7 @@
 #include "common/secret.h"
 #include "common/trace.h"
 #include "oram/nroram_internal.h"
+#include "oram/roram_internal.h"
 #include "testutil.h"
 
 static test_rng R;
@@ -794,7 +795,7 @@ static void roram_chisq(void)
     memset(&p, 0, sizeof(p));
     p.n = 1024; /* 128 data blocks: L = 64 leaves */
     p.value_size = 8;
-    p.scan_max = 8; /* levels: 128 and 8 blocks; base of 8 */
+    p.scan_max = 8; /* levels: 128 and 4 blocks (16-bit leaves: fan-out 32); base of 4 */
     p.use_seed = 1;
     p.seed = test_rng_next(&R);
     obl_roram *r = NULL;
@@ -802,7 +803,7 @@ static void roram_chisq(void)
     if (!r)
         return;
     CHECK_EQ_U64(obl_roram_levels(r), 2);
-    const uint64_t L = 64, D0 = 7, D1 = 3; /* level 1: 8 blocks, L = 4 */
+    const uint64_t L = 64, D0 = 7, D1 = 2; /* level 1: 4 blocks, L = 2 */
     (void)D1;
     const int reps = T.ct ? 640 : 6400;
     uint64_t counts[64] = {0};
@@ -1188,6 +1189,13 @@ int main(int argc, char **argv)
             }
         if (ct)
             roram_model(20, 4096, 20, 2, 1);
+        /* every position 32 bits wide, the layout of trees of more than
+         * 2^16 leaves (16-bit below: the runs above) */
+        ro_set_pos16(0);
+        roram_model(ct ? 40 : 5003, 8, ct ? 40 : 3000 / SAN_DIV, 2, 1);
+        roram_model(ct ? 40 : 65536, 56, ct ? 40 : 6000 / SAN_DIV, 2, 0);
+        roram_model(ct ? 40 : 1000, 32, ct ? 40 : 3000 / SAN_DIV, 0, 1);
+        ro_set_pos16(1);
     }
     printf("RORAM model, builds with small sort blocks\n");
     {
