@@ -195,7 +195,8 @@ typedef struct obl_roram_params {
     uint32_t stash_size;      /* 0 = default, per level */
     uint32_t scan_max;        /* 0 = the measured crossover (8192): largest
                                  number of base-level positions kept in a
-                                 linear scan. Arrays of at most 4 KiB are a
+                                 linear scan (entries, of 16 or 32 bits:
+                                 docs/oram.md). Arrays of at most 4 KiB are a
                                  scanned array of values, unless scan_max is
                                  below 64 (tests: it forces the trees) */
     int track_histogram;      /* histogram of the data level's stash */

@@ -34,6 +34,10 @@
 #define RO_MAX_LEVELS 16
 #define RO_FAN_LOG 4    /* 16 positions of 32 bits per 64-byte block */
 #define RO_FAN_LOG16 5  /* 32 positions of 16 bits per 64-byte block */
+
+/* a position block's words (the block is a byte buffer) */
+typedef uint16_t ro_w16 __attribute__((may_alias));
+typedef uint32_t ro_w32 __attribute__((may_alias));
 /* Default base-level size: see docs/oram.md, "Crossover". */
 #define RO_SCAN_MAX_DEFAULT 8192u
 #define RO_SCAN_VALUES_MAX 4096u
@@ -60,13 +64,14 @@ struct obl_roram {
     size_t base_bytes, scan_bytes;
 };
 
-/* Test hook (roram_internal.h): 0 keeps every position 32 bits wide. */
-static int ro_pos16 = 1;
+/* Trees of at most 2^ro_pos16_max leaves keep their leaves as 16-bit
+ * words; 16, or a test's setting (ro_set_pos16_max, roram_internal.h). */
+static int ro_pos16_max = 16;
 
-void ro_set_pos16(int on) { ro_pos16 = on != 0; }
+void ro_set_pos16_max(int k) { ro_pos16_max = k > 16 ? 16 : k; }
 
 /* Whether the leaves of a tree of c blocks are kept as 16-bit words. */
-static int ro_leaves16(uint64_t c) { return ro_pos16 && nr_log_leaves(c) <= 16; }
+static int ro_leaves16(uint64_t c) { return (int)nr_log_leaves(c) <= ro_pos16_max; }
 
 static void ro_free(obl_roram *r)
 {
@@ -298,7 +303,7 @@ static inline uint32_t ro_leaf_swap(const obl_roram *r, uint32_t l, unsigned cha
 {
     uint32_t next = 0;
     if (r->fl[l] == RO_FAN_LOG16) { /* public */
-        uint16_t *q = (uint16_t *)(void *)blk;
+        ro_w16 *q = (ro_w16 *)(void *)blk;
         for (uint32_t j = 0; j < 32; j++) {
             uint16_t m = (uint16_t)obl_ct_mask(obl_ct_eq64(j, slot));
             next |= q[j] & m;
@@ -306,7 +311,7 @@ static inline uint32_t ro_leaf_swap(const obl_roram *r, uint32_t l, unsigned cha
         }
         return next;
     }
-    uint32_t *q = (uint32_t *)(void *)blk;
+    ro_w32 *q = (ro_w32 *)(void *)blk;
     for (uint32_t j = 0; j < 16; j++) {
         uint64_t m = obl_ct_eq64(j, slot);
         next |= q[j] & (uint32_t)obl_ct_mask(m);

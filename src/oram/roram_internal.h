@@ -14,10 +14,12 @@
  * array. Public: the state, the result. */
 obl_err ro_ready(obl_roram *r);
 
-/* Test hook: on (the default), the leaves of trees of at most 2^16 leaves
- * are packed as 16-bit words (32 per position block, and the base);
- * off, every position is a 32-bit word, so that tests reach that layout
+/* Test hook: the leaves of trees of at most 2^k leaves are packed as
+ * 16-bit words (32 per position block, and the base); the others as
+ * 32-bit words. k = 16 is the library's rule (the default); a test sets
+ * k < 0 (every position 32 bits) or a small k (32-bit levels under 16-bit
+ * ones, as trees of more than 2^16 leaves have) to reach those layouts
  * with small structures. Applies to structures created after the call. */
-void ro_set_pos16(int on);
+void ro_set_pos16_max(int k);
 
 #endif /* OBL_SRC_ORAM_RORAM_INTERNAL_H */

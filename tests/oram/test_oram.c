@@ -1191,11 +1191,21 @@ int main(int argc, char **argv)
             roram_model(20, 4096, 20, 2, 1);
         /* every position 32 bits wide, the layout of trees of more than
          * 2^16 leaves (16-bit below: the runs above) */
-        ro_set_pos16(0);
+        ro_set_pos16_max(-1);
         roram_model(ct ? 40 : 5003, 8, ct ? 40 : 3000 / SAN_DIV, 2, 1);
         roram_model(ct ? 40 : 65536, 56, ct ? 40 : 6000 / SAN_DIV, 2, 0);
-        roram_model(ct ? 40 : 1000, 32, ct ? 40 : 3000 / SAN_DIV, 0, 1);
-        ro_set_pos16(1);
+        roram_model(ct ? 200 : 1000, 32, ct ? 40 : 3000 / SAN_DIV, 2, 1);
+        /* both widths in one structure: 16-bit leaves only for trees of
+         * at most 2^5 leaves. 5003 x 8 bytes: data 626 blocks (32-bit
+         * leaves), positions 40 (16-bit), 2, base; with scan_max 63: 626,
+         * 40 and a 16-bit base under the 32-bit level */
+        ro_set_pos16_max(5);
+        roram_model(5003, 8, ct ? 40 : 3000 / SAN_DIV, 2, 1);
+        roram_model(5003, 8, ct ? 40 : 3000 / SAN_DIV, 63, 0);
+        ro_set_pos16_max(16);
+        if (!ct) /* the library's rule: 131073 blocks of 56 bytes: levels
+                  * 131073 (32-bit leaves), 8193, 257 (16-bit), base of 9 */
+            roram_model(131073, 56, 2000 / SAN_DIV, 64, 1);
     }
     printf("RORAM model, builds with small sort blocks\n");
     {
