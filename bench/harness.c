@@ -14,6 +14,7 @@
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sched.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -514,7 +515,29 @@ const bench_env *bench_get_env(void)
         snprintf(e.host, sizeof(e.host), "unknown");
     e.host[sizeof(e.host) - 1] = 0;
     bench_make_tag(&e);
+    e.cpu_id = sched_getcpu();
     return &e;
+}
+
+/*
+ * --cpu K: pins the process to CPU K for the whole run, so that a run is
+ * not moved between CPUs that run at different speeds (on this project's
+ * 2-vCPU VM one of them measured a third slower than the other for
+ * minutes at a time; docs/bench.md, "Which CPU"). Returns 0 on success.
+ */
+static int bench_pin_cpu(uint64_t k)
+{
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    if (k >= CPU_SETSIZE)
+        return -1;
+    CPU_SET((int)k, &set);
+    if (sched_setaffinity(0, sizeof(set), &set) != 0)
+        return -1;
+    bench_env *e = (bench_env *)bench_get_env();
+    e->cpu_pinned = 1;
+    e->cpu_id = (int)k;
+    return 0;
 }
 
 /* ------------------------------------------------------------- JSON -- */
@@ -573,6 +596,8 @@ void bench_json_env(FILE *f, const bench_env *e)
     bench_json_string(f, obl_version());
     fputs(", \"tag\": ", f);
     bench_json_string(f, e->tag);
+    fprintf(f, ", \"cpu_id\": %d, \"cpu_pinned\": %s", e->cpu_id,
+            e->cpu_pinned ? "true" : "false");
     fputc('}', f);
 }
 
@@ -752,7 +777,7 @@ static int bench_parse_n_list(const char *s, uint64_t *ns, int *count)
 static void bench_help(const bench_type *const *types, size_t ntypes)
 {
     printf("usage: obl-bench <type> [--n LIST] [--key-bytes K] [--value-bytes V] [--queries Q]\n"
-           "                        [--reps R] [--warmup W] [--seed S] [--json FILE]\n"
+           "                        [--reps R] [--warmup W] [--seed S] [--json FILE] [--cpu K]\n"
            "       obl-bench list-types\n"
            "       obl-bench list-cases [--max-n N] [--large]\n"
            "       obl-bench --help | <type> --help\n\n"
@@ -767,7 +792,8 @@ static void bench_help(const bench_type *const *types, size_t ntypes)
            "  --reps R         repetitions, each on a fresh structure (1..%d)\n"
            "  --warmup W       untimed repetitions before them (default 1)\n"
            "  --seed S         workload seed (default 1)\n"
-           "  --json FILE      append JSONL records to FILE\n\n"
+           "  --json FILE      append JSONL records to FILE\n"
+           "  --cpu K          pin the process to CPU K (recorded in the JSON env)\n\n"
            "types:\n",
            BENCH_MAX_REPS);
     for (size_t i = 0; i < ntypes; i++)
@@ -959,6 +985,13 @@ static int bench_run_type(const bench_type *t, int argc, char **argv)
             continue;
         } else if (!strcmp(name, "--json")) {
             json_path = val;
+            continue;
+        } else if (!strcmp(name, "--cpu")) {
+            uint64_t k;
+            if (!bench_parse_u64(val, &k) || bench_pin_cpu(k) != 0)
+                return bench_usage_error("%s: cannot pin to CPU '%s' (--cpu takes an online "
+                                         "CPU number this process may use)",
+                                         t->name, val);
             continue;
         } else if (!strcmp(name, "--key-bytes"))
             dst = &p.key_bytes;

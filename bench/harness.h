@@ -267,6 +267,8 @@ typedef struct bench_env {
     const char *flags, *git, *ct_variant;
     long cores;
     uint64_t memory_kb; /* MemTotal */
+    int cpu_pinned;     /* --cpu: the process is pinned to cpu_id */
+    int cpu_id;         /* the CPU pinned to, or the one the run started on */
 } bench_env;
 const bench_env *bench_get_env(void);
 

@@ -49,11 +49,16 @@ def parse_args(argv):
                    help="directory of full-run logs")
     p.add_argument("--bench-arg", action="append", default=[], metavar="ARG",
                    help="extra argument passed to every case (repeatable)")
+    p.add_argument("--cpu", default=os.environ.get("OBL_BENCH_CPU") or "auto",
+                   help="pin every case to one CPU: auto (default, or $OBL_BENCH_CPU): the "
+                        "fastest in a short probe, logged; none; or a CPU number")
     args = p.parse_args(argv)
     mode = os.environ.get("BENCHMARK_MODE", "run") or "run"
     if mode not in ("run", "plan"):
         p.error(f"BENCHMARK_MODE must be run or plan, not {mode!r}")
     args.plan = args.plan or mode == "plan"
+    if args.cpu not in ("auto", "none") and not args.cpu.isdigit():
+        p.error(f"--cpu must be auto, none or a CPU number, not {args.cpu!r}")
     return args
 
 
@@ -174,8 +179,12 @@ def main(argv=None):
     print(f"run.py: {len(cases)} cases, est. {total_s:.0f} s; log {os.path.relpath(log_path)}",
           file=sys.stderr)
     start = runner.time.monotonic()
+    bench_args = list(args.bench_arg)
+    cpu = runner.choose_cpu(args.bench_bin, args.cpu, log) if cases else None
+    if cpu is not None:
+        bench_args += ["--cpu", str(cpu)]
     counts, noise = runner.run_plan(args.bench_bin, cases, log, args.timeout, args.reps,
-                                    noise_case, args.bench_arg)
+                                    noise_case, bench_args)
     counts["skipped"] += len(skipped)
     failed = counts["failed"] + counts["timeout"] > 0
     log.emit("run_end", elapsed_s=round(runner.time.monotonic() - start, 1), counts=counts,

@@ -271,6 +271,72 @@ def noise_of(first, second):
     return metrics, worst
 
 
+# The probe case of choose_cpu: a small RORAM, in cache, about 0.2 s.
+PROBE_ARGS = ["roram", "--n", "4096", "--key-bytes", "8", "--value-bytes", "8",
+              "--reps", "3", "--queries", "20000", "--warmup", "1"]
+
+
+def allowed_cpus():
+    """The CPUs this process may run on, sorted."""
+    try:
+        return sorted(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        return []
+
+
+def probe_cpu(bench_bin, cpu, timeout_s=60):
+    """Median read latency (us) of the probe case pinned to cpu, or None."""
+    with tempfile.TemporaryDirectory(prefix="obl-probe-") as tmp:
+        json_path = os.path.join(tmp, "probe.jsonl")
+        argv = [bench_bin] + PROBE_ARGS + ["--cpu", str(cpu), "--json", json_path]
+        try:
+            subprocess.run(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                           stdin=subprocess.DEVNULL, timeout=timeout_s, check=True)
+            with open(json_path) as f:
+                rec = json.loads(f.readline())
+            return float(rec["metrics"]["Read_latency_us"]["median"])
+        except (OSError, subprocess.SubprocessError, ValueError, KeyError, TypeError):
+            return None
+
+
+def choose_cpu(bench_bin, mode, log, stream=sys.stderr):
+    """The CPU every case is pinned to (obl-bench --cpu), or None.
+
+    mode "none": no pinning. A number: that CPU. "auto": the probe case on
+    each CPU this process may use, twice in turn, and the CPU of the lowest
+    median wins. On a VM the virtual CPUs need not run at one speed (this
+    project's 2-vCPU VM had one a third slower than the other for minutes
+    at a time, docs/bench.md), and a run moved between them mixes the
+    two. The probe's numbers go to the log (event cpu_choice)."""
+    if mode == "none":
+        log.emit("cpu_choice", mode=mode, cpu=None)
+        return None
+    if mode != "auto":
+        cpu = int(mode)
+        log.emit("cpu_choice", mode="fixed", cpu=cpu)
+        return cpu
+    cpus = allowed_cpus()
+    if len(cpus) < 2:
+        cpu = cpus[0] if cpus else None
+        log.emit("cpu_choice", mode=mode, cpu=cpu, probe={})
+        return cpu
+    probe = {c: [] for c in cpus}
+    for _ in range(2):
+        for c in cpus:
+            probe[c].append(probe_cpu(bench_bin, c))
+    best = {c: min(v for v in probe[c] if v is not None) for c in cpus
+            if any(v is not None for v in probe[c])}
+    cpu = min(best, key=lambda c: best[c]) if best else None
+    log.emit("cpu_choice", mode=mode, cpu=cpu,
+             probe={str(c): probe[c] for c in cpus}, probe_args=PROBE_ARGS)
+    shown = ", ".join(f"cpu {c}: " + "/".join("-" if v is None else f"{v:.3f}" for v in probe[c])
+                      for c in cpus)
+    print(f"run.py: CPU probe (roram 8/8, N = 4096, us per read): {shown}; "
+          f"running on cpu {cpu}" if cpu is not None else
+          f"run.py: CPU probe failed ({shown}); not pinned", file=stream, flush=True)
+    return cpu
+
+
 def run_plan(bench_bin, cases, log, timeout=None, reps=None, noise_case=None,
              extra_args=(), stream=sys.stderr):
     """Run the selected cases; -> counts dict. noise_case: a case to run twice."""

@@ -10,7 +10,8 @@ benchmark subcommands that write one JSONL record and one REPORT line whose
 Special subcommands (in the plan when FAKE_SPECIAL=1): crash (SIGSEGV),
 hang (sleeps), fail (exit 3 with a message), nojson (exit 0, no record),
 huge (estimated memory far beyond any machine; must be skipped).
-FAKE_CALLS=FILE appends each invocation's argv to FILE.
+FAKE_CALLS=FILE appends each invocation's argv to FILE. FAKE_SLOW_CPU=K makes
+every latency 1.5 times larger when the call has --cpu K (a slow CPU).
 """
 import json
 import math
@@ -70,6 +71,9 @@ def run(bench, args):
     n, k, v = int(opt(args, "--n")), int(opt(args, "--key-bytes")), int(opt(args, "--value-bytes"))
     reps = int(opt(args, "--reps", 5))
     lat = LAT_BASE[impl] + LAT_LEVEL[impl] * math.log2(n) + 0.01 * v
+    if os.environ.get("FAKE_SLOW_CPU") not in (None, "") and \
+            opt(args, "--cpu") == os.environ["FAKE_SLOW_CPU"]:
+        lat *= 1.5
     mem_kb = (MEM_FIXED + MEM_ENTRY[impl] * n) / 1024
     # deterministic spread around the formula value: the median is exact
     def metric(x):

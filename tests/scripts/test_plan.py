@@ -1,9 +1,10 @@
+import json
 import os
 import tempfile
 import unittest
 
 import helpers
-from obllib import plan
+from obllib import plan, runner
 
 CASES = [{"bench": b, "report_type": "RORAM", "impl": i, "args": [],
           "params": {"N": n, "Key_bytes": 8, "Value_bytes": v}, "est_memory_bytes": 1 << 20,
@@ -122,10 +123,18 @@ class TestRunPlanSelect(unittest.TestCase):
                                     "FAKE_CALLS": calls})
             self.assertEqual(r.returncode, 0, r.stderr)
             with open(calls) as f:
-                ran = [line for line in f if not line.startswith('["list-')]
-            # the selected case, then its noise repeat
+                ran = [json.loads(line) for line in f if not line.startswith('["list-')]
+            # the CPU probe (--cpu auto, the default): twice on each CPU
+            cpus = runner.allowed_cpus()
+            probes = [a for a in ran if a[:len(runner.PROBE_ARGS)] == runner.PROBE_ARGS]
+            self.assertEqual(len(probes), 2 * len(cpus) if len(cpus) > 1 else 0)
+            ran = [a for a in ran if a not in probes]
+            # the selected case, then its noise repeat, pinned to one CPU
             self.assertEqual(len(ran), 2)
-            self.assertIn('"1024"', ran[0])
+            self.assertIn("1024", ran[0])
+            if cpus:
+                self.assertIn("--cpu", ran[0])
+                self.assertIn(ran[0][ran[0].index("--cpu") + 1], [str(c) for c in cpus])
             [log] = os.listdir(os.path.join(d, "logs"))
             log = os.path.join(d, "logs", log)
             r = helpers.script("run.py", "--cases", log)
@@ -144,3 +153,50 @@ class TestRunPlanSelect(unittest.TestCase):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+class TestCpuChoice(unittest.TestCase):
+    """run.py --cpu: the probe picks the faster CPU; none and a number pin as asked."""
+
+    class Log:
+        def __init__(self):
+            self.events = []
+
+        def emit(self, kind, **kw):
+            self.events.append(dict(kind=kind, **kw))
+
+    def test_auto_picks_the_faster_cpu(self):
+        cpus = runner.allowed_cpus()
+        if len(cpus) < 2:
+            self.skipTest("one CPU: nothing to choose")
+        slow = str(cpus[0])
+        old = os.environ.get("FAKE_SLOW_CPU")
+        os.environ["FAKE_SLOW_CPU"] = slow
+        try:
+            log = self.Log()
+            with open(os.devnull, "w") as quiet:
+                cpu = runner.choose_cpu(helpers.FAKE, "auto", log, stream=quiet)
+        finally:
+            if old is None:
+                del os.environ["FAKE_SLOW_CPU"]
+            else:
+                os.environ["FAKE_SLOW_CPU"] = old
+        self.assertIn(cpu, cpus)
+        self.assertNotEqual(str(cpu), slow)
+        [ev] = log.events
+        self.assertEqual(ev["kind"], "cpu_choice")
+        self.assertEqual(ev["cpu"], cpu)
+        self.assertEqual(sorted(ev["probe"]), sorted(str(c) for c in cpus))
+        self.assertTrue(all(len(v) == 2 for v in ev["probe"].values()))
+
+    def test_none_and_fixed(self):
+        log = self.Log()
+        self.assertIsNone(runner.choose_cpu(helpers.FAKE, "none", log))
+        self.assertEqual(runner.choose_cpu(helpers.FAKE, "1", log), 1)
+        self.assertEqual([e["cpu"] for e in log.events], [None, 1])
+
+    def test_bad_value_is_a_usage_error(self):
+        r = helpers.script("run.py", "--cpu", "fast", env={"OBL_BENCH": helpers.FAKE})
+        self.assertEqual(r.returncode, 2)
+        self.assertIn("--cpu", r.stderr)
+
