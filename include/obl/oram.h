@@ -12,8 +12,9 @@
  *
  * - obl_roram, a recursive ORAM: an oblivious array of N values of
  *   `value_size` bytes, index -> value. Positions live in a recursive
- *   position map (16 packed 32-bit positions per 64-byte block) over a
- *   linear-scan base level.
+ *   position map (32 packed 16-bit positions per 64-byte block for trees
+ *   of at most 2^16 leaves, else 16 of 32 bits) over a linear-scan base
+ *   level.
  *
  * Threat model (docs/oram.md): the adversary sees every memory address the
  * library touches and the time it takes, not the memory contents. Secret:
