@@ -80,6 +80,9 @@ def main(argv=None):
         full = env + "\n\n" + full
     if noise:
         full = full.rstrip("\n") + "\n\n" + runner.noise_line(noise) + "\n"
+    drift = inputs.gather_drift(args.results, args.log)
+    if drift:
+        full = full.rstrip("\n") + "\n\n" + runner.drift_line(drift) + "\n"
     if args.main or args.write_readme:
         try:
             with open(args.readme, encoding="utf-8") as f:

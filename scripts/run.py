@@ -184,7 +184,8 @@ def main(argv=None):
     if cpu is not None:
         bench_args += ["--cpu", str(cpu)]
     counts, noise = runner.run_plan(args.bench_bin, cases, log, args.timeout, args.reps,
-                                    noise_case, bench_args)
+                                    noise_case, bench_args,
+                                    drift_case=runner.drift_case_for(cases, noise_case))
     counts["skipped"] += len(skipped)
     failed = counts["failed"] + counts["timeout"] > 0
     log.emit("run_end", elapsed_s=round(runner.time.monotonic() - start, 1), counts=counts,

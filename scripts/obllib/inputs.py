@@ -14,6 +14,21 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 DEFAULT_RESULTS = os.path.join(ROOT, "results", "results.json")
 
 
+def gather_drift(results_path=None, logs=()):
+    """The drift event of the run the tables come from, or None."""
+    try:
+        if logs:
+            drift = None
+            for path in logs:
+                if path.endswith(".jsonl"):
+                    drift = parse.run_info(parse.read_jsonl(path))["drift"] or drift
+            return drift
+        path = results_path or DEFAULT_RESULTS
+        return results.load_results(path).get("drift") if os.path.exists(path) else None
+    except (OSError, ValueError):
+        return None
+
+
 def gather(results_path=None, logs=(), extra_logs=()):
     """-> (records, noise event or None, run_start event or None)."""
     records, noise, run = [], None, None

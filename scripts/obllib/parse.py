@@ -202,8 +202,8 @@ def records_from_events(events, source):
 
 
 def run_info(events):
-    """run_start, run_end and noise events of a full-run log."""
-    info = {"run_start": None, "run_end": None, "noise": None}
+    """run_start, run_end, noise and drift events of a full-run log."""
+    info = {"run_start": None, "run_end": None, "noise": None, "drift": None}
     for ev in events:
         if ev.get("event") in info:
             info[ev["event"]] = ev

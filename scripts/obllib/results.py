@@ -154,7 +154,7 @@ def write_results(out_dir, events, log_path):
     records = parse.dedupe(parse.records_from_events(events, log_path))
     info = parse.run_info(events)
     doc = {"log": log_path, "run": info["run_start"], "run_end": info["run_end"],
-           "noise": info["noise"],
+           "noise": info["noise"], "drift": info["drift"],
            "cases": [{k: v for k, v in r.items() if k != "records"} for r in rows],
            "records": records}
     with open(os.path.join(out_dir, "results.json"), "w", encoding="utf-8") as f:

@@ -337,12 +337,57 @@ def choose_cpu(bench_bin, mode, log, stream=sys.stderr):
     return cpu
 
 
+def drift_case_for(cases, noise_case):
+    """The noise case's series (same type, implementation and parameters but
+    N) at its largest N in cases, if that N is larger; else None. Run again
+    at the end, it shows how far the cases that leave the caches moved
+    between their run and the end of the run (on a shared VM, far more than
+    the in-cache noise case does: docs/bench.md, "Which CPU")."""
+    if noise_case is None:
+        return None
+
+    def series(c):
+        p = dict(c.get("params") or {})
+        p.pop("N", None)
+        return (c.get("bench"), c.get("impl"), tuple(sorted(p.items())))
+
+    same = [c for c in cases if series(c) == series(noise_case)]
+    top = max(same, key=lambda c: (c.get("params") or {}).get("N", 0), default=None)
+    n0 = (noise_case.get("params") or {}).get("N", 0)
+    if top is None or (top.get("params") or {}).get("N", 0) <= n0:
+        return None
+    return top
+
+
+def rerun_case(bench_bin, case, first_records, log, kind, timeout, reps, extra_args, stream,
+               total=None):
+    """Run case again; emit event `kind` (noise or drift) comparing it with
+    its first run. -> the event, or None if the repeat failed."""
+    name = plan.case_name(case)
+    t = case_timeout(case, timeout)
+    log.emit("case_start", index=0, total=total, name=name, case=case, timeout_s=t, repeat=True)
+    res = run_case(bench_bin, case, t, reps, extra_args)
+    if res["outcome"] != "ok":
+        log.emit("case_failed", name=name, elapsed_s=res["elapsed_s"], argv=res["argv"],
+                 reason=res["reason"], exit_code=res.get("exit_code"),
+                 signal=res.get("signal"), stderr_tail=res["stderr_tail"], repeat=True)
+        print(f"{kind}: the repeat of {name} failed ({res['reason']}); {kind} not measured",
+              file=stream, flush=True)
+        return None
+    log.emit("case_end", name=name, elapsed_s=res["elapsed_s"], argv=res["argv"],
+             records=res["records"], reports=res["reports"], repeat=True)
+    metrics, worst = noise_of(first_records, res["records"])
+    return log.emit(kind, name=name, metrics=metrics, worst_metric=worst,
+                    max_rel_diff=metrics[worst]["rel_diff"] if worst else None)
+
+
 def run_plan(bench_bin, cases, log, timeout=None, reps=None, noise_case=None,
-             extra_args=(), stream=sys.stderr):
-    """Run the selected cases; -> counts dict. noise_case: a case to run twice."""
+             extra_args=(), stream=sys.stderr, drift_case=None):
+    """Run the selected cases; -> counts dict. noise_case: a case to run twice;
+    drift_case: one more, run again after it (drift_case_for)."""
     progress = Progress(cases, stream)
     counts = {"ok": 0, "failed": 0, "timeout": 0, "skipped": 0}
-    first_noise_records = None
+    first_noise_records = first_drift_records = None
     for k, case in enumerate(cases, 1):
         name = plan.case_name(case)
         need, avail = case.get("est_memory_bytes"), mem_available()
@@ -365,6 +410,8 @@ def run_plan(bench_bin, cases, log, timeout=None, reps=None, noise_case=None,
             status = f"ok in {fmt_s(res['elapsed_s'])}"
             if noise_case is not None and plan.case_identity(case) == plan.case_identity(noise_case):
                 first_noise_records = res["records"]
+            if drift_case is not None and plan.case_identity(case) == plan.case_identity(drift_case):
+                first_drift_records = res["records"]
         elif res["outcome"] == "timeout":
             log.emit("case_timeout", timeout_s=t, reason=res["reason"],
                      stderr_tail=res["stderr_tail"], **common)
@@ -378,25 +425,28 @@ def run_plan(bench_bin, cases, log, timeout=None, reps=None, noise_case=None,
         progress.case_done(k, name, status)
     noise = None
     if first_noise_records:
-        name = plan.case_name(noise_case)
-        t = case_timeout(noise_case, timeout)
-        log.emit("case_start", index=0, total=len(cases), name=name, case=noise_case,
-                 timeout_s=t, repeat=True)
-        res = run_case(bench_bin, noise_case, t, reps, extra_args)
-        if res["outcome"] == "ok":
-            log.emit("case_end", name=name, elapsed_s=res["elapsed_s"], argv=res["argv"],
-                     records=res["records"], reports=res["reports"], repeat=True)
-            metrics, worst = noise_of(first_noise_records, res["records"])
-            noise = log.emit("noise", name=name, metrics=metrics, worst_metric=worst,
-                             max_rel_diff=metrics[worst]["rel_diff"] if worst else None)
+        noise = rerun_case(bench_bin, noise_case, first_noise_records, log, "noise", timeout,
+                           reps, extra_args, stream, len(cases))
+        if noise:
             print(noise_line(noise), file=stream, flush=True)
-        else:
-            log.emit("case_failed", name=name, elapsed_s=res["elapsed_s"], argv=res["argv"],
-                     reason=res["reason"], exit_code=res.get("exit_code"),
-                     signal=res.get("signal"), stderr_tail=res["stderr_tail"], repeat=True)
-            print(f"noise: the repeat of {name} failed ({res['reason']}); noise not measured",
-                  file=stream, flush=True)
+    if first_drift_records:
+        drift = rerun_case(bench_bin, drift_case, first_drift_records, log, "drift", timeout,
+                           reps, extra_args, stream, len(cases))
+        if drift:
+            print(drift_line(drift), file=stream, flush=True)
     return counts, noise
+
+
+def drift_line(drift):
+    if not drift or not drift.get("worst_metric"):
+        return "drift: not measured"
+    w = drift["worst_metric"]
+    lat = {m: v for m, v in drift["metrics"].items() if m.endswith("_us")}
+    parts = ", ".join(f"{m} {stats.fmt(v['run1'])} -> {stats.fmt(v['run2'])}"
+                      for m, v in lat.items())
+    return (f"drift: {drift['name']} (the reference series at its largest N) run again at "
+            f"the end; its medians moved up to {stats.fmt(drift['max_rel_diff'] * 100, 2)} % "
+            f"({w}): {parts}. Cells of that size can differ by as much between runs.")
 
 
 def noise_line(noise):

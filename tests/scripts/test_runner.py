@@ -105,3 +105,41 @@ class TestIsolation(unittest.TestCase):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+class TestDrift(unittest.TestCase):
+    """The reference series at its largest N, run again at the end (drift)."""
+
+    def test_drift_event_and_results(self):
+        with tempfile.TemporaryDirectory() as d:
+            r = helpers.script("run.py", "--max-n", "4096", "--cpu", "none",
+                               "--noise-case", "roram:obl:N=1024,Key_bytes=8,Value_bytes=8",
+                               "--results", os.path.join(d, "res"),
+                               "--log-dir", os.path.join(d, "logs"),
+                               env={"OBL_BENCH": helpers.FAKE})
+            self.assertEqual(r.returncode, 0, r.stderr)
+            [name] = os.listdir(os.path.join(d, "logs"))
+            events = parse.read_jsonl(os.path.join(d, "logs", name))
+            [drift] = [e for e in events if e["event"] == "drift"]
+            self.assertEqual(drift["name"], "roram:obl:N=4096,Key_bytes=8,Value_bytes=8")
+            self.assertEqual(drift["max_rel_diff"], 0.0)  # the fake is deterministic
+            repeats = [e["name"] for e in events if e["event"] == "case_end" and e.get("repeat")]
+            self.assertEqual(repeats, ["roram:obl:N=1024,Key_bytes=8,Value_bytes=8",
+                                       "roram:obl:N=4096,Key_bytes=8,Value_bytes=8"])
+            self.assertIn("drift: roram:obl:N=4096", r.stderr)
+            with open(os.path.join(d, "res", "results.json")) as f:
+                doc = json.load(f)
+            self.assertEqual(doc["drift"]["name"], drift["name"])
+            # the repeats are not second records: one per case of the plan
+            self.assertEqual(len(doc["records"]), 4 * 2 * 3)
+
+    def test_no_drift_case_when_the_reference_is_the_largest(self):
+        from obllib import runner
+        cases = [{"bench": "roram", "impl": "obl", "params": {"N": n, "Value_bytes": 8}}
+                 for n in (1024, 2048)]
+        self.assertIsNone(runner.drift_case_for(cases, cases[1]))
+        self.assertIs(runner.drift_case_for(cases, cases[0]), cases[1])
+        other = {"bench": "roram", "impl": "obl", "params": {"N": 4096, "Value_bytes": 56}}
+        self.assertIs(runner.drift_case_for(cases + [other], cases[0]), cases[1])
+        self.assertIsNone(runner.drift_case_for(cases, None))
+
