@@ -416,6 +416,10 @@ obl_err omap_alloc(obl_omap **out, const obl_omap_params *p)
         obl_speck_init(&m->pk, k);
         obl_wipe(k, sizeof(k));
     }
+    /* the map's hash and permutation keys are secret: the ct build then
+     * reports any branch or address that depends on them */
+    OBL_SECRET(m->sk, sizeof(m->sk));
+    OBL_SECRET(&m->pk, sizeof(m->pk));
     memset(m->stash, 0, sb); /* every entry invalid */
     OBL_SECRET(m->stash, sb);
     OBL_SECRET(&m->count, sizeof(m->count));
