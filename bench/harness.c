@@ -529,8 +529,10 @@ static int bench_pin_cpu(uint64_t k)
 {
     cpu_set_t set;
     CPU_ZERO(&set);
-    if (k >= CPU_SETSIZE)
+    if (k >= CPU_SETSIZE) {
+        errno = EINVAL;
         return -1;
+    }
     CPU_SET((int)k, &set);
     if (sched_setaffinity(0, sizeof(set), &set) != 0)
         return -1;
@@ -596,8 +598,11 @@ void bench_json_env(FILE *f, const bench_env *e)
     bench_json_string(f, obl_version());
     fputs(", \"tag\": ", f);
     bench_json_string(f, e->tag);
-    fprintf(f, ", \"cpu_id\": %d, \"cpu_pinned\": %s", e->cpu_id,
-            e->cpu_pinned ? "true" : "false");
+    if (e->cpu_id >= 0)
+        fprintf(f, ", \"cpu_id\": %d", e->cpu_id);
+    else
+        fputs(", \"cpu_id\": null", f);
+    fprintf(f, ", \"cpu_pinned\": %s", e->cpu_pinned ? "true" : "false");
     fputc('}', f);
 }
 
@@ -988,10 +993,12 @@ static int bench_run_type(const bench_type *t, int argc, char **argv)
             continue;
         } else if (!strcmp(name, "--cpu")) {
             uint64_t k;
-            if (!bench_parse_u64(val, &k) || bench_pin_cpu(k) != 0)
-                return bench_usage_error("%s: cannot pin to CPU '%s' (--cpu takes an online "
-                                         "CPU number this process may use)",
-                                         t->name, val);
+            if (!bench_parse_u64(val, &k))
+                return bench_usage_error("%s: --cpu needs a CPU number, not '%s'", t->name, val);
+            if (bench_pin_cpu(k) != 0)
+                return bench_usage_error("%s: cannot pin to CPU %s: %s (--cpu takes a CPU "
+                                         "this process may use)",
+                                         t->name, val, strerror(errno));
             continue;
         } else if (!strcmp(name, "--key-bytes"))
             dst = &p.key_bytes;

@@ -11,7 +11,7 @@ Tables: one per benchmark type, fixed parameters (key and value size...) and
 metric; rows by N, columns by implementation, cells median (min–max); ratio
 columns to the non-oblivious baseline of the same run; then the DERIVED
 decompositions (latency per level and per byte, memory formula), the lines of
-code per structure, and the measured noise.
+code per structure, the measured noise and the drift line.
 
 --main keeps the README's selection, order and surrounding notes between
 <!-- obl-tables:begin --> and <!-- obl-tables:end -->, replacing only the rows

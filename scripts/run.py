@@ -15,6 +15,7 @@ See docs/suite.md.
 import argparse
 import datetime
 import os
+import re
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -57,8 +58,11 @@ def parse_args(argv):
     if mode not in ("run", "plan"):
         p.error(f"BENCHMARK_MODE must be run or plan, not {mode!r}")
     args.plan = args.plan or mode == "plan"
-    if args.cpu not in ("auto", "none") and not args.cpu.isdigit():
-        p.error(f"--cpu must be auto, none or a CPU number, not {args.cpu!r}")
+    if args.cpu not in ("auto", "none"):
+        allowed = runner.allowed_cpus()
+        if not re.fullmatch(r"[0-9]+", args.cpu) or (allowed and int(args.cpu) not in allowed):
+            p.error(f"--cpu must be auto, none or a CPU this process may use "
+                    f"({', '.join(map(str, allowed))}), not {args.cpu!r}")
     return args
 
 

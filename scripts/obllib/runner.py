@@ -7,9 +7,12 @@ Full-run log (logs/full_runs/<timestamp>.jsonl), one JSON event per line:
   case_failed   name, elapsed_s, reason, exit_code, signal, stderr_tail
   case_timeout  name, elapsed_s, timeout_s, reason, stderr_tail
   case_skipped  name, reason ("memory" or "selector"), message, case
+  cpu_choice    mode, cpu (pinned to, or null), probe {cpu: [us, us]}, probe_args
   noise         name, metrics {m: {run1, run2, rel_diff}}, max_rel_diff
+  drift         as noise, for the reference series at its largest N; or
+                name and reason when it could not be measured
   run_end       time, elapsed_s, counts, failed (bool)
-The noise repeat of the reference case is logged with "repeat": true.
+The repeats of the noise and drift cases are logged with "repeat": true.
 """
 import datetime
 import json
@@ -324,9 +327,10 @@ def choose_cpu(bench_bin, mode, log, stream=sys.stderr):
     for _ in range(2):
         for c in cpus:
             probe[c].append(probe_cpu(bench_bin, c))
-    best = {c: min(v for v in probe[c] if v is not None) for c in cpus
-            if any(v is not None for v in probe[c])}
-    cpu = min(best, key=lambda c: best[c]) if best else None
+    # a CPU is judged by its slower probe (a slow phase lasts minutes: a CPU
+    # slow in either probe may be slow now); one with a failed probe is out
+    worst = {c: max(probe[c]) for c in cpus if all(v is not None for v in probe[c])}
+    cpu = min(worst, key=lambda c: worst[c]) if worst else None
     log.emit("cpu_choice", mode=mode, cpu=cpu,
              probe={str(c): probe[c] for c in cpus}, probe_args=PROBE_ARGS)
     shown = ", ".join(f"cpu {c}: " + "/".join("-" if v is None else f"{v:.3f}" for v in probe[c])
@@ -434,12 +438,17 @@ def run_plan(bench_bin, cases, log, timeout=None, reps=None, noise_case=None,
                            reps, extra_args, stream, len(cases))
         if drift:
             print(drift_line(drift), file=stream, flush=True)
+    elif drift_case is not None:
+        name = plan.case_name(drift_case)
+        drift = log.emit("drift", name=name, reason="its first run did not complete")
+        print(drift_line(drift), file=stream, flush=True)
     return counts, noise
 
 
 def drift_line(drift):
     if not drift or not drift.get("worst_metric"):
-        return "drift: not measured"
+        why = f" ({drift['name']}: {drift['reason']})" if drift and drift.get("reason") else ""
+        return f"drift: not measured{why}"
     w = drift["worst_metric"]
     lat = {m: v for m, v in drift["metrics"].items() if m.endswith("_us")}
     parts = ", ".join(f"{m} {stats.fmt(v['run1'])} -> {stats.fmt(v['run2'])}"

@@ -12,6 +12,7 @@ hang (sleeps), fail (exit 3 with a message), nojson (exit 0, no record),
 huge (estimated memory far beyond any machine; must be skipped).
 FAKE_CALLS=FILE appends each invocation's argv to FILE. FAKE_SLOW_CPU=K makes
 every latency 1.5 times larger when the call has --cpu K (a slow CPU).
+FAKE_FAIL_N=N makes every case of that N fail (exit 3).
 """
 import json
 import math
@@ -67,6 +68,9 @@ def run(bench, args):
         sys.exit(3)
     if bench == "nojson":
         sys.exit(0)
+    if os.environ.get("FAKE_FAIL_N") and opt(args, "--n") == os.environ["FAKE_FAIL_N"]:
+        print("fake: failing this N on request", file=sys.stderr)
+        sys.exit(3)
     rtype, impl = TYPES.get(bench, ("RORAM", "obl"))
     n, k, v = int(opt(args, "--n")), int(opt(args, "--key-bytes")), int(opt(args, "--value-bytes"))
     reps = int(opt(args, "--reps", 5))

@@ -150,11 +150,6 @@ class TestRunPlanSelect(unittest.TestCase):
             self.assertEqual(sum(",ok," in l for l in lines), 1)
             self.assertEqual(sum(",skipped," in l for l in lines), 15)
 
-
-if __name__ == "__main__":
-    unittest.main()
-
-
 class TestCpuChoice(unittest.TestCase):
     """run.py --cpu: the probe picks the faster CPU; none and a number pin as asked."""
 
@@ -196,7 +191,31 @@ class TestCpuChoice(unittest.TestCase):
         self.assertEqual([e["cpu"] for e in log.events], [None, 1])
 
     def test_bad_value_is_a_usage_error(self):
-        r = helpers.script("run.py", "--cpu", "fast", env={"OBL_BENCH": helpers.FAKE})
-        self.assertEqual(r.returncode, 2)
-        self.assertIn("--cpu", r.stderr)
+        for bad in ("fast", "-1", "99999"):
+            r = helpers.script("run.py", "--cpu", bad, env={"OBL_BENCH": helpers.FAKE})
+            self.assertEqual(r.returncode, 2, bad)
+            self.assertIn("--cpu", r.stderr)
 
+    def stubbed(self, results):
+        """choose_cpu with probe_cpu answering from results[cpu] in turn."""
+        calls = {c: iter(v) for c, v in results.items()}
+        old_probe, old_allowed = runner.probe_cpu, runner.allowed_cpus
+        runner.probe_cpu = lambda bench_bin, cpu: next(calls[cpu])
+        runner.allowed_cpus = lambda: sorted(results)
+        try:
+            with open(os.devnull, "w") as quiet:
+                return runner.choose_cpu("unused", "auto", self.Log(), stream=quiet)
+        finally:
+            runner.probe_cpu, runner.allowed_cpus = old_probe, old_allowed
+
+    def test_a_cpu_is_judged_by_its_slower_probe(self):
+        self.assertEqual(self.stubbed({0: [1.0, 3.0], 1: [2.0, 2.1]}), 1)
+        self.assertEqual(self.stubbed({0: [1.0, 1.1], 1: [2.0, 0.5]}), 0)
+
+    def test_failed_probes(self):
+        self.assertEqual(self.stubbed({0: [None, 1.0], 1: [2.0, 2.0]}), 1)
+        self.assertIsNone(self.stubbed({0: [None, None], 1: [None, 2.0]}))
+
+
+if __name__ == "__main__":
+    unittest.main()

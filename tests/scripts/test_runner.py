@@ -102,11 +102,6 @@ class TestIsolation(unittest.TestCase):
         self.assertEqual(r.returncode, 2)
         self.assertIn("not found", r.stderr)
 
-
-if __name__ == "__main__":
-    unittest.main()
-
-
 class TestDrift(unittest.TestCase):
     """The reference series at its largest N, run again at the end (drift)."""
 
@@ -133,6 +128,28 @@ class TestDrift(unittest.TestCase):
             # the repeats are not second records: one per case of the plan
             self.assertEqual(len(doc["records"]), 4 * 2 * 3)
 
+    def test_drift_not_measured_is_said(self):
+        with tempfile.TemporaryDirectory() as d:
+            r = helpers.script("run.py", "--max-n", "4096", "--cpu", "none",
+                               "--noise-case", "roram:obl:N=1024,Key_bytes=8,Value_bytes=8",
+                               "--results", os.path.join(d, "res"),
+                               "--log-dir", os.path.join(d, "logs"),
+                               env={"OBL_BENCH": helpers.FAKE, "FAKE_FAIL_N": "4096"})
+            self.assertEqual(r.returncode, 1)  # the failed cases
+            self.assertIn("drift: not measured (roram:obl:N=4096", r.stderr)
+            from obllib import inputs
+            drift = inputs.gather_drift(os.path.join(d, "res", "results.json"))
+            self.assertEqual(drift["reason"], "its first run did not complete")
+
+    def test_results_without_drift(self):
+        from obllib import inputs, runner
+        with tempfile.TemporaryDirectory() as d:
+            path = os.path.join(d, "results.json")
+            with open(path, "w") as f:
+                json.dump({"records": [], "noise": None}, f)
+            self.assertIsNone(inputs.gather_drift(path))
+        self.assertEqual(runner.drift_line(None), "drift: not measured")
+
     def test_no_drift_case_when_the_reference_is_the_largest(self):
         from obllib import runner
         cases = [{"bench": "roram", "impl": "obl", "params": {"N": n, "Value_bytes": 8}}
@@ -143,3 +160,6 @@ class TestDrift(unittest.TestCase):
         self.assertIs(runner.drift_case_for(cases + [other], cases[0]), cases[1])
         self.assertIsNone(runner.drift_case_for(cases, None))
 
+
+if __name__ == "__main__":
+    unittest.main()
