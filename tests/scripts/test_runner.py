@@ -102,16 +102,22 @@ class TestIsolation(unittest.TestCase):
         self.assertEqual(r.returncode, 2)
         self.assertIn("not found", r.stderr)
 
+
 class TestDrift(unittest.TestCase):
     """The reference series at its largest N, run again at the end (drift)."""
 
+    @staticmethod
+    def run_small_plan(d, **env):
+        """run.py on the fake's plan up to 4096, roram 8/8 at 1024 the noise case."""
+        return helpers.script("run.py", "--max-n", "4096", "--cpu", "none",
+                              "--noise-case", "roram:obl:N=1024,Key_bytes=8,Value_bytes=8",
+                              "--results", os.path.join(d, "res"),
+                              "--log-dir", os.path.join(d, "logs"),
+                              env=dict({"OBL_BENCH": helpers.FAKE}, **env))
+
     def test_drift_event_and_results(self):
         with tempfile.TemporaryDirectory() as d:
-            r = helpers.script("run.py", "--max-n", "4096", "--cpu", "none",
-                               "--noise-case", "roram:obl:N=1024,Key_bytes=8,Value_bytes=8",
-                               "--results", os.path.join(d, "res"),
-                               "--log-dir", os.path.join(d, "logs"),
-                               env={"OBL_BENCH": helpers.FAKE})
+            r = self.run_small_plan(d)
             self.assertEqual(r.returncode, 0, r.stderr)
             [name] = os.listdir(os.path.join(d, "logs"))
             events = parse.read_jsonl(os.path.join(d, "logs", name))
@@ -130,11 +136,7 @@ class TestDrift(unittest.TestCase):
 
     def test_drift_not_measured_is_said(self):
         with tempfile.TemporaryDirectory() as d:
-            r = helpers.script("run.py", "--max-n", "4096", "--cpu", "none",
-                               "--noise-case", "roram:obl:N=1024,Key_bytes=8,Value_bytes=8",
-                               "--results", os.path.join(d, "res"),
-                               "--log-dir", os.path.join(d, "logs"),
-                               env={"OBL_BENCH": helpers.FAKE, "FAKE_FAIL_N": "4096"})
+            r = self.run_small_plan(d, FAKE_FAIL_N="4096")
             self.assertEqual(r.returncode, 1)  # the failed cases
             self.assertIn("drift: not measured (roram:obl:N=4096", r.stderr)
             from obllib import inputs
