@@ -277,7 +277,7 @@ obl_err obl_omap_build(obl_omap **out, const obl_omap_params *p, const void *key
     /* in input order: the reads in order, the writes where the slots are;
      * a word map's slots hold the low wshift bits of the word in rw bytes
      * and lw bytes of the slot value (omap_internal.h) */
-    const uint64_t rmask = m->wshift == 64 ? UINT64_MAX : ((uint64_t)1 << m->wshift) - 1;
+    const uint64_t rmask = omap_rest_mask(m);
     for (uint64_t i = 0; i < n; i++) {
         if (own[i] == OMAP_IN_STASH) /* public */
             continue;

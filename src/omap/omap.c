@@ -698,7 +698,7 @@ static void omap_unpack(const obl_omap *m, const unsigned char *bk, uint64_t b,
 {
     const uint32_t B = m->B, rw = m->rw, lw = m->lw;
     const uint64_t top = m->logM ? b << m->wshift : 0;
-    const uint64_t rmask = UINT64_MAX >> (64 - 8 * rw), lmask = UINT64_MAX >> (64 - 8 * lw);
+    const uint64_t rmask = omap_rest_mask(m), lmask = UINT64_MAX >> (64 - 8 * lw);
     const unsigned char *rs = u->raw + OMAP_HS, *ls = rs + (size_t)B * rw;
     memcpy(u->raw, bk, m->bsz);
     memset(u->raw + m->bsz, 0, 8);
@@ -726,8 +726,7 @@ static void omap_pack(const obl_omap *m, unsigned char *bk, uint64_t hdr, omap_u
                       const size_t svs)
 {
     const uint32_t B = m->B, rw = m->rw, lw = m->lw;
-    const uint64_t rmask = m->wshift == 64 ? UINT64_MAX : ((uint64_t)1 << m->wshift) - 1;
-    const uint64_t lmask = UINT64_MAX >> (64 - 8 * lw);
+    const uint64_t rmask = omap_rest_mask(m), lmask = UINT64_MAX >> (64 - 8 * lw);
     unsigned char *rs = u->raw + OMAP_HS, *ls = rs + (size_t)B * rw;
     st64(u->raw, hdr);
     for (uint32_t i = 0; i < B; i++)

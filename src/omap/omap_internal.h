@@ -134,6 +134,13 @@ static inline uint64_t omap_word_bucket(const obl_omap *m, uint64_t w)
     return m->logM ? w >> m->wshift : 0;
 }
 
+/* Word map: the mask of a word's rest, the low wshift bits a slot keeps
+ * (the bucket's are the top logM). Public. */
+static inline uint64_t omap_rest_mask(const obl_omap *m)
+{
+    return m->wshift == 64 ? UINT64_MAX : ((uint64_t)1 << m->wshift) - 1;
+}
+
 /* Full 64-bit SipHash of an index key (iks bytes) under the bucket key.
  * Secret. */
 uint64_t omap_hash(const obl_omap *m, const void *key);

@@ -873,6 +873,43 @@ static void widths_test(void)
 }
 
 /*
+ * Builds a compact map of p from n pairs whose key `at` is `key` (the
+ * others distinct small numbers; keys of p->key_size bytes, random values
+ * of p->value_size, all marked secret), checks it white-box and reads every
+ * pair back. Returns the map (the caller destroys it), or NULL.
+ */
+static obl_omap *build_with_key(const obl_omap_params *p, uint64_t key, uint64_t n, uint64_t at)
+{
+    const size_t ks = p->key_size, vs = p->value_size;
+    unsigned char *K = (unsigned char *)xmalloc(n * ks), *V = (unsigned char *)xmalloc(n * vs);
+    unsigned char *out = (unsigned char *)xmalloc(vs);
+    for (uint64_t i = 0; i < n; i++) {
+        uint64_t k = i == at ? key : i * 0x1234567ULL + 1;
+        memcpy(K + i * ks, &k, ks);
+    }
+    test_rng_fill(&R, V, n * vs);
+    OBL_SECRET(K, n * ks);
+    OBL_SECRET(V, n * vs);
+    obl_omap *m = NULL;
+    uint64_t f;
+    CHECK_EQ_U64(obl_omap_build(&m, p, K, V, n), OBL_OK);
+    if (m) {
+        CHECK_EQ_U64(compact_sync_check(m), 0);
+        for (uint64_t i = 0; i < n; i++) {
+            CHECK_EQ_U64(obl_omap_get(m, K + i * ks, out, &f), OBL_OK);
+            CHECK_EQ_U64(OBL_DECLASSIFY_VAL(f), 1);
+            OBL_DECLASSIFY(out, vs);
+            OBL_DECLASSIFY(V + i * vs, vs);
+            CHECK(memcmp(out, V + i * vs, vs) == 0);
+        }
+    }
+    free(K);
+    free(V);
+    free(out);
+    return m;
+}
+
+/*
  * A key shorter than 8 bytes whose word is all ones (the value ORAM's
  * dummy id): about one map in 256 has such a 7-byte key. Found by trying
  * seeds, then taken through every operation and the build.
@@ -921,23 +958,7 @@ static void short_ones_test(void)
     CHECK_EQ_U64(OBL_DECLASSIFY_VAL(f), 0);
     obl_omap_destroy(m);
     /* the build, with that key among the inputs */
-    unsigned char K[10 * 7], V[10 * 24];
-    for (uint64_t i = 0; i < 10; i++) {
-        uint64_t key = i == 4 ? okey : i * 0x10101ULL + 1;
-        memcpy(K + i * 7, &key, 7);
-    }
-    test_rng_fill(&R, V, sizeof(V));
-    CHECK_EQ_U64(obl_omap_build(&m, &p, K, V, 10), OBL_OK);
-    if (!m)
-        return;
-    CHECK_EQ_U64(compact_sync_check(m), 0);
-    for (uint64_t i = 0; i < 10; i++) {
-        CHECK_EQ_U64(obl_omap_get(m, K + i * 7, out, &f), OBL_OK);
-        CHECK_EQ_U64(OBL_DECLASSIFY_VAL(f), 1);
-        OBL_DECLASSIFY(out, sizeof(out));
-        CHECK(memcmp(out, V + i * 24, 24) == 0);
-    }
-    obl_omap_destroy(m);
+    obl_omap_destroy(build_with_key(&p, okey, 10, 4));
     printf("  compact: a 7-byte key with the all-ones word: ok\n");
 }
 
@@ -1049,26 +1070,10 @@ static void compact_test(void)
     obl_omap_destroy(m);
 
     /* the build: the all-ones key among the inputs */
-    unsigned char K[16 * 8], V[16 * 24];
-    for (uint64_t i = 0; i < 16; i++) {
-        uint64_t key = i == 9 ? okey : i * 0x1234567ULL + 1;
-        memcpy(K + i * 8, &key, 8);
-    }
-    test_rng_fill(&R, V, sizeof(V));
-    OBL_SECRET(K, sizeof(K));
-    OBL_SECRET(V, sizeof(V));
     p.capacity = 16; /* built full */
-    CHECK_EQ_U64(obl_omap_build(&m, &p, K, V, 16), OBL_OK);
+    m = build_with_key(&p, okey, 16, 9);
     if (!m)
         return;
-    CHECK_EQ_U64(compact_sync_check(m), 0);
-    for (uint64_t i = 0; i < 16; i++) {
-        CHECK_EQ_U64(obl_omap_get(m, K + i * 8, out, &f), OBL_OK);
-        CHECK_EQ_U64(OBL_DECLASSIFY_VAL(f), 1);
-        OBL_DECLASSIFY(out, vs);
-        OBL_DECLASSIFY(V + i * vs, vs);
-        CHECK(memcmp(out, V + i * vs, vs) == 0);
-    }
     k = 12345;
     CHECK_EQ_U64(obl_omap_put(m, &k, v1, &f), OBL_ERR_FULL);
     CHECK_EQ_U64(obl_omap_erase(m, ones, &f), OBL_OK); /* input 9 */
