@@ -29,7 +29,7 @@ def main(argv=None):
         for name in os.listdir(args.out):
             if name.endswith(".png"):
                 os.unlink(os.path.join(args.out, name))
-    records, _, _ = inputs.gather(args.results, args.log, args.extra_log)
+    records, _, _, _ = inputs.gather(args.results, args.log, args.extra_log)
     paths = figures.draw_all(records, args.out)
     for path in paths:
         print(os.path.relpath(path))

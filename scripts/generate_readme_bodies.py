@@ -72,7 +72,7 @@ def main(argv=None):
     p.add_argument("--spread", choices=("minmax", "iqr", "none"), default="minmax")
     p.add_argument("--root", default=inputs.ROOT, help="source tree for the lines-of-code table")
     args = p.parse_args(argv)
-    records, noise, run = inputs.gather(args.results, args.log, args.extra_log)
+    records, noise, run, drift = inputs.gather(args.results, args.log, args.extra_log)
     tabs = all_tables(records, noise, args.root, args.spread)
     full = tables.render_all(tabs)
     env = environment_text(run)
@@ -80,7 +80,6 @@ def main(argv=None):
         full = env + "\n\n" + full
     if noise:
         full = full.rstrip("\n") + "\n\n" + runner.noise_line(noise) + "\n"
-    drift = inputs.gather_drift(args.results, args.log)
     if drift:
         full = full.rstrip("\n") + "\n\n" + runner.drift_line(drift) + "\n"
     if args.main or args.write_readme:

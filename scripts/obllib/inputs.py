@@ -14,24 +14,10 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 DEFAULT_RESULTS = os.path.join(ROOT, "results", "results.json")
 
 
-def gather_drift(results_path=None, logs=()):
-    """The drift event of the run the tables come from, or None."""
-    try:
-        if logs:
-            drift = None
-            for path in logs:
-                if path.endswith(".jsonl"):
-                    drift = parse.run_info(parse.read_jsonl(path))["drift"] or drift
-            return drift
-        path = results_path or DEFAULT_RESULTS
-        return results.load_results(path).get("drift") if os.path.exists(path) else None
-    except (OSError, ValueError):
-        return None
-
-
 def gather(results_path=None, logs=(), extra_logs=()):
-    """-> (records, noise event or None, run_start event or None)."""
-    records, noise, run = [], None, None
+    """-> (records, noise event or None, run_start event or None, drift
+    event or None)."""
+    records, noise, run, drift = [], None, None, None
     if logs:
         for path in logs:
             recs = parse.load_any(path)
@@ -43,6 +29,7 @@ def gather(results_path=None, logs=(), extra_logs=()):
                     info = parse.run_info(parse.read_jsonl(path))
                     noise = info["noise"] or noise
                     run = info["run_start"] or run
+                    drift = info["drift"] or drift
                 except ValueError:
                     pass
     else:
@@ -54,7 +41,7 @@ def gather(results_path=None, logs=(), extra_logs=()):
         records = doc.get("records", [])
         for r in records:
             r["origin"] = "run"
-        noise, run = doc.get("noise"), doc.get("run")
+        noise, run, drift = doc.get("noise"), doc.get("run"), doc.get("drift")
     for path in extra_logs:
         recs = parse.load_any(path)
         if not recs:
@@ -62,4 +49,4 @@ def gather(results_path=None, logs=(), extra_logs=()):
         for r in recs:
             r["origin"] = "extra"
         records += recs
-    return parse.dedupe(records), noise, run
+    return parse.dedupe(records), noise, run, drift

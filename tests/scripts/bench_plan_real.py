@@ -54,7 +54,7 @@ class TestRealPlan(unittest.TestCase):
                                "--bench-arg=--queries", "--bench-arg=2000",
                                "--results", res, "--log-dir", os.path.join(d, "logs"))
             self.assertEqual(r.returncode, 0, r.stderr)
-            records, _, _ = inputs.gather(os.path.join(res, "results.json"))
+            records, _, _, _ = inputs.gather(os.path.join(res, "results.json"))
         lat = {r["impl"]: r["metrics"]["Read_latency_us"]["median"]
                for r in records if r["params"] == params}
         self.assertEqual(sorted(lat), ["baseline_array", "obl"])

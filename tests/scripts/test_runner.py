@@ -140,7 +140,7 @@ class TestDrift(unittest.TestCase):
             self.assertEqual(r.returncode, 1)  # the failed cases
             self.assertIn("drift: not measured (roram:obl:N=4096", r.stderr)
             from obllib import inputs
-            drift = inputs.gather_drift(os.path.join(d, "res", "results.json"))
+            drift = inputs.gather(os.path.join(d, "res", "results.json"))[3]
             self.assertEqual(drift["reason"], "its first run did not complete")
 
     def test_results_without_drift(self):
@@ -149,7 +149,7 @@ class TestDrift(unittest.TestCase):
             path = os.path.join(d, "results.json")
             with open(path, "w") as f:
                 json.dump({"records": [], "noise": None}, f)
-            self.assertIsNone(inputs.gather_drift(path))
+            self.assertIsNone(inputs.gather(path)[3])
         self.assertEqual(runner.drift_line(None), "drift: not measured")
 
     def test_no_drift_case_when_the_reference_is_the_largest(self):
