@@ -796,7 +796,7 @@ obl_err nr_build(obl_nroram *o, uint64_t n, const unsigned char *data, size_t ss
      * (56-byte values and their ids fill one line). */
     const size_t idoff = vs, pl = vs + (ids ? 8 : 0);
     const int haspay = data || ids || id_fn;
-    size_t ps = pl <= 128 || ((pl + 63) & ~(size_t)63) - pl <= pl / 16 ? (pl + 63) & ~(size_t)63 : pl;
+    const size_t ps = nr_build_stride(pl);
     /* Packed form (public: n and the tree's shape): when the block's id,
      * its leaf and an 8-bit code of its slot fit in 62 bits, the first
      * fit leaves them in one word, id highest, so that the sort back to
@@ -812,17 +812,32 @@ obl_err nr_build(obl_nroram *o, uint64_t n, const unsigned char *data, size_t ss
      * 32 (working positions below 2^31 - 1, so below BUILD_EMPTY >> 32). */
     const int kl = (ids || id_fn) && W < ((size_t)1 << 31) - 1;
     size_t kb = W * 8, pb = haspay ? W * ps : 0, ab = packed && kl ? 0 : kb;
+    /* The payloads' working array lives in the tree's own memory when it
+     * fits (public: sizes only): the tree is still all zeros, as a new
+     * array would be, nr_create left room after the buckets
+     * (nr_build_slack), and step 5 can then write the buckets from the last
+     * to the first without overwriting a block it has yet to read, since
+     * bucket b starts at b * bstride >= b * Z * ps, where its blocks are.
+     * This saves the fresh memory of the largest array of the build (at
+     * 2^20 values of 56 bytes, 128 of the map build's 422 MiB; docs/oram.md,
+     * "Build"). */
+    const int intree = haspay && o->tree_zero && pb <= o->tree_bytes && o->bstride >= NR_Z * ps;
     uint64_t *key = (uint64_t *)obl_alloc(ac, kb, 64);
     uint64_t *aux = key && ab ? (uint64_t *)obl_alloc(ac, ab, 64) : NULL;
-    unsigned char *pay = key && haspay ? (unsigned char *)obl_alloc(ac, pb, 64) : NULL;
+    unsigned char *pay = !key || !haspay ? NULL
+                         : intree        ? o->tree
+                                         : (unsigned char *)obl_alloc(ac, pb, 64);
+    /* intree: a bucket's blocks, read before the bucket is written */
+    const size_t tbb = intree ? NR_Z * ps : 0;
+    unsigned char *tb = pay && intree ? (unsigned char *)obl_alloc(ac, tbb, 64) : NULL;
     obl_err err = OBL_OK;
-    if (!key || (ab && !aux) || (haspay && !pay)) {
+    if (!key || (ab && !aux) || (haspay && !pay) || (intree && !tb)) {
         err = OBL_ERR_NOMEM;
         goto out;
     }
 
     /* the payloads stay in id order until step 4 */
-    if (pay) { /* obl_alloc zeroed it */
+    if (pay) { /* zero: obl_alloc zeroed it, or the tree is (intree) */
         if (ss > vs)
             ss = vs;
         size_t len = !data ? 0 : data_len < n * ss ? data_len : n * ss;
@@ -961,10 +976,22 @@ obl_err nr_build(obl_nroram *o, uint64_t n, const unsigned char *data, size_t ss
         bs_expand(&s2, 0, E, 0);
     }
 
-    /* 5. write the stash and the tree, slot by slot */
-    for (size_t i = 0; i < (size_t)T; i++) {
+    /* 5. write the stash and the tree, slot by slot: the stash first, then
+     * the buckets, from the last to the first when the payloads are in the
+     * tree (intree, above: a bucket's blocks are copied to tb before it is
+     * written), so that no block is overwritten before it is read */
+    for (size_t ii = 0; ii < (size_t)T; ii++) {
+        /* slot i; public */
+        size_t i = !intree || ii < P ? ii : (size_t)T - 1 - (ii - P);
         OBL_TRACE_TOUCH(OBL_TRACE_REGION_ORAM_TREE, OBL_TRACE_WRITE, i, 1);
         size_t wp = i < P ? E + i : i - P; /* working position (step 4); public */
+        const unsigned char *src = pay ? pay + wp * ps : NULL;
+        if (intree && i >= P) { /* public: the bucket's blocks, once per bucket */
+            size_t z = (i - P) % NR_Z;
+            if (z == NR_Z - 1)
+                memcpy(tb, pay + (wp - z) * ps, tbb);
+            src = tb + z * ps;
+        }
         uint64_t valid = obl_ct_neq64(key[wp], BUILD_EMPTY);
         uint64_t id = 0, leaf;
         if (kl) { /* public */
@@ -974,9 +1001,9 @@ obl_err nr_build(obl_nroram *o, uint64_t n, const unsigned char *data, size_t ss
             leaf = obl_ct_select64(valid, aux[wp] >> 32, 0);
         }
         if (ids) /* public */
-            memcpy(&id, pay + wp * ps + idoff, 8);
+            memcpy(&id, src + idoff, 8);
         if (id_fn) /* public; every slot, real or empty */
-            id = id_fn(id_ctx, pay + wp * ps);
+            id = id_fn(id_ctx, src);
         unsigned char *mp, *dst;
         if (i < P) {
             mp = (unsigned char *)o->bmeta + i * 2 * o->pb;
@@ -995,12 +1022,23 @@ obl_err nr_build(obl_nroram *o, uint64_t n, const unsigned char *data, size_t ss
             memcpy(mp, &me, sizeof(me));
         }
         if (pay)
-            memcpy(dst, pay + wp * ps, vs);
+            memcpy(dst, src, vs);
         else
             memset(dst, 0, vs);
     }
+    if (intree) { /* public: the bytes the buckets leave, wiped */
+        size_t used = NR_Z * (o->doff / NR_Z + vs), tail = (size_t)o->nbuckets * o->bstride;
+        for (uint64_t b = 0; used < o->bstride && b < o->nbuckets; b++)
+            memset(o->tree + b * o->bstride + used, 0, o->bstride - used);
+        memset(o->tree + tail, 0, o->tree_bytes - tail);
+    }
+    o->tree_zero = 0;
 out:
-    obl_free(ac, pay, pb);
+    if (intree && err != OBL_OK && pay) /* public: the tree as it was, all zeros */
+        memset(o->tree, 0, o->tree_bytes);
+    obl_free(ac, tb, tbb);
+    if (!intree)
+        obl_free(ac, pay, pb);
     obl_free(ac, aux, ab);
     obl_free(ac, key, kb);
     return err;

@@ -197,6 +197,9 @@ obl_err nr_create(obl_nroram **out, const obl_nroram_params *p, int clear)
         return OBL_ERR_TOO_LARGE;
     tree_bytes += NR_SLACK; /* the register moves' overhang, see nr_reg_words */
     uint32_t P = S + 2, D = logL + 1;
+    /* a tree that nr_build fills next also holds its working array */
+    if (!clear && !obl_add_ok(tree_bytes, nr_build_slack(P, vs), &tree_bytes))
+        return OBL_ERR_TOO_LARGE;
     uint32_t nslots = P + NR_Z * D;
 
     obl_alloc_ctx ac;
@@ -217,9 +220,10 @@ obl_err nr_create(obl_nroram **out, const obl_nroram_params *p, int clear)
     o->track_hist = p->track_histogram != 0;
     o->st.stash_size = S;
     o->tree_bytes = tree_bytes;
+    o->tree_zero = !clear; /* obl_alloc zeroes */
     o->bstride = bstride;
     o->doff = NR_Z * msz;
-    o->pf_lines = tree_bytes > NR_PF_LINES_BYTES;
+    o->pf_lines = (size_t)nbuckets * bstride > NR_PF_LINES_BYTES;
     o->pf_k0 = 0;
     while (o->pf_k0 < D && ((((uint64_t)2 << o->pf_k0) - 1) * bstride) <= NR_PF_HOT_BYTES)
         o->pf_k0++;

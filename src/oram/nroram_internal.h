@@ -88,7 +88,11 @@ struct obl_nroram {
                            by the access that ran it */
     int track_hist;
     unsigned char *tree; /* nbuckets buckets of bstride bytes: Z metadata
-                            entries, then Z data blocks (at doff) */
+                            entries, then Z data blocks (at doff); a tree
+                            created for nr_build has room after them for
+                            its working array (nr_build_slack) */
+    int tree_zero;      /* public: every byte of the tree is zero (created
+                           for nr_build, which has not run yet) */
     size_t bstride, doff;
     int pf_lines;       /* public: prefetch every line a bucket overlaps */
     uint32_t pf_k0;     /* public: first level prefetched (the levels above
@@ -154,6 +158,25 @@ obl_err nr_ready(obl_nroram *o);
  * of the tree and the stash, real or empty, so it must take the same time
  * whatever the content (a constant-time hash). Secret: the block, the id. */
 typedef uint64_t (*nr_id_fn)(const void *ctx, const unsigned char *block);
+
+/* Bytes per block of nr_build's working array for blocks of pl bytes (the
+ * value, and 8 more with explicit ids): blocks of up to 128 bytes are
+ * padded to whole cache lines, larger ones only when that adds at most
+ * 1/16 (src/oram/build.c says why). At most pl + 63. Public. */
+static inline size_t nr_build_stride(size_t pl)
+{
+    size_t r = (pl + 63) & ~(size_t)63;
+    return pl <= 128 || r - pl <= pl / 16 ? r : pl;
+}
+
+/* Bytes a tree created for nr_build (nr_create without clear) has after
+ * its buckets, so that nr_build's working array of Z * (nbuckets + 1) + P
+ * blocks fits in the tree's own memory when a bucket is at least Z blocks
+ * of the working array (nr_build). Public. */
+static inline size_t nr_build_slack(uint32_t P, size_t vs)
+{
+    return ((size_t)NR_Z + P) * (vs + 8 + 63);
+}
 
 /* Oblivious tree build (src/oram/build.c): places n <= capacity blocks
  * with fresh uniform leaves, written to leaves_out[i]; the first ss bytes
