@@ -59,6 +59,8 @@ typedef struct bsort {
     unsigned char *pay;   /* NULL: none */
     size_t vs;
     unsigned tsh;         /* the expansion's target: key >> tsh (bs_expand) */
+    size_t live;          /* bs_sort: the elements from `live` on have the
+                             largest key, BUILD_EMPTY (public) */
 } bsort;
 
 /* Compare-exchange of elements i < j: afterwards key[i] <= key[j].
@@ -556,13 +558,14 @@ static size_t bs_block(size_t esz, size_t bytes, size_t m)
  * every argument. */
 static void bs_sort_blk(const bsort *s, size_t lo, size_t C3, size_t C)
 {
-    for (size_t b = lo; b < lo + C3; b += C)
+    /* blocks from s->live on hold only the largest key: skipped */
+    for (size_t b = lo; b < lo + C3 && b < s->live; b += C)
         for (size_t k = 2; k <= C; k <<= 1)
             bs_steps(s, b, b + C, k, 1, k / 4, 1);
     for (size_t k = 2 * C; k <= C3; k <<= 1) {
         bs_steps(s, lo, lo + C3, k, 1, k / 4, C); /* mirror and spans above C */
         size_t jt = k / 4 < C / 2 ? k / 4 : C / 2;
-        for (size_t b = lo; b < lo + C3; b += C)
+        for (size_t b = lo; b < lo + C3 && b < s->live; b += C)
             bs_steps(s, b, b + C, k, 0, jt, 1);
     }
 }
@@ -592,14 +595,14 @@ static void bs_sort(const bsort *s, size_t m)
     size_t C = bs_block(esz, bs_l2_bytes, m), C3 = bs_block(esz, bs_l3_bytes, m);
     if (C3 < C)
         C3 = C;
-    for (size_t b3 = 0; b3 < m; b3 += C3)
+    for (size_t b3 = 0; b3 < m && b3 < s->live; b3 += C3)
         bs_sort_blk(s, b3, C3, C);
     for (size_t k = 2 * C3; k <= m; k <<= 1) {
         bs_steps(s, 0, m, k, 1, k / 4, C3); /* mirror and spans above C3 */
-        for (size_t b3 = 0; b3 < m; b3 += C3) {
+        for (size_t b3 = 0; b3 < m && b3 < s->live; b3 += C3) {
             bs_steps(s, b3, b3 + C3, k, 0, C3 / 2, C); /* spans C3 / 2 .. C */
             size_t jt = C3 / 2 < C / 2 ? C3 / 2 : C / 2;
-            for (size_t b = b3; b < b3 + C3; b += C)
+            for (size_t b = b3; b < b3 + C3 && b < s->live; b += C)
                 bs_steps(s, b, b + C, k, 0, jt, 1);
         }
     }
@@ -866,7 +869,7 @@ obl_err nr_build(obl_nroram *o, uint64_t n, const unsigned char *data, size_t ss
         OBL_SECRET(key, kb);
         OBL_SECRET(leaves_out, n * sizeof(uint32_t));
         /* 2. sort the keys by (leaf, id) */
-        bsort s1 = {key, NULL, NULL, vs, 0};
+        bsort s1 = {key, NULL, NULL, vs, 0, n};
         bs_sort(&s1, m);
 
         /* 3. first fit: slot of each block. Per level, the fill of the
@@ -927,7 +930,7 @@ obl_err nr_build(obl_nroram *o, uint64_t n, const unsigned char *data, size_t ss
         /* Without payloads (a zero build) nothing waits in id order: the
          * keys stay in leaf order, each with its id (key[i] = id). */
         if (pay) {
-            bsort s3 = {key, packed ? NULL : aux, NULL, vs, 0}; /* public: packed */
+            bsort s3 = {key, packed ? NULL : aux, NULL, vs, 0, n}; /* public: packed */
             bs_sort(&s3, m); /* ids 0 .. n - 1 in order now */
         }
         const uint64_t lmask = ((uint64_t)1 << logL) - 1;
@@ -954,7 +957,7 @@ obl_err nr_build(obl_nroram *o, uint64_t n, const unsigned char *data, size_t ss
                 aux[i] = obl_ct_select64(real, leaf << 32 | id, 0);
             }
         }
-        bsort s2 = {key, kl ? NULL : aux, pay, ps, kl ? 32u : 0u}; /* public: kl */
+        bsort s2 = {key, kl ? NULL : aux, pay, ps, kl ? 32u : 0u, n}; /* public: kl */
         bs_sort(&s2, m);
         /* The stash's blocks (at most S < P of them) are the last ones of
          * [0, n): the window of the last P positions holds them all. Each
