@@ -135,11 +135,13 @@ static inline uint64_t NR_F(nr_reach)(uint64_t leaf, uint64_t e, uint32_t logL)
  * stores to retire (no store-to-load forwarding across widths). */
 static inline void NR_F(nr_meta_cswap)(uint64_t c, NR_META *a, NR_META *b)
 {
-    NR_WORD m = (NR_WORD)obl_ct_mask(c), ti = m & (a->id ^ b->id), tl = m & (a->leaf ^ b->leaf);
-    a->id ^= ti;
-    b->id ^= ti;
-    a->leaf ^= tl;
-    b->leaf ^= tl;
+    uint64_t ai = a->id, bi = b->id, al = a->leaf, bl = b->leaf;
+    nr_hold_swap(c, &ai, &bi);
+    nr_hold_swap(c, &al, &bl);
+    a->id = (NR_WORD)ai;
+    b->id = (NR_WORD)bi;
+    a->leaf = (NR_WORD)al;
+    b->leaf = (NR_WORD)bl;
 }
 
 #define NR_NONE ((uint64_t)0xff)
@@ -223,21 +225,29 @@ static inline __attribute__((always_inline)) void NR_F(nr_evict_core)(obl_nroram
         for (uint32_t lv = 1; lv <= D; lv++) {
             uint64_t goal = gk >> 8, from = 255 - (gk & 255);
             deepest[lv] = obl_ct_select64(nr_lt(goal, lv) ^ 1, from, NR_NONE);
-            gk = obl_ct_select64(nr_lt(gk, key[lv]), key[lv], gk);
+            gk = nr_max_step(gk, key[lv]);
         }
     }
 
     /* PrepareTarget (fig. 4): leaf to root. src is the level a pending
-     * drop at level dest waits for, or NR_NONE. */
+     * drop at level dest waits for, or NR_NONE. At level lv: if src == lv
+     * (the drop's block is picked up here), target[lv] = dest and lv
+     * starts the next chain if a block of a level above can come down to
+     * it (deepest[lv] != NR_NONE); with nothing pending, lv starts one if
+     * it also has an empty slot; while src < lv is pending, lv is passed
+     * over. So the new src is deepest[lv] (NR_NONE if none) on a hit,
+     * deepest[lv] or NR_NONE (no empty slot) when idle, else src: one
+     * nr_target_step, with the outputs computed beside the chain. */
     {
         uint64_t src = NR_NONE, dest = NR_NONE;
         for (uint32_t lv = D + 1; lv-- > 0;) {
-            uint64_t hit = nr_eqs(src, lv);
-            uint64_t idle = hit | nr_eqs(src, NR_NONE); /* nothing pending now */
-            target[lv] = obl_ct_select64(hit, dest, NR_NONE);
-            uint64_t c = idle & (hasempty[lv] | hit) & (nr_eqs(deepest[lv], NR_NONE) ^ 1);
-            src = obl_ct_select64(c, deepest[lv], obl_ct_select64(hit, NR_NONE, src));
+            uint64_t dl = deepest[lv];
+            uint64_t nsrc = nr_target_step(src, lv, dl, obl_ct_select64(hasempty[lv], dl, NR_NONE));
+            target[lv] = obl_ct_select64(nr_eqs(src, lv), dest, NR_NONE);
+            /* a chain starts here iff src changed to a level */
+            uint64_t c = (nr_eqs(nsrc, NR_NONE) | nr_eqs(nsrc, src)) ^ 1;
             dest = obl_ct_select64(c, lv, dest);
+            src = nsrc;
         }
     }
 
@@ -361,15 +371,11 @@ static inline __attribute__((always_inline)) void NR_F(nr_evict_core)(obl_nroram
         } else
 #endif
         if (vs == 8) { /* public: both slots loaded and stored */
-            uint64_t d0, d1, m0 = obl_ct_mask(c0), m1 = obl_ct_mask(c1);
+            uint64_t d0, d1;
             memcpy(&d0, bd, 8);
             memcpy(&d1, bd + 8, 8);
-            uint64_t t0 = m0 & (h8 ^ d0);
-            d0 ^= t0;
-            h8 ^= t0;
-            uint64_t t1 = m1 & (h8 ^ d1);
-            d1 ^= t1;
-            h8 ^= t1;
+            nr_hold_swap(c0, &h8, &d0);
+            nr_hold_swap(c1, &h8, &d1);
             memcpy(bd, &d0, 8);
             memcpy(bd + 8, &d1, 8);
         } else {
@@ -396,7 +402,10 @@ static inline __attribute__((always_inline)) void NR_F(nr_evict_core)(obl_nroram
 static void NR_F(nr_evict_buf)(obl_nroram *o, uint64_t e)
 {
 #define NR_EVICT_CALL(VS, NWC) NR_F(nr_evict_core)(o, e, VS, NWC)
-    NR_BY_WORDS(o, NR_EVICT_CALL, NR_EVICT_CALL(o->vs, 0))
+    if (o->vs == 8) /* public: the block moves of 8-byte blocks in a register */
+        NR_EVICT_CALL(8, 0);
+    else
+        NR_BY_WORDS(o, NR_EVICT_CALL, NR_EVICT_CALL(o->vs, 0))
 #undef NR_EVICT_CALL
 }
 

@@ -57,8 +57,13 @@ typedef struct nr_meta64 {
  * line a bucket straddles at its end; smaller ones (mostly in cache) skip
  * it, which measured faster there. In-process A/B, NRORAM 8/8 (48-byte
  * buckets), median of 31-41 rounds of 20000 accesses: 2^20 (48 MiB tree)
- * 1.64 -> 1.40 us, 2^16 (3 MiB) 0.91 -> 1.03 us. */
-#define NR_PF_LINES_BYTES ((size_t)16 << 20)
+ * 1.64 -> 1.40 us, 2^16 (3 MiB) 0.91 -> 1.03 us. The limit was 16 MiB
+ * until 2026-12-04, when the VM's caches held far less than that (a
+ * dependent load measured 146 ns over 8 MiB, 20 ns over 2 MiB) and the
+ * eviction's data pass stalled on the straddled line: 2^18 (12 MiB)
+ * 1.34 -> 1.17 and 1.45 -> 1.20 us, 2^16 0.98 -> 0.93, 0.98 -> 0.94,
+ * 0.98 -> 1.00 us (binaries alternating, 7 rounds of 50000 each). */
+#define NR_PF_LINES_BYTES ((size_t)2 << 20)
 
 /* Levels whose buckets together take at most this many bytes are touched
  * by every path, so they stay in cache and are not prefetched. */
