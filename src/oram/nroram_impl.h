@@ -350,19 +350,19 @@ static inline __attribute__((always_inline)) void NR_F(nr_evict_core)(obl_nroram
                 d0[w] = _mm512_loadu_si512((const void *)(bd + 64 * w));
                 d1[w] = _mm512_loadu_si512((const void *)(bd + vs + 64 * w));
             }
+            /* each swap is two bitwise selects (vpternlog 0xca: m ? b : c),
+             * one step on the held block's chain (nr_hold_swap) */
             NR_REG_LOOP(w)
             {
-                __m512i mw = w == NW - 1 ? _mm512_and_si512(m0, tail) : m0;
-                __m512i t = _mm512_and_si512(mw, _mm512_xor_si512(hreg[w], d0[w]));
-                d0[w] = _mm512_xor_si512(d0[w], t);
-                hreg[w] = _mm512_xor_si512(hreg[w], t);
+                __m512i mw = w == NW - 1 ? _mm512_and_si512(m0, tail) : m0, h = hreg[w];
+                hreg[w] = _mm512_ternarylogic_epi64(mw, d0[w], h, 0xca);
+                d0[w] = _mm512_ternarylogic_epi64(mw, h, d0[w], 0xca);
             }
             NR_REG_LOOP(w)
             {
-                __m512i mw = w == NW - 1 ? _mm512_and_si512(m1, tail) : m1;
-                __m512i t = _mm512_and_si512(mw, _mm512_xor_si512(hreg[w], d1[w]));
-                d1[w] = _mm512_xor_si512(d1[w], t);
-                hreg[w] = _mm512_xor_si512(hreg[w], t);
+                __m512i mw = w == NW - 1 ? _mm512_and_si512(m1, tail) : m1, h = hreg[w];
+                hreg[w] = _mm512_ternarylogic_epi64(mw, d1[w], h, 0xca);
+                d1[w] = _mm512_ternarylogic_epi64(mw, h, d1[w], 0xca);
             }
             NR_REG_LOOP(w)
             _mm512_storeu_si512((void *)(bd + 64 * w), d0[w]);
