@@ -36,7 +36,10 @@ def parse_args(argv):
     p.add_argument("--large", action="store_true", help="the large plan: N up to what fits in memory")
     p.add_argument("--timeout", type=float,
                    help="per-case timeout in seconds (default: max(60, 10 x the case's estimate))")
-    p.add_argument("--reps", type=int, help="repetitions per case (default: obl-bench's)")
+    p.add_argument("--reps", type=int, help="repetitions per case and round (default: obl-bench's)")
+    p.add_argument("--rounds", type=int, default=int(os.environ.get("OBL_BENCH_ROUNDS") or 2),
+                   help="run the plan this many times, forward and backward in turn, and pool "
+                        "each case's repetitions (default 2, or $OBL_BENCH_ROUNDS; docs/suite.md)")
     p.add_argument("--bench-bin", default=default_bench_bin(),
                    help="obl-bench binary (default: $OBL_BENCH or build/bench/obl-bench)")
     p.add_argument("--plan", action="store_true", help="same as BENCHMARK_MODE=plan")
@@ -58,6 +61,8 @@ def parse_args(argv):
     if mode not in ("run", "plan"):
         p.error(f"BENCHMARK_MODE must be run or plan, not {mode!r}")
     args.plan = args.plan or mode == "plan"
+    if args.rounds < 1:
+        p.error(f"--rounds must be at least 1, not {args.rounds}")
     if args.cpu not in ("auto", "none"):
         allowed = runner.allowed_cpus()
         if not re.fullmatch(r"[0-9]+", args.cpu) or (allowed and int(args.cpu) not in allowed):
@@ -174,14 +179,15 @@ def main(argv=None):
     log = runner.EventLog(log_path)
     env = runner.environment(ROOT)
     log.emit("run_start", argv=sys.argv, bench_bin=args.bench_bin, max_n=args.max_n,
-             large=large, selector=args.selector, reps=args.reps, timeout=args.timeout,
+             large=large, selector=args.selector, reps=args.reps, rounds=args.rounds,
+             timeout=args.timeout,
              env=env, types=runner.list_types(args.bench_bin), cases=len(cases),
              noise_case=plan.case_name(noise_case) if noise_case else None)
     for c, why in skipped:
         log.emit("case_skipped", name=plan.case_name(c), reason="selector", message=why, case=c)
-    total_s = sum(float(c.get("est_seconds") or 0) for c in cases)
-    print(f"run.py: {len(cases)} cases, est. {total_s:.0f} s; log {os.path.relpath(log_path)}",
-          file=sys.stderr)
+    total_s = sum(float(c.get("est_seconds") or 0) for c in cases) * args.rounds
+    print(f"run.py: {len(cases)} cases x {args.rounds} rounds, est. {total_s:.0f} s; "
+          f"log {os.path.relpath(log_path)}", file=sys.stderr)
     start = runner.time.monotonic()
     bench_args = list(args.bench_arg)
     cpu = runner.choose_cpu(args.bench_bin, args.cpu, log) if cases else None
@@ -189,7 +195,8 @@ def main(argv=None):
         bench_args += ["--cpu", str(cpu)]
     counts, noise = runner.run_plan(args.bench_bin, cases, log, args.timeout, args.reps,
                                     noise_case, bench_args,
-                                    drift_case=runner.drift_case_for(cases, noise_case))
+                                    drift_case=runner.drift_case_for(cases, noise_case),
+                                    rounds=args.rounds)
     counts["skipped"] += len(skipped)
     failed = counts["failed"] + counts["timeout"] > 0
     log.emit("run_end", elapsed_s=round(runner.time.monotonic() - start, 1), counts=counts,

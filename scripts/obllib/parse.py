@@ -139,6 +139,8 @@ def normalise_metric(m):
     for k in SPREAD_KEYS:
         out.setdefault(k, out["median"])
     out["reps"] = m.get("reps", len(samples) if samples else None)
+    if m.get("rounds"):
+        out["rounds"] = m["rounds"]
     return out
 
 
@@ -189,15 +191,66 @@ def load_any(path):
     return records_from_reports(text.splitlines(), path)
 
 
-def records_from_events(events, source):
-    """Measured records of a full-run log (the noise repeat is excluded)."""
+def json_identity(obj):
+    """identity() of an obl-bench JSONL object."""
+    params = tuple(sorted((k, repr(v)) for k, v in obj.get("params", {}).items()
+                          if k not in CONTROL_PARAMS))
+    return (obj.get("report_type"), obj.get("impl"), params)
+
+
+def merge_rounds(objs):
+    """obl-bench JSONL objects of the same cases from several rounds of a run
+    (scripts/run.py --rounds) -> one object per case, in first-seen order:
+    each metric's samples are pooled and its median, min, max and quartiles
+    recomputed over them ("rounds": how many objects were pooled); a metric
+    without samples in some round keeps its last value. A case seen once is
+    returned as it was."""
+    order, groups = [], {}
+    for obj in objs:
+        key = json_identity(obj)
+        if key not in groups:
+            order.append(key)
+            groups[key] = []
+        groups[key].append(obj)
     out = []
+    for key in order:
+        group = groups[key]
+        if len(group) == 1:
+            out.append(group[0])
+            continue
+        merged = dict(group[-1])
+        merged["params"] = dict(group[-1].get("params", {}))
+        if all("reps" in g.get("params", {}) for g in group):
+            merged["params"]["reps"] = sum(g["params"]["reps"] for g in group)
+        metrics = {}
+        for name in group[-1].get("metrics", {}):
+            parts = [g.get("metrics", {}).get(name) for g in group]
+            if all(isinstance(m, dict) and m.get("samples") for m in parts):
+                samples = [float(x) for m in parts for x in m["samples"]]
+                metrics[name] = dict(stats.summarize(samples), samples=samples,
+                                     rounds=len(parts))
+            else:
+                metrics[name] = group[-1]["metrics"][name]
+        merged["metrics"] = metrics
+        merged["rounds"] = len(group)
+        out.append(merged)
+    return out
+
+
+def records_from_events(events, source):
+    """Measured records of a full-run log (the noise and drift repeats are
+    excluded), the rounds of a case pooled (merge_rounds)."""
+    objs, case_of = [], {}
     for ev in events:
         if ev.get("event") == "case_end" and not ev.get("repeat"):
             for obj in ev.get("records", []):
-                rec = record_from_json(obj, source)
-                rec["case"] = ev.get("name")
-                out.append(rec)
+                objs.append(obj)
+                case_of.setdefault(json_identity(obj), ev.get("name"))
+    out = []
+    for obj in merge_rounds(objs):
+        rec = record_from_json(obj, source)
+        rec["case"] = case_of.get(json_identity(obj))
+        out.append(rec)
     return out
 
 

@@ -18,7 +18,10 @@ TERMINAL = {"case_end": "ok", "case_failed": "failed", "case_timeout": "timeout"
 
 
 def outcomes(events):
-    """Per case, in run order: the case and how it ended (noise repeat excluded)."""
+    """Per case, in run order: the case and how it ended (noise repeat
+    excluded). With rounds (scripts/run.py --rounds), a case's records are
+    those of every round, pooled (parse.merge_rounds), and a round that did
+    not end ok decides its outcome."""
     order, out = [], {}
     cases = {}
     for ev in events:
@@ -26,12 +29,16 @@ def outcomes(events):
             continue
         kind = ev.get("event")
         name = ev.get("name")
+        prev = out.get(name)
+        if prev is not None and prev["outcome"] not in ("ok", "started"):
+            continue  # an earlier round failed, timed out or was skipped
         if kind == "case_start":
             cases[name] = ev.get("case", {})
             if name not in out:
                 order.append(name)
             out[name] = {"name": name, "case": cases[name], "outcome": "started",
-                         "reason": "no end event (run interrupted?)"}
+                         "reason": "no end event (run interrupted?)",
+                         "records": (prev or {}).get("records", [])}
         elif kind in TERMINAL:
             if name not in out:
                 order.append(name)
@@ -43,7 +50,8 @@ def outcomes(events):
             if kind == "case_skipped":
                 row["reason"] = f"{ev.get('reason')}: {ev.get('message', '')}".rstrip(": ")
             if kind == "case_end":
-                row["records"] = ev.get("records", [])
+                row["records"] = parse.merge_rounds(((prev or {}).get("records") or [])
+                                                    + ev.get("records", []))
             out[name] = row
     return [out[n] for n in order]
 

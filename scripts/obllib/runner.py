@@ -2,7 +2,8 @@
 
 Full-run log (logs/full_runs/<timestamp>.jsonl), one JSON event per line:
   run_start     time, argv, bench_bin, plan flags, env (machine), cases, types
-  case_start    index, total, name, case (the list-cases object), argv, timeout_s
+  case_start    index, total, name, case (the list-cases object), argv, timeout_s,
+                round (1 ..; run.py --rounds runs the plan that many times)
   case_end      name, elapsed_s, records (obl-bench JSONL objects), reports
   case_failed   name, elapsed_s, reason, exit_code, signal, stderr_tail
   case_timeout  name, elapsed_s, timeout_s, reason, stderr_tail
@@ -385,26 +386,41 @@ def rerun_case(bench_bin, case, first_records, log, kind, timeout, reps, extra_a
                     max_rel_diff=metrics[worst]["rel_diff"] if worst else None)
 
 
+def schedule(cases, rounds):
+    """The order of a run of `rounds` rounds: the whole plan once per round,
+    forward in the odd rounds and backward in the even ones, so that every
+    case's repetitions are spread over the run and its mean position is the
+    same for every case. -> [(round, case)], rounds counted from 1."""
+    out = []
+    for r in range(1, rounds + 1):
+        out += [(r, c) for c in (cases if r % 2 else cases[::-1])]
+    return out
+
+
 def run_plan(bench_bin, cases, log, timeout=None, reps=None, noise_case=None,
-             extra_args=(), stream=sys.stderr, drift_case=None):
-    """Run the selected cases; -> counts dict. noise_case: a case to run twice;
-    drift_case: one more, run again after it (drift_case_for)."""
-    progress = Progress(cases, stream)
+             extra_args=(), stream=sys.stderr, drift_case=None, rounds=1):
+    """Run the selected cases, `rounds` times over (schedule); -> counts dict
+    (of case runs). noise_case: a case to run once more at the end;
+    drift_case: one more, run again after it (drift_case_for); both compare
+    with their first round."""
+    order = schedule(cases, rounds)
+    progress = Progress([c for _, c in order], stream)
     counts = {"ok": 0, "failed": 0, "timeout": 0, "skipped": 0}
     first_noise_records = first_drift_records = None
-    for k, case in enumerate(cases, 1):
+    for k, (rnd, case) in enumerate(order, 1):
         name = plan.case_name(case)
         need, avail = case.get("est_memory_bytes"), mem_available()
         if need is not None and avail is not None and need > MEMORY_MARGIN * avail:
             msg = (f"skipped: needs an estimated {stats.fmt_bytes(need)}, only "
                    f"{stats.fmt_bytes(avail)} available (limit {int(MEMORY_MARGIN * 100)} %)")
             log.emit("case_skipped", name=name, reason="memory", message=msg, case=case,
-                     est_memory_bytes=need, mem_available_bytes=avail)
+                     est_memory_bytes=need, mem_available_bytes=avail, round=rnd)
             counts["skipped"] += 1
             progress.case_done(k, name, msg)
             continue
         t = case_timeout(case, timeout)
-        log.emit("case_start", index=k, total=len(cases), name=name, case=case, timeout_s=t)
+        log.emit("case_start", index=k, total=len(order), name=name, case=case, timeout_s=t,
+                 round=rnd)
         res = run_case(bench_bin, case, t, reps, extra_args)
         common = {"name": name, "elapsed_s": res["elapsed_s"], "argv": res["argv"]}
         if res["outcome"] == "ok":
@@ -412,9 +428,11 @@ def run_plan(bench_bin, cases, log, timeout=None, reps=None, noise_case=None,
                      stderr_tail=res["stderr_tail"][-500:], **common)
             counts["ok"] += 1
             status = f"ok in {fmt_s(res['elapsed_s'])}"
-            if noise_case is not None and plan.case_identity(case) == plan.case_identity(noise_case):
+            if (noise_case is not None and first_noise_records is None
+                    and plan.case_identity(case) == plan.case_identity(noise_case)):
                 first_noise_records = res["records"]
-            if drift_case is not None and plan.case_identity(case) == plan.case_identity(drift_case):
+            if (drift_case is not None and first_drift_records is None
+                    and plan.case_identity(case) == plan.case_identity(drift_case)):
                 first_drift_records = res["records"]
         elif res["outcome"] == "timeout":
             log.emit("case_timeout", timeout_s=t, reason=res["reason"],

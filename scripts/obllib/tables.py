@@ -169,10 +169,12 @@ def measured_tables(records, spread="minmax"):
         tp = table_params(r, names)
         for m, s in r["metrics"].items():
             g = groups.setdefault((r["report_type"], group_text(tp), m),
-                                  {"params": tp, "cells": {}, "reps": set(), "origins": {}})
+                                  {"params": tp, "cells": {}, "reps": set(), "rounds": set(),
+                                   "origins": {}})
             g["cells"][(r["params"]["N"], r["impl"])] = (s, r)
             if s.get("reps"):
                 g["reps"].add(s["reps"])
+            g["rounds"].add(s.get("rounds") or 1)
             g["origins"][r["impl"]] = r.get("origin", "run")
     tables = []
     type_rank = {t: i for i, t in enumerate(TYPE_TITLES)}
@@ -220,6 +222,11 @@ def measured_tables(records, spread="minmax"):
                 "none": "median"}[spread]
         over = (f" over {reps[0]} repetitions" if len(reps) == 1 else
                 f" over {reps[0]}–{reps[-1]} repetitions" if reps else "")
+        rounds = sorted(g["rounds"])
+        if rounds and rounds[-1] > 1:
+            over += (f" in {rounds[0]} rounds" if len(rounds) == 1 else
+                     f" in {rounds[0]}–{rounds[-1]} rounds")
+            over += " spread over the run (docs/suite.md)"
         note = f"{what}{over}"
         if has_ratio:
             note += f"; `÷ {bl}`: ratio of medians to the non-oblivious baseline of the same run"

@@ -57,7 +57,8 @@ class TestGo(unittest.TestCase):
         self.assertIn("noise: reference case", r.stdout)
         pngs = [p for p in os.listdir(os.path.join(d, "figures")) if p.endswith(".png")]
         self.assertEqual(len(pngs), 20)
-        self.assertRegex(r.stderr, r"\[16/16\] ")
+        self.assertRegex(r.stderr, r"\[32/32\] ")  # 16 cases, two rounds (the default)
+        self.assertIn("in 2 rounds spread over the run", r.stdout)
 
     def test_go_fails_when_a_case_fails(self):
         d, r = self.run_go("--max-n", "1024", "--timeout", "2", special=True)

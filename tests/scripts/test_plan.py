@@ -129,8 +129,9 @@ class TestRunPlanSelect(unittest.TestCase):
             probes = [a for a in ran if a[:len(runner.PROBE_ARGS)] == runner.PROBE_ARGS]
             self.assertEqual(len(probes), 2 * len(cpus) if len(cpus) > 1 else 0)
             ran = [a for a in ran if a not in probes]
-            # the selected case, then its noise repeat, pinned to one CPU
-            self.assertEqual(len(ran), 2)
+            # the selected case in each of the two rounds (the default), then
+            # its noise repeat, pinned to one CPU
+            self.assertEqual(len(ran), 3)
             self.assertIn("1024", ran[0])
             if cpus:
                 self.assertIn("--cpu", ran[0])

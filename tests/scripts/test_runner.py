@@ -17,7 +17,7 @@ class TestIsolation(unittest.TestCase):
         start = time.monotonic()
         # 5 s: long enough for the fake driver's ordinary cases on a loaded
         # machine (ctest -j2 beside the ORAM tests), short beside the hang
-        cls.r = helpers.script("run.py", "--max-n", "1024", "--timeout", "5",
+        cls.r = helpers.script("run.py", "--max-n", "1024", "--timeout", "5", "--rounds", "1",
                                "--results", os.path.join(d, "res"), "--log-dir", os.path.join(d, "logs"),
                                env={"OBL_BENCH": helpers.FAKE, "FAKE_SPECIAL": "1"})
         cls.elapsed = time.monotonic() - start
@@ -101,6 +101,81 @@ class TestIsolation(unittest.TestCase):
         r = helpers.script("run.py", "--bench-bin", "/nonexistent/obl-bench")
         self.assertEqual(r.returncode, 2)
         self.assertIn("not found", r.stderr)
+
+
+class TestRounds(unittest.TestCase):
+    """run.py --rounds: the plan forward, then backward; the rounds pooled."""
+
+    def test_schedule_alternates(self):
+        from obllib import runner
+        self.assertEqual(runner.schedule(["a", "b", "c"], 3),
+                         [(1, "a"), (1, "b"), (1, "c"), (2, "c"), (2, "b"), (2, "a"),
+                          (3, "a"), (3, "b"), (3, "c")])
+        self.assertEqual(runner.schedule(["a"], 1), [(1, "a")])
+
+    def test_merge_pools_samples(self):
+        def obj(samples, reps, mem):
+            return {"report_type": "RORAM", "impl": "obl", "params": {"N": 8, "reps": reps},
+                    "metrics": {"Read_latency_us": {"median": sorted(samples)[len(samples) // 2],
+                                                    "samples": samples},
+                                "Memory_kb": mem}}
+        other = dict(obj([9.0], 1, 1.0), params={"N": 16, "reps": 1})
+        merged = parse.merge_rounds([obj([1.0, 2.0, 3.0], 3, 5.0), other,
+                                     obj([10.0, 11.0, 12.0], 3, 6.0)])
+        self.assertEqual([m["params"]["N"] for m in merged], [8, 16])
+        m = merged[0]
+        self.assertEqual(m["params"]["reps"], 6)
+        self.assertEqual(m["rounds"], 2)
+        lat = m["metrics"]["Read_latency_us"]
+        self.assertEqual(lat["samples"], [1.0, 2.0, 3.0, 10.0, 11.0, 12.0])
+        self.assertEqual((lat["median"], lat["min"], lat["max"]), (6.5, 1.0, 12.0))
+        self.assertEqual((lat["q1"], lat["q3"], lat["reps"], lat["rounds"]), (2.25, 10.75, 6, 2))
+        self.assertEqual(m["metrics"]["Memory_kb"], 6.0)  # no samples: the last round's
+        self.assertIs(merged[1], other)  # seen once: unchanged
+        rec = parse.record_from_json(m, "x")
+        self.assertEqual(rec["metrics"]["Read_latency_us"]["rounds"], 2)
+
+    def test_a_failed_round_decides_the_outcome(self):
+        from obllib import results
+        rec = {"report_type": "RORAM", "impl": "obl", "params": {"N": 8},
+               "metrics": {"Read_latency_us": {"median": 1.0, "samples": [1.0]}}}
+        ev = [{"event": "case_start", "name": "a"}, {"event": "case_end", "name": "a", "records": [rec]},
+              {"event": "case_start", "name": "b"}, {"event": "case_end", "name": "b", "records": [rec]},
+              {"event": "case_start", "name": "b"}, {"event": "case_failed", "name": "b", "reason": "x"},
+              {"event": "case_start", "name": "a"}, {"event": "case_end", "name": "a", "records": [rec]},
+              {"event": "case_start", "name": "b"}, {"event": "case_end", "name": "b", "records": [rec]}]
+        rows = {r["name"]: r for r in results.outcomes(ev)}
+        self.assertEqual((rows["a"]["outcome"], rows["b"]["outcome"]), ("ok", "failed"))
+        [a] = rows["a"]["records"]
+        self.assertEqual((a["rounds"], a["metrics"]["Read_latency_us"]["reps"]), (2, 2))
+
+    def test_two_rounds_of_the_fake_plan(self):
+        with tempfile.TemporaryDirectory() as d:
+            r = helpers.script("run.py", "--max-n", "2048", "--cpu", "none", "--rounds", "2",
+                               "--results", os.path.join(d, "res"),
+                               "--log-dir", os.path.join(d, "logs"),
+                               env={"OBL_BENCH": helpers.FAKE})
+            self.assertEqual(r.returncode, 0, r.stderr)
+            [name] = os.listdir(os.path.join(d, "logs"))
+            events = parse.read_jsonl(os.path.join(d, "logs", name))
+            starts = [e for e in events if e["event"] == "case_start" and not e.get("repeat")]
+            n = len(starts) // 2
+            self.assertEqual([e["round"] for e in starts], [1] * n + [2] * n)
+            self.assertEqual([e["name"] for e in starts[n:]], [e["name"] for e in starts[:n]][::-1])
+            with open(os.path.join(d, "res", "results.json")) as f:
+                doc = json.load(f)
+            self.assertEqual(len(doc["records"]), n)  # one record per case
+            for rec in doc["records"]:
+                for m in rec["metrics"].values():
+                    self.assertEqual(m["rounds"], 2)
+                    self.assertEqual(m["reps"], 2 * 5)  # the fake's 5 repetitions, twice
+            self.assertEqual(doc["run"]["rounds"], 2)
+            self.assertIn(f"{n} cases x 2 rounds", r.stderr)
+
+    def test_rounds_must_be_positive(self):
+        r = helpers.script("run.py", "--rounds", "0", env={"OBL_BENCH": helpers.FAKE})
+        self.assertEqual(r.returncode, 2)
+        self.assertIn("--rounds must be at least 1", r.stderr)
 
 
 class TestDrift(unittest.TestCase):
