@@ -1,0 +1,330 @@
+/*
+ * obl-ab: two versions of the library in one process, their rounds
+ * alternating (docs/bench.md, "Which CPU"). On a VM whose speed changes
+ * from one stretch of minutes to the next, binaries run in turn compare two
+ * stretches; rounds that alternate in one process compare the libraries.
+ *
+ * scripts/ab.sh builds an older revision's libobl.a with every global
+ * symbol renamed old_<name> (objcopy --redefine-syms) and links it beside
+ * the current one. Built by CMake, this program links the current library
+ * twice over (OBL_AB_SELF: old_<name> is <name>), which measures the noise
+ * floor of the method and keeps the program compiling (ctest runs it small).
+ *
+ *   obl-ab nroram N VALUE_BYTES POS_BYTES ROUNDS   reads, 20,000 per round
+ *   obl-ab roram  N VALUE_BYTES ROUNDS             reads, 20,000 per round
+ *   obl-ab umap   N VALUE_BYTES ROUNDS BUILDS      builds of 0.8 N pairs (8-byte
+ *                                                  keys), then gets, 5,000 per round
+ *
+ * Output: per version the median and quartiles of the rounds, and the
+ * ratio new / old of the medians. Exit status 2 on bad usage, 1 on an
+ * error of either library.
+ */
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <obl/omap.h>
+#include <obl/oram.h>
+
+#ifdef OBL_AB_SELF
+#define OLD(name) name
+#else
+#define OLD(name) old_##name
+obl_err old_obl_nroram_create(obl_nroram **out, const obl_nroram_params *p);
+obl_err old_obl_nroram_insert(obl_nroram *o, uint64_t id, const void *value, uint64_t *pos_out);
+uint64_t old_obl_nroram_random_pos(obl_nroram *o);
+obl_err old_obl_nroram_access(obl_nroram *o, uint64_t id, uint64_t pos, uint64_t new_pos,
+                              uint64_t op, const void *in, void *out, uint64_t *found);
+void old_obl_nroram_destroy(obl_nroram *o);
+obl_err old_obl_roram_create(obl_roram **out, const obl_roram_params *p);
+obl_err old_obl_roram_read(obl_roram *o, uint64_t index, void *value_out);
+void old_obl_roram_destroy(obl_roram *o);
+obl_err old_obl_omap_build(obl_omap **out, const obl_omap_params *p, const void *keys,
+                           const void *values, uint64_t n);
+obl_err old_obl_omap_get(obl_omap *m, const void *key, void *value_out, uint64_t *found);
+void old_obl_omap_destroy(obl_omap *m);
+#endif
+
+#define AB_MAX_ROUNDS 1000
+
+static double now_s(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+static uint64_t xorshift(uint64_t *x)
+{
+    *x ^= *x << 13;
+    *x ^= *x >> 7;
+    *x ^= *x << 17;
+    return *x;
+}
+
+/* Prints the medians and quartiles of t[0] (old) and t[1] (new), R each. */
+static void report(const char *what, double t[2][AB_MAX_ROUNDS], int R)
+{
+    double med[2];
+    printf("%s, %d rounds:", what, R);
+    for (int v = 0; v < 2; v++) {
+        qsort(t[v], (size_t)R, sizeof(double), cmp_double);
+        med[v] = t[v][R / 2];
+        printf(" %s %.4g [%.4g-%.4g]", v ? "new" : "old", med[v], t[v][R / 4], t[v][3 * R / 4]);
+    }
+    printf("  new/old %.3f\n", med[1] / med[0]);
+}
+
+/* One operation of version v (0 old, 1 new) on random number rnd;
+ * non-zero on an error. */
+typedef int (*ab_op)(void *ctx, int v, uint64_t rnd);
+
+/* R rounds of Q operations per version, the version that goes first
+ * alternating; both see the same random numbers. t[v][r]: microseconds per
+ * operation. Returns non-zero if an operation failed. */
+static int ab_rounds(int R, int Q, ab_op op, void *ctx, double t[2][AB_MAX_ROUNDS])
+{
+    uint64_t x = 88172645463325252ull, y = x;
+    for (int r = 0; r < R; r++) {
+        for (int k = 0; k < 2; k++) {
+            int v = (k + r) & 1;
+            y = x;
+            double t0 = now_s();
+            for (int q = 0; q < Q; q++)
+                if (op(ctx, v, xorshift(&y)))
+                    return 1;
+            t[v][r] = (now_s() - t0) / Q * 1e6;
+        }
+        x = y;
+    }
+    return 0;
+}
+
+typedef struct {
+    obl_nroram *o[2];
+    uint64_t *pos[2];
+    unsigned char *buf;
+    uint64_t n;
+} ab_nr;
+
+static int ab_nroram_read(void *ctx, int v, uint64_t rnd)
+{
+    ab_nr *c = (ab_nr *)ctx;
+    uint64_t id = rnd % c->n, np, f;
+    obl_err e;
+    if (v) {
+        np = obl_nroram_random_pos(c->o[1]);
+        e = obl_nroram_access(c->o[1], id, c->pos[1][id], np, OBL_ORAM_READ, NULL, c->buf, &f);
+    } else {
+        np = OLD(obl_nroram_random_pos)(c->o[0]);
+        e = OLD(obl_nroram_access)(c->o[0], id, c->pos[0][id], np, OBL_ORAM_READ, NULL, c->buf,
+                                   &f);
+    }
+    c->pos[v][id] = np;
+    return e != OBL_OK;
+}
+
+static int ab_nroram(uint64_t n, size_t vs, uint32_t pb, int R)
+{
+    ab_nr c = {{NULL, NULL}, {NULL, NULL}, calloc(1, vs < 8 ? 8 : vs), n};
+    unsigned char *buf = c.buf;
+    obl_nroram **o = c.o;
+    uint64_t **pos = c.pos;
+    static double t[2][AB_MAX_ROUNDS];
+    int rc = 1;
+    if (!buf)
+        return 1;
+    for (int v = 0; v < 2; v++) {
+        obl_nroram_params p;
+        memset(&p, 0, sizeof(p));
+        p.capacity = n;
+        p.value_size = vs;
+        p.pos_bytes = pb;
+        p.use_seed = 1;
+        p.seed = 5;
+        pos[v] = malloc(n * sizeof(uint64_t));
+        if (!pos[v] || (v ? obl_nroram_create : OLD(obl_nroram_create))(&o[v], &p) != OBL_OK)
+            goto out;
+        for (uint64_t i = 0; i < n; i++) {
+            memcpy(buf, &i, vs < 8 ? vs : 8);
+            if ((v ? obl_nroram_insert : OLD(obl_nroram_insert))(o[v], i, buf, &pos[v][i]) != OBL_OK)
+                goto out;
+        }
+    }
+    if (ab_rounds(R, 20000, ab_nroram_read, &c, t))
+        goto out;
+    report("nroram read us", t, R);
+    rc = 0;
+out:
+    for (int v = 0; v < 2; v++) {
+        (v ? obl_nroram_destroy : OLD(obl_nroram_destroy))(o[v]);
+        free(pos[v]);
+    }
+    free(buf);
+    if (rc)
+        fprintf(stderr, "obl-ab: nroram failed\n");
+    return rc;
+}
+
+typedef struct {
+    obl_roram *o[2];
+    unsigned char *buf;
+    uint64_t n;
+} ab_ro;
+
+static int ab_roram_read(void *ctx, int v, uint64_t rnd)
+{
+    ab_ro *c = (ab_ro *)ctx;
+    return (v ? obl_roram_read : OLD(obl_roram_read))(c->o[v], rnd % c->n, c->buf) != OBL_OK;
+}
+
+static int ab_roram(uint64_t n, size_t vs, int R)
+{
+    ab_ro c = {{NULL, NULL}, calloc(1, vs), n};
+    obl_roram **o = c.o;
+    unsigned char *buf = c.buf;
+    static double t[2][AB_MAX_ROUNDS];
+    int rc = 1;
+    if (!buf)
+        return 1;
+    for (int v = 0; v < 2; v++) {
+        obl_roram_params p;
+        memset(&p, 0, sizeof(p));
+        p.n = n;
+        p.value_size = vs;
+        p.use_seed = 1;
+        p.seed = 5;
+        if ((v ? obl_roram_create : OLD(obl_roram_create))(&o[v], &p) != OBL_OK)
+            goto out;
+    }
+    if (ab_rounds(R, 20000, ab_roram_read, &c, t))
+        goto out;
+    report("roram read us", t, R);
+    rc = 0;
+out:
+    for (int v = 0; v < 2; v++)
+        (v ? obl_roram_destroy : OLD(obl_roram_destroy))(o[v]);
+    free(buf);
+    if (rc)
+        fprintf(stderr, "obl-ab: roram failed\n");
+    return rc;
+}
+
+typedef struct {
+    obl_omap *m[2];
+    const uint64_t *keys;
+    unsigned char *out;
+    uint64_t n;
+} ab_map;
+
+static int ab_umap_get(void *ctx, int v, uint64_t rnd)
+{
+    ab_map *c = (ab_map *)ctx;
+    uint64_t f;
+    return (v ? obl_omap_get : OLD(obl_omap_get))(c->m[v], &c->keys[rnd % c->n], c->out, &f) !=
+           OBL_OK;
+}
+
+static int ab_umap(uint64_t cap, size_t vs, int R, int builds)
+{
+    uint64_t n = cap / 5 * 4;
+    if (n == 0)
+        n = 1;
+    uint64_t *keys = malloc(n * sizeof(uint64_t));
+    unsigned char *vals = calloc(n, vs), *out = calloc(1, vs);
+    obl_omap *m[2] = {NULL, NULL};
+    static double t[2][AB_MAX_ROUNDS];
+    int rc = 1;
+    if (!keys || !vals || !out)
+        goto out;
+    uint64_t x = 0x1234567;
+    for (uint64_t i = 0; i < n; i++) {
+        keys[i] = xorshift(&x);
+        memcpy(vals + i * vs, &keys[i], vs < 8 ? vs : 8);
+    }
+    obl_omap_params p;
+    memset(&p, 0, sizeof(p));
+    p.capacity = cap;
+    p.key_size = 8;
+    p.value_size = vs;
+    p.use_seed = 1;
+    p.seed = 9;
+    for (int r = 0; r < builds; r++) {
+        for (int k = 0; k < 2; k++) {
+            int v = (k + r) & 1;
+            obl_omap *b = NULL;
+            double t0 = now_s();
+            if ((v ? obl_omap_build : OLD(obl_omap_build))(&b, &p, keys, vals, n) != OBL_OK)
+                goto out;
+            t[v][r] = now_s() - t0;
+            (v ? obl_omap_destroy : OLD(obl_omap_destroy))(b);
+        }
+    }
+    if (builds > 0)
+        report("umap build s", t, builds);
+    for (int v = 0; v < 2; v++)
+        if ((v ? obl_omap_build : OLD(obl_omap_build))(&m[v], &p, keys, vals, n) != OBL_OK)
+            goto out;
+    ab_map c = {{m[0], m[1]}, keys, out, n};
+    if (ab_rounds(R, 5000, ab_umap_get, &c, t))
+        goto out;
+    report("umap get us", t, R);
+    rc = 0;
+out:
+    for (int v = 0; v < 2; v++)
+        (v ? obl_omap_destroy : OLD(obl_omap_destroy))(m[v]);
+    free(keys);
+    free(vals);
+    free(out);
+    if (rc)
+        fprintf(stderr, "obl-ab: umap failed\n");
+    return rc;
+}
+
+static int usage(void)
+{
+    fprintf(stderr, "usage: obl-ab nroram N VALUE_BYTES POS_BYTES ROUNDS\n"
+                    "       obl-ab roram N VALUE_BYTES ROUNDS\n"
+                    "       obl-ab umap N VALUE_BYTES ROUNDS BUILDS\n"
+                    "(ROUNDS 1 .. %d; see bench/ab.c and scripts/ab.sh)\n",
+            AB_MAX_ROUNDS);
+    return 2;
+}
+
+int main(int argc, char **argv)
+{
+    if (argc < 5)
+        return usage();
+    uint64_t n = strtoull(argv[2], NULL, 0);
+    size_t vs = (size_t)strtoull(argv[3], NULL, 0);
+    int last = atoi(argv[argc - 1]);
+    if (n == 0 || vs == 0 || vs > OBL_ORAM_MAX_VALUE_SIZE)
+        return usage();
+    if (!strcmp(argv[1], "nroram") && argc == 6) {
+        int R = atoi(argv[5]);
+        uint32_t pb = (uint32_t)atoi(argv[4]);
+        if (R < 1 || R > AB_MAX_ROUNDS || (pb != 4 && pb != 8))
+            return usage();
+        return ab_nroram(n, vs, pb, R);
+    }
+    if (!strcmp(argv[1], "roram") && argc == 5) {
+        if (last < 1 || last > AB_MAX_ROUNDS)
+            return usage();
+        return ab_roram(n, vs, last);
+    }
+    if (!strcmp(argv[1], "umap") && argc == 6) {
+        int R = atoi(argv[4]);
+        if (R < 1 || R > AB_MAX_ROUNDS || last < 0 || last > AB_MAX_ROUNDS)
+            return usage();
+        return ab_umap(n, vs, R, last);
+    }
+    return usage();
+}
