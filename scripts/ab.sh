@@ -4,7 +4,8 @@
 # builds revision REV (any git revision) in a temporary worktree, renames
 # every global symbol of its libobl.a to old_<name> (objcopy), builds the
 # working tree's release library (build/), links bench/ab.c against both
-# and runs it, pinned to CPU (default 0) when taskset exists. MODE ARGS as
+# and runs it twice, the old and then the new version's structures created
+# first, pinned to CPU (default 0) when taskset exists. MODE ARGS as
 # obl-ab takes them, for example:
 #   sh scripts/ab.sh HEAD~3 -- nroram 1048576 8 8 31
 #   sh scripts/ab.sh cb35651 1 -- umap 1048576 56 41 7
@@ -35,8 +36,11 @@ cmake --preset release >/dev/null && cmake --build --preset release -j2 --target
 ${CC:-gcc} -O2 -march=native -std=c11 -D_POSIX_C_SOURCE=200809L -Iinclude bench/ab.c \
     build/libobl.a "$work/libobl_old.a" -lm -o "$work/obl-ab" || exit 2
 echo "ab.sh: old = $sha, new = the working tree ($(git rev-parse --short HEAD)$(git diff --quiet HEAD -- src include || echo ', modified'))" >&2
-if command -v taskset >/dev/null 2>&1; then
-    taskset -c "$cpu" "$work/obl-ab" "$@"
-else
-    "$work/obl-ab" "$@"
-fi
+# both orders of creation (bench/ab.c, ab_new_first): the old version's
+# structure first, then the new one's
+pin=""
+command -v taskset >/dev/null 2>&1 && pin="taskset -c $cpu"
+for first in 0 1; do
+    echo "ab.sh: $( [ $first = 1 ] && echo new || echo old ) version's structures created first" >&2
+    OBL_AB_NEW_FIRST=$first $pin "$work/obl-ab" "$@" || exit $?
+done

@@ -69,7 +69,8 @@ typedef struct nr_meta64 {
  * by every path, so they stay in cache and are not prefetched. 256 KiB
  * until 2026-12-04; then, both libraries in one process (scripts/ab.sh,
  * 21-31 alternating rounds), 64 KiB measured RORAM 8/56 at 2^20 0.849,
- * 0.926, 0.861 x the time of 256 KiB, the map's get 0.984 x, NRORAM 8/8
+ * 0.926, 0.861, 1.002 and 0.960 x the time of 256 KiB (the last two with
+ * either structure created first), the map's get 0.984 x, NRORAM 8/8
  * 0.947 and 1.002 x, RORAM 8/8 1.000 x; 32 KiB 0.980 x (8/56) and 1.015 x
  * (8/8), 16 KiB about 1.0 x, 0 (every level) 1.09 x. */
 #define NR_PF_HOT_BYTES ((size_t)64 << 10)
