@@ -27,7 +27,12 @@
  *     to their slots with an oblivious expansion: the order-preserving
  *     offset compaction of Sasy, Johnson and Goldberg (ORCompact, CCS
  *     2022) run backwards, depth first (bs_expand);
- *  5. one sequential pass writes every slot of the stash and the tree.
+ *  5. one sequential pass writes every slot of the stash and the tree
+ *     (the buckets from the last to the first when the payloads' working
+ *     array lives in the tree's own memory: nr_build, "intree").
+ *
+ * Positions from n on hold the largest key in every sort, so the sorts
+ * skip the cache blocks that start there (bs_sort, bsort.live).
  *
  * Everything but the loop bounds (n, vs, the tree's size) flows through
  * obl_ct selects and swaps; every step's addresses are fixed by n and the

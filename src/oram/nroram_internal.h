@@ -197,8 +197,11 @@ static inline size_t nr_build_slack(uint32_t P, size_t vs)
  * content) when id_fn is not NULL (64-bit trees only, at most one of the
  * two; a block whose id is the dummy id takes a slot that is then left
  * empty: it is not stored, and the map relies on that). The tree must be
- * empty and have below 2^31 leaves. With id_fn the ids do not travel
- * through the sorts (a 64-byte block keeps a 64-byte stride).
+ * empty (or as nr_create without clear left it, all zeros: then the
+ * build's largest array may live in the tree's memory) and have below
+ * 2^31 leaves. On an error the tree is left as it was. With id_fn the
+ * ids do not travel through the sorts (a 64-byte block keeps a 64-byte
+ * stride).
  * Secret: the data, the ids and the leaves. Public: n, vs, ss, data_len,
  * whether ids and id_fn are NULL. */
 obl_err nr_build(obl_nroram *o, uint64_t n, const unsigned char *data, size_t ss,
