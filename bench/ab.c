@@ -24,10 +24,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include <obl/omap.h>
 #include <obl/oram.h>
+
+#include "harness.h"
 
 #ifdef OBL_AB_SELF
 #define OLD(name) name
@@ -56,38 +57,17 @@ void old_obl_omap_destroy(obl_omap *m);
  * either order, in another; so scripts/ab.sh runs both orders. */
 static int ab_new_first;
 
-static double now_s(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
-}
-
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
-
-static uint64_t xorshift(uint64_t *x)
-{
-    *x ^= *x << 13;
-    *x ^= *x >> 7;
-    *x ^= *x << 17;
-    return *x;
-}
-
-/* Prints the medians and quartiles of t[0] (old) and t[1] (new), R each. */
+/* Prints the medians and quartiles (bench_summarize) of t[0] (old) and
+ * t[1] (new), R each. */
 static void report(const char *what, double t[2][AB_MAX_ROUNDS], int R)
 {
-    double med[2];
+    bench_stats st[2];
     printf("%s, %d rounds:", what, R);
     for (int v = 0; v < 2; v++) {
-        qsort(t[v], (size_t)R, sizeof(double), cmp_double);
-        med[v] = t[v][R / 2];
-        printf(" %s %.4g [%.4g-%.4g]", v ? "new" : "old", med[v], t[v][R / 4], t[v][3 * R / 4]);
+        st[v] = bench_summarize(t[v], R);
+        printf(" %s %.4g [%.4g-%.4g]", v ? "new" : "old", st[v].median, st[v].q1, st[v].q3);
     }
-    printf("  new/old %.3f\n", med[1] / med[0]);
+    printf("  new/old %.3f\n", st[1].median / st[0].median);
 }
 
 /* One operation of version v (0 old, 1 new) on random number rnd;
@@ -99,16 +79,18 @@ typedef int (*ab_op)(void *ctx, int v, uint64_t rnd);
  * operation. Returns non-zero if an operation failed. */
 static int ab_rounds(int R, int Q, ab_op op, void *ctx, double t[2][AB_MAX_ROUNDS])
 {
-    uint64_t x = 88172645463325252ull, y = x;
+    bench_rng x, y;
+    bench_rng_seed(&x, 1);
+    y = x;
     for (int r = 0; r < R; r++) {
         for (int k = 0; k < 2; k++) {
             int v = (k + r) & 1;
-            y = x;
-            double t0 = now_s();
+            y = x; /* both versions replay the round's numbers */
+            uint64_t t0 = bench_now_ns();
             for (int q = 0; q < Q; q++)
-                if (op(ctx, v, xorshift(&y)))
+                if (op(ctx, v, bench_rng_next(&y)))
                     return 1;
-            t[v][r] = (now_s() - t0) / Q * 1e6;
+            t[v][r] = bench_us_per_op(t0, bench_now_ns(), (uint64_t)Q);
         }
         x = y;
     }
@@ -255,9 +237,10 @@ static int ab_umap(uint64_t cap, size_t vs, int R, int builds)
     int rc = 1;
     if (!keys || !vals || !out)
         goto out;
-    uint64_t x = 0x1234567;
+    bench_rng kr;
+    bench_rng_seed(&kr, 2);
     for (uint64_t i = 0; i < n; i++) {
-        keys[i] = xorshift(&x);
+        keys[i] = bench_rng_next(&kr);
         memcpy(vals + i * vs, &keys[i], vs < 8 ? vs : 8);
     }
     obl_omap_params p;
@@ -271,10 +254,10 @@ static int ab_umap(uint64_t cap, size_t vs, int R, int builds)
         for (int k = 0; k < 2; k++) {
             int v = (k + r) & 1;
             obl_omap *b = NULL;
-            double t0 = now_s();
+            uint64_t t0 = bench_now_ns();
             if ((v ? obl_omap_build : OLD(obl_omap_build))(&b, &p, keys, vals, n) != OBL_OK)
                 goto out;
-            t[v][r] = now_s() - t0;
+            t[v][r] = (double)(bench_now_ns() - t0) * 1e-9;
             (v ? obl_omap_destroy : OLD(obl_omap_destroy))(b);
         }
     }

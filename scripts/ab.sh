@@ -33,7 +33,7 @@ nm --defined-only -g "$work/build/libobl.a" 2>/dev/null |
     awk 'NF == 3 { print $3 " old_" $3 }' | sort -u > "$work/syms"
 objcopy --redefine-syms="$work/syms" "$work/build/libobl.a" "$work/libobl_old.a" || exit 2
 cmake --preset release >/dev/null && cmake --build --preset release -j2 --target obl >/dev/null || exit 2
-${CC:-gcc} -O2 -march=native -std=c11 -D_POSIX_C_SOURCE=200809L -Iinclude bench/ab.c \
+${CC:-gcc} -O2 -march=native -std=c11 -Iinclude -Ibench bench/ab.c bench/harness.c \
     build/libobl.a "$work/libobl_old.a" -lm -o "$work/obl-ab" || exit 2
 echo "ab.sh: old = $sha, new = the working tree ($(git rev-parse --short HEAD)$(git diff --quiet HEAD -- src include || echo ', modified'))" >&2
 # both orders of creation (bench/ab.c, ab_new_first): the old version's

@@ -1035,7 +1035,7 @@ obl_err nr_build(obl_nroram *o, uint64_t n, const unsigned char *data, size_t ss
             memset(dst, 0, vs);
     }
     if (intree) { /* public: the bytes the buckets leave, wiped */
-        size_t used = NR_Z * (o->doff / NR_Z + vs), tail = (size_t)o->nbuckets * o->bstride;
+        size_t used = o->doff + NR_Z * vs, tail = (size_t)o->nbuckets * o->bstride;
         for (uint64_t b = 0; used < o->bstride && b < o->nbuckets; b++)
             memset(o->tree + b * o->bstride + used, 0, o->bstride - used);
         memset(o->tree + tail, 0, o->tree_bytes - tail);
