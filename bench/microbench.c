@@ -11,6 +11,14 @@
  *           bytes)? The ct cost against an ORAM access gives the table size
  *           below which a linear scan beats a tree (cited by the ORAMs'
  *           recursion cut-off).
+ *   memory  How many random cache lines per microsecond can one core move
+ *           from a region of 1 MiB .. 256 MiB, on the pages the trees get
+ *           (obl_default_allocator: 2 MiB pages from 4 MiB on), by a chain
+ *           of dependent loads (the latency), independent loads, read and
+ *           write prefetches, and read-modify-writes (what an eviction does
+ *           to every line of its path)? An ORAM access that touches K lines
+ *           outside the caches cannot take less than K over that rate
+ *           (docs/oram.md, "What limits us: the memory floor").
  *
  * Method: every number is the median over R repetitions (default 11) with
  * its quartiles and range, never a best-of. A repetition times a loop of
@@ -20,11 +28,13 @@
  * specialise the call for a constant length. Buffers are small enough to
  * stay in L1/L2 for cmov: it measures the instruction cost, not memory.
  *
- * usage: obl-microbench [cmov|lookup|all] [--reps R] [--json FILE]
+ * usage: obl-microbench [cmov|lookup|memory|all] [--reps R] [--json FILE]
  */
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include <obl/obl.h>
 
 #include "ct.h"
 #include "harness.h"
@@ -251,15 +261,151 @@ static int mb_lookup(int reps, FILE *json)
     return 0;
 }
 
+/* The memory patterns: each visits `q` lines of `base`, chosen by idx
+ * (or by the chain stored in the lines), and returns something that
+ * depends on every load. */
+static __attribute__((noinline)) uint64_t mb_mem_chase(const unsigned char *base, uint64_t q)
+{
+    uint64_t at = 0;
+    for (uint64_t i = 0; i < q; i++)
+        memcpy(&at, base + at * 64, 8);
+    return at;
+}
+
+static __attribute__((noinline)) uint64_t mb_mem_load(const unsigned char *base,
+                                                      const uint32_t *idx, uint64_t q)
+{
+    uint64_t acc = 0;
+    for (uint64_t i = 0; i < q; i++)
+        acc += base[(size_t)idx[i] * 64 + 8];
+    return acc;
+}
+
+static __attribute__((noinline)) uint64_t mb_mem_prefetch(const unsigned char *base,
+                                                          const uint32_t *idx, uint64_t q)
+{
+    for (uint64_t i = 0; i < q; i++)
+        __builtin_prefetch(base + (size_t)idx[i] * 64, 0, 3);
+    return 0;
+}
+
+static __attribute__((noinline)) uint64_t mb_mem_prefetchw(const unsigned char *base,
+                                                           const uint32_t *idx, uint64_t q)
+{
+    for (uint64_t i = 0; i < q; i++)
+        __builtin_prefetch(base + (size_t)idx[i] * 64, 1, 3);
+    return 0;
+}
+
+static __attribute__((noinline)) uint64_t mb_mem_rmw(unsigned char *base, const uint32_t *idx,
+                                                     uint64_t q)
+{
+    for (uint64_t i = 0; i < q; i++)
+        base[(size_t)idx[i] * 64 + 8]++;
+    return base[8];
+}
+
+static int mb_memory(int reps, FILE *json)
+{
+    static const size_t mib[] = {1, 2, 4, 8, 16, 32, 48, 64, 128, 256};
+    static const char *names[] = {"chase", "load", "prefetch", "prefetchw", "rmw"};
+    enum { NPAT = 5 };
+    const uint64_t q = UINT64_C(1) << 20, qchase = UINT64_C(1) << 17;
+    obl_allocator al = obl_default_allocator();
+    uint32_t *idx = malloc(q * sizeof(uint32_t));
+    if (!idx)
+        return 1;
+    printf("# question: how many random cache lines per microsecond does one core move from a region\n"
+           "# of S bytes (obl_default_allocator's pages: 2 MiB ones from 4 MiB on)? chase: ns per\n"
+           "# line of a chain of dependent loads (a random cycle through every line); load, prefetch,\n"
+           "# prefetchw, rmw (load and store one byte): lines per us for %" PRIu64 " independent random\n"
+           "# lines drawn before timing. Medians over %d repetitions [q1, q3].\n",
+           q, reps);
+    printf("%8s %16s %18s %18s %18s %18s\n", "MiB", "chase ns/line", "load lines/us",
+           "prefetch lines/us", "prefetchw lines/us", "rmw lines/us");
+    bench_rng r;
+    bench_rng_seed(&r, 11);
+    double floor_rmw = 0, floor_pf = 0;
+    for (size_t k = 0; k < sizeof(mib) / sizeof(mib[0]); k++) {
+        size_t bytes = mib[k] << 20, lines = bytes / 64;
+        unsigned char *base = al.alloc(al.opaque, bytes, 64);
+        if (!base) {
+            free(idx);
+            return 1;
+        }
+        memset(base, 0, bytes);
+        /* one random cycle through every line (Sattolo's shuffle) */
+        uint32_t *perm = malloc(lines * sizeof(uint32_t));
+        if (!perm) {
+            al.free(al.opaque, base, bytes);
+            free(idx);
+            return 1;
+        }
+        for (size_t i = 0; i < lines; i++)
+            perm[i] = (uint32_t)i;
+        for (size_t i = lines - 1; i > 0; i--) {
+            size_t j = (size_t)bench_rng_below(&r, i);
+            uint32_t t = perm[i];
+            perm[i] = perm[j];
+            perm[j] = t;
+        }
+        for (size_t i = 0; i < lines; i++) {
+            uint64_t next = perm[i];
+            memcpy(base + (size_t)i * 64, &next, 8);
+        }
+        free(perm);
+        for (uint64_t i = 0; i < q; i++)
+            idx[i] = (uint32_t)bench_rng_below(&r, lines);
+        double s[NPAT][BENCH_MAX_REPS];
+        uint64_t acc = 0;
+        for (int rep = -1; rep < reps; rep++) {
+            for (int p = 0; p < NPAT; p++) {
+                uint64_t t0 = bench_now_ns();
+                switch (p) {
+                case 0: acc += mb_mem_chase(base, qchase); break;
+                case 1: acc += mb_mem_load(base, idx, q); break;
+                case 2: acc += mb_mem_prefetch(base, idx, q); break;
+                case 3: acc += mb_mem_prefetchw(base, idx, q); break;
+                default: acc += mb_mem_rmw(base, idx, q); break;
+                }
+                double ns = (double)(bench_now_ns() - t0);
+                if (rep >= 0)
+                    s[p][rep] = p == 0 ? ns / (double)qchase : (double)q / ns * 1000.0;
+            }
+        }
+        bench_consume(acc);
+        printf("%8zu", mib[k]);
+        for (int p = 0; p < NPAT; p++) {
+            bench_stats st = bench_summarize(s[p], reps);
+            printf(" %7.1f [%.0f-%.0f]", st.median, st.q1, st.q3);
+            mb_json_row(json, "memory", names[p], bytes, lines,
+                        p == 0 ? "ns_per_line" : "lines_per_us", s[p], reps);
+            if (mib[k] == 256 && p == 4)
+                floor_rmw = st.median;
+            if (mib[k] == 256 && p == 2)
+                floor_pf = st.median;
+        }
+        printf("\n");
+        al.free(al.opaque, base, bytes);
+    }
+    printf("# answer: from 256 MiB one core moves about %.0f random lines per us by prefetches and %.0f\n"
+           "# by read-modify-writes: an access that touches K such lines takes at least K / %.0f us\n",
+           floor_pf, floor_rmw, floor_pf);
+    free(idx);
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     const char *what = "all", *json_path = NULL;
     uint64_t reps = 11;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
-            printf("usage: obl-microbench [cmov|lookup|all] [--reps R] [--json FILE]\n"
+            printf("usage: obl-microbench [cmov|lookup|memory|all] [--reps R] [--json FILE]\n"
                    "  cmov    cost of obl_ct_cmov per block size (8 B .. 4 KiB) and variant\n"
-                   "  lookup  cost of obl_ct_lookup against a direct index, 16 .. 65536 entries\n");
+                   "  lookup  cost of obl_ct_lookup against a direct index, 16 .. 65536 entries\n"
+                   "  memory  random cache lines per us from 1 .. 256 MiB: chain, loads, prefetches,\n"
+                   "          read-modify-writes (the memory floor of an ORAM access)\n");
             return 0;
         } else if (!strcmp(argv[i], "--reps") && i + 1 < argc) {
             char *end;
@@ -271,7 +417,7 @@ int main(int argc, char **argv)
         } else if (!strcmp(argv[i], "--json") && i + 1 < argc) {
             json_path = argv[++i];
         } else if (!strcmp(argv[i], "cmov") || !strcmp(argv[i], "lookup") ||
-                   !strcmp(argv[i], "all")) {
+                   !strcmp(argv[i], "memory") || !strcmp(argv[i], "all")) {
             what = argv[i];
         } else {
             fprintf(stderr, "obl-microbench: unknown argument '%s' (see --help)\n", argv[i]);
@@ -291,6 +437,8 @@ int main(int argc, char **argv)
         rc |= mb_cmov((int)reps, json);
     if (!strcmp(what, "lookup") || !strcmp(what, "all"))
         rc |= mb_lookup((int)reps, json);
+    if (!strcmp(what, "memory") || !strcmp(what, "all"))
+        rc |= mb_memory((int)reps, json);
     if (json)
         fclose(json);
     return rc;

@@ -23,3 +23,13 @@ if(TARGET obl-ab)
            COMMAND sh -c "$<TARGET_FILE:obl-ab> nroram 1024 8 8 3 | grep -q 'nroram read us, 3 rounds: old' && $<TARGET_FILE:obl-ab> roram 1024 56 3 | grep -q 'roram read us, 3 rounds: old' && $<TARGET_FILE:obl-ab> umap 1024 56 3 1 | grep -q 'umap get us, 3 rounds: old .* new/old' && ! $<TARGET_FILE:obl-ab> roram 0 8 3 2>/dev/null")
   set_tests_properties(test_bench_ab_self PROPERTIES LABELS "${lab};bench" TIMEOUT 120)
 endif()
+
+# obl-microbench (bench/microbench.c): every micro-benchmark runs once and
+# prints its answer; the memory one writes a JSON row per region size and
+# pattern (10 x 5); an unknown argument is a usage error (exit 2).
+if(TARGET obl-microbench)
+  set(mbj ${CMAKE_CURRENT_BINARY_DIR}/microbench.jsonl)
+  add_test(NAME test_microbench
+           COMMAND sh -c "rm -f ${mbj} && out=$($<TARGET_FILE:obl-microbench> all --reps 1 --json ${mbj}) && echo \"$out\" | grep -q '^# answer: 64-byte entries' && echo \"$out\" | grep -q '^# answer: from 256 MiB one core moves about [0-9]* random lines per us' && test $(grep -c '\"bench\": \"memory\"' ${mbj}) -eq 50 && test $(grep -c '\"bench\": \"cmov\"' ${mbj}) -ge 9 && { $<TARGET_FILE:obl-microbench> bogus >/dev/null 2>&1; test $? -eq 2; }")
+  set_tests_properties(test_microbench PROPERTIES LABELS "${lab};bench" TIMEOUT 120)
+endif()
