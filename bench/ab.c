@@ -17,8 +17,12 @@
  *
  * Output: per version the median and quartiles of the rounds, and the
  * ratio new / old of the medians. OBL_AB_NEW_FIRST=1 creates the new
- * version's structure first (below). Exit status 2 on bad usage, 1 on an
- * error of either library.
+ * version's structure first (below). OBL_AB_PLACEMENTS=K (default 1)
+ * creates the two structures K times, ROUNDS rounds each, the version
+ * created first alternating, and pools the K * ROUNDS rounds: where a
+ * structure's memory lands moves its speed by more than most changes
+ * (ab_placements). Exit status 2 on bad usage, 1 on an error of either
+ * library.
  */
 #include <stdint.h>
 #include <stdio.h>
@@ -57,12 +61,26 @@ void old_obl_omap_destroy(obl_omap *m);
  * either order, in another; so scripts/ab.sh runs both orders. */
 static int ab_new_first;
 
+/* Pairs of structures created, one after the other (OBL_AB_PLACEMENTS).
+ * On the project's VM the same code's read time differs by up to 15 %
+ * from one structure to the next (2026-12-05: NRORAM 8/8 at 2^20, the
+ * same code in two processes 1.44 and 1.11 us, a change measured 0.84 and
+ * 1.16 x in the two orders of creation), which looks like where the guest's
+ * memory is backed; fresh pairs spread that over both versions. */
+static int ab_placements = 1;
+
+/* Which version placement pl creates first. */
+static int ab_first(int pl) { return (pl & 1) ^ ab_new_first; }
+
 /* Prints the medians and quartiles (bench_summarize) of t[0] (old) and
- * t[1] (new), R each. */
-static void report(const char *what, double t[2][AB_MAX_ROUNDS], int R)
+ * t[1] (new), R each, taken on pls pairs of structures. */
+static void report(const char *what, double t[2][AB_MAX_ROUNDS], int R, int pls)
 {
     bench_stats st[2];
-    printf("%s, %d rounds:", what, R);
+    if (pls > 1)
+        printf("%s, %d rounds in %d placements:", what, R, pls);
+    else
+        printf("%s, %d rounds:", what, R);
     for (int v = 0; v < 2; v++) {
         st[v] = bench_summarize(t[v], R);
         printf(" %s %.4g [%.4g-%.4g]", v ? "new" : "old", st[v].median, st[v].q1, st[v].q3);
@@ -75,9 +93,9 @@ static void report(const char *what, double t[2][AB_MAX_ROUNDS], int R)
 typedef int (*ab_op)(void *ctx, int v, uint64_t rnd);
 
 /* R rounds of Q operations per version, the version that goes first
- * alternating; both see the same random numbers. t[v][r]: microseconds per
- * operation. Returns non-zero if an operation failed. */
-static int ab_rounds(int R, int Q, ab_op op, void *ctx, double t[2][AB_MAX_ROUNDS])
+ * alternating; both see the same random numbers. t[v][off + r]:
+ * microseconds per operation. Returns non-zero if an operation failed. */
+static int ab_rounds(int R, int Q, ab_op op, void *ctx, double t[2][AB_MAX_ROUNDS], int off)
 {
     bench_rng x, y;
     bench_rng_seed(&x, 1);
@@ -90,7 +108,7 @@ static int ab_rounds(int R, int Q, ab_op op, void *ctx, double t[2][AB_MAX_ROUND
             for (int q = 0; q < Q; q++)
                 if (op(ctx, v, bench_rng_next(&y)))
                     return 1;
-            t[v][r] = bench_us_per_op(t0, bench_now_ns(), (uint64_t)Q);
+            t[v][off + r] = bench_us_per_op(t0, bench_now_ns(), (uint64_t)Q);
         }
         x = y;
     }
@@ -131,28 +149,36 @@ static int ab_nroram(uint64_t n, size_t vs, uint32_t pb, int R)
     int rc = 1;
     if (!buf)
         return 1;
-    for (int i = 0; i < 2; i++) {
-        int v = i ^ ab_new_first;
-        obl_nroram_params p;
-        memset(&p, 0, sizeof(p));
-        p.capacity = n;
-        p.value_size = vs;
-        p.pos_bytes = pb;
-        p.use_seed = 1;
-        p.seed = 5;
-        pos[v] = malloc(n * sizeof(uint64_t));
-        if (!pos[v] || (v ? obl_nroram_create : OLD(obl_nroram_create))(&o[v], &p) != OBL_OK)
+    for (int v = 0; v < 2; v++)
+        if (!(pos[v] = malloc(n * sizeof(uint64_t))))
             goto out;
-        for (uint64_t id = 0; id < n; id++) {
-            memcpy(buf, &id, vs < 8 ? vs : 8);
-            if ((v ? obl_nroram_insert : OLD(obl_nroram_insert))(o[v], id, buf, &pos[v][id]) !=
-                OBL_OK)
+    for (int pl = 0; pl < ab_placements; pl++) {
+        for (int i = 0; i < 2; i++) {
+            int v = i ^ ab_first(pl);
+            obl_nroram_params p;
+            memset(&p, 0, sizeof(p));
+            p.capacity = n;
+            p.value_size = vs;
+            p.pos_bytes = pb;
+            p.use_seed = 1;
+            p.seed = 5 + (uint64_t)pl;
+            if ((v ? obl_nroram_create : OLD(obl_nroram_create))(&o[v], &p) != OBL_OK)
                 goto out;
+            for (uint64_t id = 0; id < n; id++) {
+                memcpy(buf, &id, vs < 8 ? vs : 8);
+                if ((v ? obl_nroram_insert : OLD(obl_nroram_insert))(o[v], id, buf,
+                                                                      &pos[v][id]) != OBL_OK)
+                    goto out;
+            }
+        }
+        if (ab_rounds(R, 20000, ab_nroram_read, &c, t, pl * R))
+            goto out;
+        for (int v = 0; v < 2; v++) {
+            (v ? obl_nroram_destroy : OLD(obl_nroram_destroy))(o[v]);
+            o[v] = NULL;
         }
     }
-    if (ab_rounds(R, 20000, ab_nroram_read, &c, t))
-        goto out;
-    report("nroram read us", t, R);
+    report("nroram read us", t, R * ab_placements, ab_placements);
     rc = 0;
 out:
     for (int v = 0; v < 2; v++) {
@@ -186,20 +212,26 @@ static int ab_roram(uint64_t n, size_t vs, int R)
     int rc = 1;
     if (!buf)
         return 1;
-    for (int i = 0; i < 2; i++) {
-        int v = i ^ ab_new_first;
-        obl_roram_params p;
-        memset(&p, 0, sizeof(p));
-        p.n = n;
-        p.value_size = vs;
-        p.use_seed = 1;
-        p.seed = 5;
-        if ((v ? obl_roram_create : OLD(obl_roram_create))(&o[v], &p) != OBL_OK)
+    for (int pl = 0; pl < ab_placements; pl++) {
+        for (int i = 0; i < 2; i++) {
+            int v = i ^ ab_first(pl);
+            obl_roram_params p;
+            memset(&p, 0, sizeof(p));
+            p.n = n;
+            p.value_size = vs;
+            p.use_seed = 1;
+            p.seed = 5 + (uint64_t)pl;
+            if ((v ? obl_roram_create : OLD(obl_roram_create))(&o[v], &p) != OBL_OK)
+                goto out;
+        }
+        if (ab_rounds(R, 20000, ab_roram_read, &c, t, pl * R))
             goto out;
+        for (int v = 0; v < 2; v++) {
+            (v ? obl_roram_destroy : OLD(obl_roram_destroy))(o[v]);
+            o[v] = NULL;
+        }
     }
-    if (ab_rounds(R, 20000, ab_roram_read, &c, t))
-        goto out;
-    report("roram read us", t, R);
+    report("roram read us", t, R * ab_placements, ab_placements);
     rc = 0;
 out:
     for (int v = 0; v < 2; v++)
@@ -261,17 +293,23 @@ static int ab_umap(uint64_t cap, size_t vs, int R, int builds)
             (v ? obl_omap_destroy : OLD(obl_omap_destroy))(b);
         }
     }
-    if (builds > 0)
-        report("umap build s", t, builds);
-    for (int i = 0; i < 2; i++) {
-        int v = i ^ ab_new_first;
-        if ((v ? obl_omap_build : OLD(obl_omap_build))(&m[v], &p, keys, vals, n) != OBL_OK)
+    if (builds > 0) /* each build is a fresh structure already */
+        report("umap build s", t, builds, 1);
+    for (int pl = 0; pl < ab_placements; pl++) {
+        for (int i = 0; i < 2; i++) {
+            int v = i ^ ab_first(pl);
+            if ((v ? obl_omap_build : OLD(obl_omap_build))(&m[v], &p, keys, vals, n) != OBL_OK)
+                goto out;
+        }
+        ab_map c = {{m[0], m[1]}, keys, out, n};
+        if (ab_rounds(R, 5000, ab_umap_get, &c, t, pl * R))
             goto out;
+        for (int v = 0; v < 2; v++) {
+            (v ? obl_omap_destroy : OLD(obl_omap_destroy))(m[v]);
+            m[v] = NULL;
+        }
     }
-    ab_map c = {{m[0], m[1]}, keys, out, n};
-    if (ab_rounds(R, 5000, ab_umap_get, &c, t))
-        goto out;
-    report("umap get us", t, R);
+    report("umap get us", t, R * ab_placements, ab_placements);
     rc = 0;
 out:
     for (int v = 0; v < 2; v++)
@@ -289,16 +327,19 @@ static int usage(void)
     fprintf(stderr, "usage: obl-ab nroram N VALUE_BYTES POS_BYTES ROUNDS\n"
                     "       obl-ab roram N VALUE_BYTES ROUNDS\n"
                     "       obl-ab umap N VALUE_BYTES ROUNDS BUILDS\n"
-                    "(ROUNDS 1 .. %d; see bench/ab.c and scripts/ab.sh)\n",
+                    "(ROUNDS 1 .. %d in all placements; environment: OBL_AB_NEW_FIRST=1,\n"
+                    " OBL_AB_PLACEMENTS=K; see bench/ab.c and scripts/ab.sh)\n",
             AB_MAX_ROUNDS);
     return 2;
 }
 
 int main(int argc, char **argv)
 {
-    const char *nf = getenv("OBL_AB_NEW_FIRST");
+    const char *nf = getenv("OBL_AB_NEW_FIRST"), *pe = getenv("OBL_AB_PLACEMENTS");
     ab_new_first = nf && nf[0] == '1';
-    if (argc < 5)
+    if (pe)
+        ab_placements = atoi(pe);
+    if (argc < 5 || ab_placements < 1 || ab_placements > AB_MAX_ROUNDS)
         return usage();
     uint64_t n = strtoull(argv[2], NULL, 0);
     size_t vs = (size_t)strtoull(argv[3], NULL, 0);
@@ -308,18 +349,18 @@ int main(int argc, char **argv)
     if (!strcmp(argv[1], "nroram") && argc == 6) {
         int R = atoi(argv[5]);
         uint32_t pb = (uint32_t)atoi(argv[4]);
-        if (R < 1 || R > AB_MAX_ROUNDS || (pb != 4 && pb != 8))
+        if (R < 1 || R > AB_MAX_ROUNDS / ab_placements || (pb != 4 && pb != 8))
             return usage();
         return ab_nroram(n, vs, pb, R);
     }
     if (!strcmp(argv[1], "roram") && argc == 5) {
-        if (last < 1 || last > AB_MAX_ROUNDS)
+        if (last < 1 || last > AB_MAX_ROUNDS / ab_placements)
             return usage();
         return ab_roram(n, vs, last);
     }
     if (!strcmp(argv[1], "umap") && argc == 6) {
         int R = atoi(argv[4]);
-        if (R < 1 || R > AB_MAX_ROUNDS || last < 0 || last > AB_MAX_ROUNDS)
+        if (R < 1 || R > AB_MAX_ROUNDS / ab_placements || last < 0 || last > AB_MAX_ROUNDS)
             return usage();
         return ab_umap(n, vs, R, last);
     }

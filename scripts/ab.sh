@@ -9,6 +9,10 @@
 # obl-ab takes them, for example:
 #   sh scripts/ab.sh HEAD~3 -- nroram 1048576 8 8 31
 #   sh scripts/ab.sh cb35651 1 -- umap 1048576 56 41 7
+#   OBL_AB_PLACEMENTS=5 sh scripts/ab.sh HEAD -- nroram 1048576 8 8 6
+# OBL_AB_PLACEMENTS=K (passed to obl-ab) creates the two structures K times
+# per order, ROUNDS rounds each, and pools the rounds: on the project's VM a
+# structure's speed depends on where its memory lands (bench/ab.c).
 # Exit status: that of obl-ab, or 2 when something could not be built.
 set -eu
 cd "$(dirname "$0")/.."

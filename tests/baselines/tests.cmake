@@ -20,7 +20,7 @@ endif()
 # mode runs and prints its comparison; bad usage fails.
 if(TARGET obl-ab)
   add_test(NAME test_bench_ab_self
-           COMMAND sh -c "$<TARGET_FILE:obl-ab> nroram 1024 8 8 3 | grep -q 'nroram read us, 3 rounds: old' && $<TARGET_FILE:obl-ab> roram 1024 56 3 | grep -q 'roram read us, 3 rounds: old' && $<TARGET_FILE:obl-ab> umap 1024 56 3 1 | grep -q 'umap get us, 3 rounds: old .* new/old' && ! $<TARGET_FILE:obl-ab> roram 0 8 3 2>/dev/null")
+           COMMAND sh -c "$<TARGET_FILE:obl-ab> nroram 1024 8 8 3 | grep -q 'nroram read us, 3 rounds: old' && $<TARGET_FILE:obl-ab> roram 1024 56 3 | grep -q 'roram read us, 3 rounds: old' && $<TARGET_FILE:obl-ab> umap 1024 56 3 1 | grep -q 'umap get us, 3 rounds: old .* new/old' && OBL_AB_PLACEMENTS=2 $<TARGET_FILE:obl-ab> roram 1024 8 2 | grep -q 'roram read us, 4 rounds in 2 placements: old' && ! $<TARGET_FILE:obl-ab> roram 0 8 3 2>/dev/null && ! OBL_AB_PLACEMENTS=0 $<TARGET_FILE:obl-ab> roram 1024 8 3 2>/dev/null")
   set_tests_properties(test_bench_ab_self PROPERTIES LABELS "${lab};bench" TIMEOUT 120)
 endif()
 
