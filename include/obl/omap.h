@@ -65,8 +65,12 @@ extern "C" {
 #define OBL_OMAP_MAX_BUCKET_LOAD 64u
 #define OBL_OMAP_MAX_OVERFLOW (1u << 20) /* overflow stash entries */
 /* The automatic sizing: the fewest slots per bucket whose overflow bound
- * (2^-OBL_OMAP_OVERFLOW_BITS) needs at most this many stash entries. */
+ * (2^-OBL_OMAP_OVERFLOW_BITS) needs at most this many stash entries: in
+ * the inline layout, and in the compact one, whose slots are smaller (a
+ * word's rest and a leaf), so that two more slots per bucket for less than
+ * half the stash measured faster (docs/omap.md, "Sizing"). */
 #define OBL_OMAP_OVERFLOW_TARGET 256u
+#define OBL_OMAP_OVERFLOW_TARGET_COMPACT 128u
 #define OBL_OMAP_OVERFLOW_BITS 40u
 
 /* Layouts (docs/omap.md, "Layouts"), obl_omap_params.layout:
@@ -101,7 +105,8 @@ typedef struct obl_omap_params {
     size_t key_size;            /* public: 1 .. OBL_OMAP_MAX_KEY_SIZE */
     size_t value_size;          /* public: 1 .. OBL_OMAP_MAX_VALUE_SIZE */
     uint32_t slots_per_bucket;  /* 0 = automatic (the fewest whose overflow
-                                   bound fits OBL_OMAP_OVERFLOW_TARGET);
+                                   bound fits OBL_OMAP_OVERFLOW_TARGET, or
+                                   _TARGET_COMPACT in the compact layout);
                                    1 .. OBL_OMAP_MAX_SLOTS */
     uint32_t bucket_load;       /* 0 = OBL_OMAP_DEFAULT_BUCKET_LOAD; 1 ..
                                    OBL_OMAP_MAX_BUCKET_LOAD: the bucket

@@ -192,13 +192,15 @@ uint64_t omap_overflow_bound(uint64_t capacity, uint64_t M, uint32_t B, unsigned
 /*
  * Bucket count M (a power of two with capacity <= load * M), slots per
  * bucket *B and stash entries *S for p (checked). Automatic B: the fewest
- * slots (at least the mean load) whose bound needs at most
- * OBL_OMAP_OVERFLOW_TARGET entries, or OBL_OMAP_MAX_SLOTS. Automatic S: the
+ * slots (at least the mean load) whose bound needs at most `target`
+ * entries (OBL_OMAP_OVERFLOW_TARGET, or _TARGET_COMPACT for the compact
+ * layout), or OBL_OMAP_MAX_SLOTS. Automatic S: the
  * bound for B, rounded up to a multiple of 8, at least 8.
  * Returns 0 when the automatic S exceeds OBL_OMAP_MAX_OVERFLOW.
  * Public: every argument.
  */
-static uint64_t omap_size(const obl_omap_params *p, uint32_t *B, uint32_t *S, uint32_t *logM)
+static uint64_t omap_size(const obl_omap_params *p, uint64_t target, uint32_t *B, uint32_t *S,
+                          uint32_t *logM)
 {
     uint64_t load = p->bucket_load ? p->bucket_load : OBL_OMAP_DEFAULT_BUCKET_LOAD;
     uint32_t k = 0;
@@ -215,9 +217,9 @@ static uint64_t omap_size(const obl_omap_params *p, uint32_t *B, uint32_t *S, ui
         for (; b < OBL_OMAP_MAX_SLOTS; b++) {
             if (p->capacity <= b)
                 break;
-            if (omap_mean_overflow(lam, b, M) > OBL_OMAP_OVERFLOW_TARGET)
+            if (omap_mean_overflow(lam, b, M) > (double)target)
                 continue; /* the mean alone is over: skip the search */
-            if (omap_overflow_bound(p->capacity, M, b, bits) <= OBL_OMAP_OVERFLOW_TARGET)
+            if (omap_overflow_bound(p->capacity, M, b, bits) <= target)
                 break;
         }
         *B = b;
@@ -332,7 +334,8 @@ obl_err omap_alloc(obl_omap **out, const obl_omap_params *p)
     size_t svs = compact ? 4 : p->value_size <= 8 ? 8 : p->value_size;
     size_t kv = iks + svs, bsz, ses = OMAP_HS + kv, sb;
     uint32_t B, S, logM;
-    uint64_t M = omap_size(p, &B, &S, &logM);
+    uint64_t M = omap_size(p, compact ? OBL_OMAP_OVERFLOW_TARGET_COMPACT : OBL_OMAP_OVERFLOW_TARGET,
+                           &B, &S, &logM);
     if (!M)
         return OBL_ERR_TOO_LARGE;
     /* Word maps (those op_words serves) keep quotiented slots: the rest of

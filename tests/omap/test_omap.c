@@ -858,7 +858,7 @@ static void widths_test(void)
         CHECK_EQ_U64(m->lw, w[i].lw);
         CHECK_EQ_U64(m->bsz, (OMAP_HS + m->B * (size_t)(w[i].rw + w[i].lw) + 7) & ~(size_t)7);
         if (w[i].cap == (1u << 20) && w[i].ks == 8) /* docs/omap.md */
-            CHECK_EQ_U64(m->bsz, w[i].vs == 56 ? 280 : 432);
+            CHECK_EQ_U64(m->bsz, w[i].vs == 56 ? 296 : 432);
         omap_free(m);
     }
     /* maps that keep whole keys */
@@ -1270,11 +1270,26 @@ static void sizing_test(void)
     S = m->S;
     M = m->M;
     CHECK_EQ_U64(M, (uint64_t)1 << 16);
-    CHECK(S <= OBL_OMAP_OVERFLOW_TARGET + 7 && S >= 8);
-    CHECK(omap_overflow_bound((uint64_t)1 << 20, M, B - 1, 40) > OBL_OMAP_OVERFLOW_TARGET);
+    /* the compact layout's target; the fewest slots that meet it */
+    CHECK(S <= OBL_OMAP_OVERFLOW_TARGET_COMPACT + 7 && S >= 8);
+    CHECK(omap_overflow_bound((uint64_t)1 << 20, M, B, 40) <= OBL_OMAP_OVERFLOW_TARGET_COMPACT);
+    CHECK(omap_overflow_bound((uint64_t)1 << 20, M, B - 1, 40) > OBL_OMAP_OVERFLOW_TARGET_COMPACT);
+    CHECK_EQ_U64(B, 32);
+    CHECK(S >= 93 && S <= 104); /* the pinned bound 95 above, rounded up to 8 */
     printf("  sizing: 2^20 entries: M 2^16, B %u, S %u (bound %" PRIu64 "); B 32: %" PRIu64
            " (2^-40), %" PRIu64 " (2^-20)\n",
            B, S, omap_overflow_bound((uint64_t)1 << 20, M, B, 40), s40, s20);
+    omap_free(m);
+    /* the inline layout's target (8/8 keys and values) */
+    p = base_params((uint64_t)1 << 20, 8, 8);
+    p.layout = OBL_OMAP_LAYOUT_INLINE;
+    m = NULL;
+    CHECK_EQ_U64(omap_alloc(&m, &p), OBL_OK);
+    if (!m)
+        return;
+    CHECK(m->S <= OBL_OMAP_OVERFLOW_TARGET + 7 && m->S > OBL_OMAP_OVERFLOW_TARGET_COMPACT);
+    CHECK(omap_overflow_bound((uint64_t)1 << 20, m->M, m->B - 1, 40) > OBL_OMAP_OVERFLOW_TARGET);
+    CHECK_EQ_U64(m->B, 30);
     omap_free(m);
 }
 
