@@ -191,7 +191,7 @@ static inline __attribute__((always_inline)) void NR_F(nr_evict_core)(obl_nroram
      * reach << 8 | (255 - level): a larger key reaches deeper, and between
      * equal reaches the level nearer the root wins, as the paper's strict
      * "goal < reach" update keeps the first. Level 0 is the stash. */
-    uint32_t key[NR_MAX_LEVELS + 1];
+    uint64_t gk; /* the running maximum of the keys of the levels above */
     {
         uint32_t bk = 0, ek = 255;
         for (uint32_t s = 0; s < P; s++) {
@@ -203,8 +203,13 @@ static inline __attribute__((always_inline)) void NR_F(nr_evict_core)(obl_nroram
         best[0] = bk & 0xff;
         empty[0] = ek;
         hasempty[0] = nr_lt(ek, 255);
-        key[0] = (bk & ~(uint32_t)0xff) | 255; /* reach 0 if the stash is empty */
+        gk = (bk & ~(uint32_t)0xff) | 255; /* reach 0 if the stash is empty */
     }
+    /* Then, root to leaf, each level's own part and the one sequential
+     * part of PrepareDeepest in the same loop: the running maximum of the
+     * keys of the levels above each level gives its deepest[] (the level
+     * whose block can go deepest, if that is at least this level). */
+    deepest[0] = NR_NONE;
     for (uint32_t lv = 1; lv <= D; lv++) {
         uint32_t s0 = P + (lv - 1) * NR_Z;
         uint32_t r0 = rr[s0], r1 = rr[s0 + 1];
@@ -214,19 +219,9 @@ static inline __attribute__((always_inline)) void NR_F(nr_evict_core)(obl_nroram
         best[lv] = s0 + second;
         empty[lv] = s0 + (d0 ^ 1); /* slot 0 if empty, else slot 1 */
         hasempty[lv] = d0 | (uint32_t)(r1 == 0);
-        key[lv] = r << 8 | (255 - lv);
-    }
-    /* Then the one sequential part: the running maximum of the keys of the
-     * levels above each level gives its deepest[] (the level whose block
-     * can go deepest, if that is at least this level). */
-    deepest[0] = NR_NONE;
-    {
-        uint64_t gk = key[0];
-        for (uint32_t lv = 1; lv <= D; lv++) {
-            uint64_t goal = gk >> 8, from = 255 - (gk & 255);
-            deepest[lv] = obl_ct_select64(nr_lt(goal, lv) ^ 1, from, NR_NONE);
-            gk = nr_max_step(gk, key[lv]);
-        }
+        uint64_t goal = gk >> 8, from = 255 - (gk & 255);
+        deepest[lv] = obl_ct_select64(nr_lt(goal, lv) ^ 1, from, NR_NONE);
+        gk = nr_max_step(gk, (uint64_t)(r << 8 | (255 - lv)));
     }
 
     /* PrepareTarget (fig. 4): leaf to root. src is the level a pending
@@ -251,28 +246,6 @@ static inline __attribute__((always_inline)) void NR_F(nr_evict_core)(obl_nroram
         }
     }
 
-    /* EvictFast's swaps, on metadata, before the data pass: the targets of
-     * the pick-ups grow with the level (each chain of PrepareTarget runs
-     * toward the root, and the next one starts above where it ended), so
-     * the block held on arriving at level lv is the one of the latest
-     * pick-up, and it is dropped at lv iff the largest target so far is
-     * lv. At lv the hold swaps with one slot (c0: slot 0, c1: slot 1): the
-     * deepest block's when picking up, else the first empty one. */
-    uint64_t cm0[NR_MAX_LEVELS + 1], cm1[NR_MAX_LEVELS + 1];
-    {
-        uint64_t hd = obl_ct_select64(nr_eqs(target[0], NR_NONE), 0, target[0]);
-        for (uint32_t lv = 1; lv <= D; lv++) {
-            uint32_t s0 = P + (lv - 1) * NR_Z;
-            uint64_t towrite = nr_eqs(hd, lv);
-            uint64_t tg = nr_eqs(target[lv], NR_NONE) ^ 1;
-            uint64_t sl = obl_ct_select64(tg, best[lv], empty[lv]);
-            uint64_t doswap = tg | towrite;
-            cm1[lv] = doswap & (sl - s0); /* sl - s0 is 0 or 1 */
-            cm0[lv] = doswap ^ cm1[lv];
-            hd = obl_ct_select64(tg, target[lv], hd);
-        }
-    }
-
     /* EvictFast: one data pass. At level lv the held block (if its
      * destination is lv) is dropped and/or the level's deepest block picked
      * up; both are one conditional swap of the hold with one slot: the
@@ -281,6 +254,8 @@ static inline __attribute__((always_inline)) void NR_F(nr_evict_core)(obl_nroram
     unsigned char *hold = o->tmp; /* free between fetch/put and here */
     NR_META hm;
     uint64_t h8 = 0; /* 8-byte blocks: the held block, in a register */
+    /* the largest pick-up target so far: where the held block goes */
+    uint64_t hd = obl_ct_select64(nr_eqs(target[0], NR_NONE), 0, target[0]);
 #if OBL_CT_AVX512
     /* Blocks of 16 to 512 bytes are held in NW vector
      * registers across the levels instead of being stored and reloaded by
@@ -334,7 +309,21 @@ static inline __attribute__((always_inline)) void NR_F(nr_evict_core)(obl_nroram
     }
     for (uint32_t lv = 1; lv <= D; lv++) {
         uint32_t s0 = P + (lv - 1) * NR_Z;
-        uint64_t c0 = cm0[lv], c1 = cm1[lv];
+        /* the swap masks, from metadata only: the targets of the
+         * pick-ups grow with the level (each chain of PrepareTarget runs
+         * toward the root, and the next one starts above where it ended),
+         * so the block held on arriving at level lv is the one of the
+         * latest pick-up, and it is dropped at lv iff the largest target
+         * so far (hd) is lv. The hold swaps with one slot (c0: slot 0, c1:
+         * slot 1): the deepest block's when picking up, else the first
+         * empty one. */
+        uint64_t towrite = nr_eqs(hd, lv);
+        uint64_t tgl = nr_eqs(target[lv], NR_NONE) ^ 1;
+        uint64_t sl = obl_ct_select64(tgl, best[lv], empty[lv]);
+        uint64_t doswap = tgl | towrite;
+        uint64_t c1 = doswap & (sl - s0); /* sl - s0 is 0 or 1 */
+        uint64_t c0 = doswap ^ c1;
+        hd = obl_ct_select64(tgl, target[lv], hd);
         NR_F(nr_meta_cswap)(c0, &hm, &bm[s0]);
         NR_F(nr_meta_cswap)(c1, &hm, &bm[s0 + 1]);
         unsigned char *bd = o->tree + o->pathb[lv - 1] * o->bstride + o->doff;
