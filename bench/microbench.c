@@ -18,7 +18,7 @@
  *           write prefetches, and read-modify-writes (what an eviction does
  *           to every line of its path)? An ORAM access that touches K lines
  *           outside the caches cannot take less than K over that rate
- *           (docs/oram.md, "What limits us: the memory floor").
+ *           (docs/oram.md, "What limits us: compute plus memory").
  *
  * Method: every number is the median over R repetitions (default 11) with
  * its quartiles and range, never a best-of. A repetition times a loop of
