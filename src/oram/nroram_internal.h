@@ -72,7 +72,10 @@ typedef struct nr_meta64 {
  * 0.926, 0.861, 1.002 and 0.960 x the time of 256 KiB (the last two with
  * either structure created first), the map's get 0.984 x, NRORAM 8/8
  * 0.947 and 1.002 x, RORAM 8/8 1.000 x; 32 KiB 0.980 x (8/56) and 1.015 x
- * (8/8), 16 KiB about 1.0 x, 0 (every level) 1.09 x. */
+ * (8/8), 16 KiB about 1.0 x, 0 (every level) 1.09 x. Again on
+ * 2026-12-05 with 4-5 placements (obl-ab, OBL_AB_PLACEMENTS): 16 KiB
+ * against 64 KiB measured NRORAM 8/8 at 2^20 1.005 and 1.026 x, the map's
+ * get 1.021 and 0.989 x. */
 #define NR_PF_HOT_BYTES ((size_t)64 << 10)
 
 #define NR_DUMMY32 UINT32_MAX
