@@ -115,11 +115,37 @@ static int ab_rounds(int R, int Q, ab_op op, void *ctx, double t[2][AB_MAX_ROUND
     return 0;
 }
 
+/* Creates version v's structure of placement pl in ctx (non-zero on an
+ * error); destroys version v's structure, if any, and forgets it. */
+typedef int (*ab_make)(void *ctx, int v, int pl);
+typedef void (*ab_drop)(void *ctx, int v);
+
+/* ab_placements pairs of structures, each pair created in the order
+ * ab_first(pl), measured for R rounds of Q operations (ab_rounds) and
+ * destroyed before the next: t[v] gets R * ab_placements rounds. Returns
+ * non-zero on an error, leaving the pair to the caller's ab_drop. */
+static int ab_placed(int R, int Q, ab_make make, ab_drop drop, ab_op op, void *ctx,
+                     double t[2][AB_MAX_ROUNDS])
+{
+    for (int pl = 0; pl < ab_placements; pl++) {
+        for (int i = 0; i < 2; i++)
+            if (make(ctx, i ^ ab_first(pl), pl))
+                return 1;
+        if (ab_rounds(R, Q, op, ctx, t, pl * R))
+            return 1;
+        for (int v = 0; v < 2; v++)
+            drop(ctx, v);
+    }
+    return 0;
+}
+
 typedef struct {
     obl_nroram *o[2];
     uint64_t *pos[2];
     unsigned char *buf;
     uint64_t n;
+    size_t vs;
+    uint32_t pb;
 } ab_nr;
 
 static int ab_nroram_read(void *ctx, int v, uint64_t rnd)
@@ -139,53 +165,55 @@ static int ab_nroram_read(void *ctx, int v, uint64_t rnd)
     return e != OBL_OK;
 }
 
+/* ab_make: a tree of n blocks, each id inserted with its own value */
+static int ab_nroram_make(void *ctx, int v, int pl)
+{
+    ab_nr *c = (ab_nr *)ctx;
+    obl_nroram_params p;
+    memset(&p, 0, sizeof(p));
+    p.capacity = c->n;
+    p.value_size = c->vs;
+    p.pos_bytes = c->pb;
+    p.use_seed = 1;
+    p.seed = 5 + (uint64_t)pl;
+    if ((v ? obl_nroram_create : OLD(obl_nroram_create))(&c->o[v], &p) != OBL_OK)
+        return 1;
+    for (uint64_t id = 0; id < c->n; id++) {
+        memcpy(c->buf, &id, c->vs < 8 ? c->vs : 8);
+        if ((v ? obl_nroram_insert : OLD(obl_nroram_insert))(c->o[v], id, c->buf,
+                                                              &c->pos[v][id]) != OBL_OK)
+            return 1;
+    }
+    return 0;
+}
+
+static void ab_nroram_drop(void *ctx, int v)
+{
+    ab_nr *c = (ab_nr *)ctx;
+    (v ? obl_nroram_destroy : OLD(obl_nroram_destroy))(c->o[v]);
+    c->o[v] = NULL;
+}
+
 static int ab_nroram(uint64_t n, size_t vs, uint32_t pb, int R)
 {
-    ab_nr c = {{NULL, NULL}, {NULL, NULL}, calloc(1, vs < 8 ? 8 : vs), n};
-    unsigned char *buf = c.buf;
-    obl_nroram **o = c.o;
-    uint64_t **pos = c.pos;
+    ab_nr c = {{NULL, NULL}, {NULL, NULL}, calloc(1, vs < 8 ? 8 : vs), n, vs, pb};
     static double t[2][AB_MAX_ROUNDS];
     int rc = 1;
-    if (!buf)
+    if (!c.buf)
         return 1;
     for (int v = 0; v < 2; v++)
-        if (!(pos[v] = malloc(n * sizeof(uint64_t))))
+        if (!(c.pos[v] = malloc(n * sizeof(uint64_t))))
             goto out;
-    for (int pl = 0; pl < ab_placements; pl++) {
-        for (int i = 0; i < 2; i++) {
-            int v = i ^ ab_first(pl);
-            obl_nroram_params p;
-            memset(&p, 0, sizeof(p));
-            p.capacity = n;
-            p.value_size = vs;
-            p.pos_bytes = pb;
-            p.use_seed = 1;
-            p.seed = 5 + (uint64_t)pl;
-            if ((v ? obl_nroram_create : OLD(obl_nroram_create))(&o[v], &p) != OBL_OK)
-                goto out;
-            for (uint64_t id = 0; id < n; id++) {
-                memcpy(buf, &id, vs < 8 ? vs : 8);
-                if ((v ? obl_nroram_insert : OLD(obl_nroram_insert))(o[v], id, buf,
-                                                                      &pos[v][id]) != OBL_OK)
-                    goto out;
-            }
-        }
-        if (ab_rounds(R, 20000, ab_nroram_read, &c, t, pl * R))
-            goto out;
-        for (int v = 0; v < 2; v++) {
-            (v ? obl_nroram_destroy : OLD(obl_nroram_destroy))(o[v]);
-            o[v] = NULL;
-        }
-    }
+    if (ab_placed(R, 20000, ab_nroram_make, ab_nroram_drop, ab_nroram_read, &c, t))
+        goto out;
     report("nroram read us", t, R * ab_placements, ab_placements);
     rc = 0;
 out:
     for (int v = 0; v < 2; v++) {
-        (v ? obl_nroram_destroy : OLD(obl_nroram_destroy))(o[v]);
-        free(pos[v]);
+        ab_nroram_drop(&c, v);
+        free(c.pos[v]);
     }
-    free(buf);
+    free(c.buf);
     if (rc)
         fprintf(stderr, "obl-ab: nroram failed\n");
     return rc;
@@ -195,6 +223,7 @@ typedef struct {
     obl_roram *o[2];
     unsigned char *buf;
     uint64_t n;
+    size_t vs;
 } ab_ro;
 
 static int ab_roram_read(void *ctx, int v, uint64_t rnd)
@@ -203,40 +232,41 @@ static int ab_roram_read(void *ctx, int v, uint64_t rnd)
     return (v ? obl_roram_read : OLD(obl_roram_read))(c->o[v], rnd % c->n, c->buf) != OBL_OK;
 }
 
+/* ab_make: an array of n zero values */
+static int ab_roram_make(void *ctx, int v, int pl)
+{
+    ab_ro *c = (ab_ro *)ctx;
+    obl_roram_params p;
+    memset(&p, 0, sizeof(p));
+    p.n = c->n;
+    p.value_size = c->vs;
+    p.use_seed = 1;
+    p.seed = 5 + (uint64_t)pl;
+    return (v ? obl_roram_create : OLD(obl_roram_create))(&c->o[v], &p) != OBL_OK;
+}
+
+static void ab_roram_drop(void *ctx, int v)
+{
+    ab_ro *c = (ab_ro *)ctx;
+    (v ? obl_roram_destroy : OLD(obl_roram_destroy))(c->o[v]);
+    c->o[v] = NULL;
+}
+
 static int ab_roram(uint64_t n, size_t vs, int R)
 {
-    ab_ro c = {{NULL, NULL}, calloc(1, vs), n};
-    obl_roram **o = c.o;
-    unsigned char *buf = c.buf;
+    ab_ro c = {{NULL, NULL}, calloc(1, vs), n, vs};
     static double t[2][AB_MAX_ROUNDS];
     int rc = 1;
-    if (!buf)
+    if (!c.buf)
         return 1;
-    for (int pl = 0; pl < ab_placements; pl++) {
-        for (int i = 0; i < 2; i++) {
-            int v = i ^ ab_first(pl);
-            obl_roram_params p;
-            memset(&p, 0, sizeof(p));
-            p.n = n;
-            p.value_size = vs;
-            p.use_seed = 1;
-            p.seed = 5 + (uint64_t)pl;
-            if ((v ? obl_roram_create : OLD(obl_roram_create))(&o[v], &p) != OBL_OK)
-                goto out;
-        }
-        if (ab_rounds(R, 20000, ab_roram_read, &c, t, pl * R))
-            goto out;
-        for (int v = 0; v < 2; v++) {
-            (v ? obl_roram_destroy : OLD(obl_roram_destroy))(o[v]);
-            o[v] = NULL;
-        }
-    }
+    if (ab_placed(R, 20000, ab_roram_make, ab_roram_drop, ab_roram_read, &c, t))
+        goto out;
     report("roram read us", t, R * ab_placements, ab_placements);
     rc = 0;
 out:
     for (int v = 0; v < 2; v++)
-        (v ? obl_roram_destroy : OLD(obl_roram_destroy))(o[v]);
-    free(buf);
+        ab_roram_drop(&c, v);
+    free(c.buf);
     if (rc)
         fprintf(stderr, "obl-ab: roram failed\n");
     return rc;
@@ -244,7 +274,9 @@ out:
 
 typedef struct {
     obl_omap *m[2];
+    const obl_omap_params *p;
     const uint64_t *keys;
+    const unsigned char *vals;
     unsigned char *out;
     uint64_t n;
 } ab_map;
@@ -257,6 +289,23 @@ static int ab_umap_get(void *ctx, int v, uint64_t rnd)
            OBL_OK;
 }
 
+/* ab_make: a map built from the n pairs (the same seed in every
+ * placement, as before placements existed) */
+static int ab_umap_make(void *ctx, int v, int pl)
+{
+    ab_map *c = (ab_map *)ctx;
+    (void)pl;
+    return (v ? obl_omap_build : OLD(obl_omap_build))(&c->m[v], c->p, c->keys, c->vals, c->n) !=
+           OBL_OK;
+}
+
+static void ab_umap_drop(void *ctx, int v)
+{
+    ab_map *c = (ab_map *)ctx;
+    (v ? obl_omap_destroy : OLD(obl_omap_destroy))(c->m[v]);
+    c->m[v] = NULL;
+}
+
 static int ab_umap(uint64_t cap, size_t vs, int R, int builds)
 {
     uint64_t n = cap / 5 * 4;
@@ -264,7 +313,8 @@ static int ab_umap(uint64_t cap, size_t vs, int R, int builds)
         n = 1;
     uint64_t *keys = malloc(n * sizeof(uint64_t));
     unsigned char *vals = calloc(n, vs), *out = calloc(1, vs);
-    obl_omap *m[2] = {NULL, NULL};
+    obl_omap_params p;
+    ab_map c = {{NULL, NULL}, &p, keys, vals, out, n};
     static double t[2][AB_MAX_ROUNDS];
     int rc = 1;
     if (!keys || !vals || !out)
@@ -275,45 +325,32 @@ static int ab_umap(uint64_t cap, size_t vs, int R, int builds)
         keys[i] = bench_rng_next(&kr);
         memcpy(vals + i * vs, &keys[i], vs < 8 ? vs : 8);
     }
-    obl_omap_params p;
     memset(&p, 0, sizeof(p));
     p.capacity = cap;
     p.key_size = 8;
     p.value_size = vs;
     p.use_seed = 1;
     p.seed = 9;
+    /* builds: each a fresh structure already, timed, versions alternating */
     for (int r = 0; r < builds; r++) {
         for (int k = 0; k < 2; k++) {
             int v = (k + r) & 1;
-            obl_omap *b = NULL;
             uint64_t t0 = bench_now_ns();
-            if ((v ? obl_omap_build : OLD(obl_omap_build))(&b, &p, keys, vals, n) != OBL_OK)
+            if (ab_umap_make(&c, v, r))
                 goto out;
             t[v][r] = (double)(bench_now_ns() - t0) * 1e-9;
-            (v ? obl_omap_destroy : OLD(obl_omap_destroy))(b);
+            ab_umap_drop(&c, v);
         }
     }
-    if (builds > 0) /* each build is a fresh structure already */
+    if (builds > 0)
         report("umap build s", t, builds, 1);
-    for (int pl = 0; pl < ab_placements; pl++) {
-        for (int i = 0; i < 2; i++) {
-            int v = i ^ ab_first(pl);
-            if ((v ? obl_omap_build : OLD(obl_omap_build))(&m[v], &p, keys, vals, n) != OBL_OK)
-                goto out;
-        }
-        ab_map c = {{m[0], m[1]}, keys, out, n};
-        if (ab_rounds(R, 5000, ab_umap_get, &c, t, pl * R))
-            goto out;
-        for (int v = 0; v < 2; v++) {
-            (v ? obl_omap_destroy : OLD(obl_omap_destroy))(m[v]);
-            m[v] = NULL;
-        }
-    }
+    if (ab_placed(R, 5000, ab_umap_make, ab_umap_drop, ab_umap_get, &c, t))
+        goto out;
     report("umap get us", t, R * ab_placements, ab_placements);
     rc = 0;
 out:
     for (int v = 0; v < 2; v++)
-        (v ? obl_omap_destroy : OLD(obl_omap_destroy))(m[v]);
+        ab_umap_drop(&c, v);
     free(keys);
     free(vals);
     free(out);
