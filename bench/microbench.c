@@ -28,7 +28,7 @@
  * specialise the call for a constant length. Buffers are small enough to
  * stay in L1/L2 for cmov: it measures the instruction cost, not memory.
  *
- * usage: obl-microbench [cmov|lookup|memory|all] [--reps R] [--json FILE]
+ * usage: obl-microbench [cmov|lookup|memory|all] [--reps R] [--max-mib M] [--json FILE]
  */
 #include <inttypes.h>
 #include <stdlib.h>
@@ -305,7 +305,7 @@ static __attribute__((noinline)) uint64_t mb_mem_rmw(unsigned char *base, const 
     return base[8];
 }
 
-static int mb_memory(int reps, FILE *json)
+static int mb_memory(int reps, size_t max_mib, FILE *json)
 {
     static const size_t mib[] = {1, 2, 4, 8, 16, 32, 48, 64, 128, 256};
     static const char *names[] = {"chase", "load", "prefetch", "prefetchw", "rmw"};
@@ -326,7 +326,9 @@ static int mb_memory(int reps, FILE *json)
     bench_rng r;
     bench_rng_seed(&r, 11);
     double floor_rmw = 0, floor_pf = 0;
-    for (size_t k = 0; k < sizeof(mib) / sizeof(mib[0]); k++) {
+    size_t top = 0;
+    for (size_t k = 0; k < sizeof(mib) / sizeof(mib[0]) && mib[k] <= max_mib; k++) {
+        top = mib[k];
         size_t bytes = mib[k] << 20, lines = bytes / 64;
         unsigned char *base = al.alloc(al.opaque, bytes, 64);
         if (!base) {
@@ -380,17 +382,17 @@ static int mb_memory(int reps, FILE *json)
             printf(" %7.1f [%.0f-%.0f]", st.median, st.q1, st.q3);
             mb_json_row(json, "memory", names[p], bytes, lines,
                         p == 0 ? "ns_per_line" : "lines_per_us", s[p], reps);
-            if (mib[k] == 256 && p == 4)
-                floor_rmw = st.median;
-            if (mib[k] == 256 && p == 2)
+            if (p == 4)
+                floor_rmw = st.median; /* the largest region's, at the end */
+            if (p == 2)
                 floor_pf = st.median;
         }
         printf("\n");
         al.free(al.opaque, base, bytes);
     }
-    printf("# answer: from 256 MiB one core moves about %.0f random lines per us by prefetches and %.0f\n"
+    printf("# answer: from %zu MiB one core moves about %.0f random lines per us by prefetches and %.0f\n"
            "# by read-modify-writes: an access that touches K such lines takes at least K / %.0f us\n",
-           floor_pf, floor_rmw, floor_pf);
+           top, floor_pf, floor_rmw, floor_pf);
     free(idx);
     return 0;
 }
@@ -398,20 +400,28 @@ static int mb_memory(int reps, FILE *json)
 int main(int argc, char **argv)
 {
     const char *what = "all", *json_path = NULL;
-    uint64_t reps = 11;
+    uint64_t reps = 11, max_mib = 256;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
-            printf("usage: obl-microbench [cmov|lookup|memory|all] [--reps R] [--json FILE]\n"
+            printf("usage: obl-microbench [cmov|lookup|memory|all] [--reps R] [--max-mib M] [--json FILE]\n"
                    "  cmov    cost of obl_ct_cmov per block size (8 B .. 4 KiB) and variant\n"
                    "  lookup  cost of obl_ct_lookup against a direct index, 16 .. 65536 entries\n"
                    "  memory  random cache lines per us from 1 .. 256 MiB: chain, loads, prefetches,\n"
-                   "          read-modify-writes (the memory floor of an ORAM access)\n");
+                   "          read-modify-writes (the memory floor of an ORAM access);\n"
+                   "          --max-mib M stops at the largest region of at most M MiB (1..256)\n");
             return 0;
         } else if (!strcmp(argv[i], "--reps") && i + 1 < argc) {
             char *end;
             reps = strtoull(argv[++i], &end, 10);
             if (*end || reps < 1 || reps > BENCH_MAX_REPS) {
                 fprintf(stderr, "obl-microbench: --reps must be in 1..%d\n", BENCH_MAX_REPS);
+                return 2;
+            }
+        } else if (!strcmp(argv[i], "--max-mib") && i + 1 < argc) {
+            char *end;
+            max_mib = strtoull(argv[++i], &end, 10);
+            if (*end || max_mib < 1 || max_mib > 256) {
+                fprintf(stderr, "obl-microbench: --max-mib must be in 1..256\n");
                 return 2;
             }
         } else if (!strcmp(argv[i], "--json") && i + 1 < argc) {
@@ -438,7 +448,7 @@ int main(int argc, char **argv)
     if (!strcmp(what, "lookup") || !strcmp(what, "all"))
         rc |= mb_lookup((int)reps, json);
     if (!strcmp(what, "memory") || !strcmp(what, "all"))
-        rc |= mb_memory((int)reps, json);
+        rc |= mb_memory((int)reps, (size_t)max_mib, json);
     if (json)
         fclose(json);
     return rc;
