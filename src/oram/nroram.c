@@ -263,6 +263,19 @@ obl_err nr_create(obl_nroram **out, const obl_nroram_params *p, int clear)
         !obl_mul_ok((size_t)nbuckets, bstride & ~(size_t)7, &tree_bytes))
         return OBL_ERR_TOO_LARGE;
     bstride &= ~(size_t)7;
+    /* A bucket of 33 to 63 bytes (8-byte values with 64-bit metadata: 48)
+     * is padded to one cache line: it then never straddles two lines, so a
+     * path is one line per level and no load of a bucket is split. Costs a
+     * third more memory for those sizes only; NRORAM 8/8, both versions in
+     * one process with 5 placements (docs/oram.md, "Buckets of one line"):
+     * 0.955 and 0.955 x the time at 2^20, 0.928 and 0.934 x at 2^16.
+     * Larger buckets keep their size (the RORAM's 144-byte ones would grow
+     * by a third too, past its memory target). Public: the sizes. */
+    if (bstride > 32 && bstride < 64) {
+        bstride = 64;
+        if (!obl_mul_ok((size_t)nbuckets, bstride, &tree_bytes))
+            return OBL_ERR_TOO_LARGE;
+    }
     if (tree_bytes > OBL_ORAM_MAX_BYTES)
         return OBL_ERR_TOO_LARGE;
     tree_bytes += NR_SLACK; /* the register moves' overhang, see nr_reg_words */
