@@ -259,8 +259,7 @@ obl_err nr_create(obl_nroram **out, const obl_nroram_params *p, int clear)
     /* bucket stride rounded up to 8 bytes so that every bucket's metadata
      * is aligned */
     size_t bdat, bstride, tree_bytes;
-    if (!obl_mul_ok(vs, NR_Z, &bdat) || !obl_add_ok(bdat, NR_Z * msz + 7, &bstride) ||
-        !obl_mul_ok((size_t)nbuckets, bstride & ~(size_t)7, &tree_bytes))
+    if (!obl_mul_ok(vs, NR_Z, &bdat) || !obl_add_ok(bdat, NR_Z * msz + 7, &bstride))
         return OBL_ERR_TOO_LARGE;
     bstride &= ~(size_t)7;
     /* A bucket of 33 to 63 bytes (8-byte values with 64-bit metadata: 48)
@@ -271,12 +270,9 @@ obl_err nr_create(obl_nroram **out, const obl_nroram_params *p, int clear)
      * 0.955 and 0.955 x the time at 2^20, 0.928 and 0.934 x at 2^16.
      * Larger buckets keep their size (the RORAM's 144-byte ones would grow
      * by a third too, past its memory target). Public: the sizes. */
-    if (bstride > 32 && bstride < 64) {
+    if (bstride > 32 && bstride < 64)
         bstride = 64;
-        if (!obl_mul_ok((size_t)nbuckets, bstride, &tree_bytes))
-            return OBL_ERR_TOO_LARGE;
-    }
-    if (tree_bytes > OBL_ORAM_MAX_BYTES)
+    if (!obl_mul_ok((size_t)nbuckets, bstride, &tree_bytes) || tree_bytes > OBL_ORAM_MAX_BYTES)
         return OBL_ERR_TOO_LARGE;
     tree_bytes += NR_SLACK; /* the register moves' overhang, see nr_reg_words */
     uint32_t P = S + 2, D = logL + 1;

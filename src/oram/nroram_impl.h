@@ -45,10 +45,11 @@ static inline uint64_t NR_F(nr_bucket)(const obl_nroram *o, uint64_t leaf, uint3
 
 /* Prefetches bucket b (its first NR_PREFETCH_MAX bytes) with the
  * __builtin_prefetch arguments rw and locality (constants). With
- * o->pf_lines, every cache line the bucket overlaps (a 48-byte bucket
- * straddles two lines half the time); else one prefetch per 64 bytes from
- * its start, which skips the straddled line (fewer prefetches: faster while
- * the tree is in cache, see nr_create). Public: b. */
+ * o->pf_lines, every cache line the bucket overlaps (a 144-byte bucket
+ * holds 2.25 lines' worth of bytes and overlaps three); else one prefetch
+ * per 64 bytes from its start, which skips the straddled line (fewer
+ * prefetches: faster while the tree is in cache, see nr_create).
+ * Public: b. */
 #define NR_PREFETCH_BUCKET(o, b, rw, locality)                                        \
     do {                                                                              \
         uintptr_t a_ = (uintptr_t)((o)->tree + (b) * (o)->bstride);                   \
