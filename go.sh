@@ -1,7 +1,8 @@
 #!/bin/sh
 # The obl benchmark suite, start to finish:
 #   sh go.sh [--large] [--max-n N] [--timeout S] [--reps R] [--no-noise] ...
-# 1. installs python3-numpy and python3-matplotlib with apt-get if missing,
+# 1. installs what is missing with apt-get (sh scripts/install-deps.sh, as
+#    scripts/test_all.sh does; nothing when everything is there),
 # 2. builds the release configuration (build/, obl-bench in build/bench/),
 # 3. runs the plan with scripts/run.py (arguments are passed on to it):
 #    logs/full_runs/<timestamp>.jsonl and results/,
@@ -16,12 +17,7 @@ PY=/usr/bin/python3
 
 log() { printf 'go.sh: %s\n' "$*" >&2; }
 
-if ! "$PY" -c 'import numpy, matplotlib' 2>/dev/null; then
-    log "installing python3-numpy python3-matplotlib"
-    export DEBIAN_FRONTEND=noninteractive
-    apt-get update >&2
-    apt-get install -y --no-install-recommends python3-numpy python3-matplotlib >&2
-fi
+sh scripts/install-deps.sh >&2
 
 log "building the release configuration in build/"
 cmake -S . -B build -DCMAKE_BUILD_TYPE=Release >&2

@@ -34,6 +34,15 @@ typedef struct {
     unsigned char *buf;  /* one value: what reads return */
 } oram_state;
 
+/* Bytes of one NRORAM bucket with kb-byte positions and vb-byte values, by
+ * nr_create's rule (src/oram/nroram.c): 2 slots of (id, leaf) metadata and
+ * value, rounded up to 8 bytes; a bucket of 33 to 63 bytes is padded to 64. */
+static double nroram_bucket_bytes(uint64_t kb, uint64_t vb)
+{
+    uint64_t s = (2 * vb + 2 * 2 * kb + 7) & ~(uint64_t)7;
+    return (double)(s > 32 && s < 64 ? 64 : s);
+}
+
 static int oram_check(const bench_params *p, char *msg, size_t len, int nr)
 {
     if (nr && p->key_bytes != 4 && p->key_bytes != 8) {
@@ -52,8 +61,8 @@ static int oram_check(const bench_params *p, char *msg, size_t len, int nr)
         snprintf(msg, len, "value size must be 1 .. %zu", (size_t)OBL_ORAM_MAX_VALUE_SIZE);
         return 1;
     }
-    /* tree: about 2N slots of (metadata + value); roram packs values */
-    double per = nr ? 2.0 * (2.0 * p->key_bytes + p->value_bytes) + 8
+    /* tree: about N buckets of 2 slots (metadata + value); roram packs values */
+    double per = nr ? nroram_bucket_bytes(p->key_bytes, p->value_bytes) + 8
                     : 2.0 * ((double)p->value_bytes + 8) + 2 * (double)p->value_bytes;
     double need = (double)p->n * per + 16.0 * (double)p->queries;
     return bench_check_memory(p, need, 0.8, msg, len);
@@ -281,7 +290,7 @@ static void nroram_plan(bench_plan *pl, uint64_t n)
     double q = (double)bench_nroram.default_queries, reps = (double)bench_nroram.default_reps + 1;
     for (size_t i = 0; i < bench_nroram_plan_nkv; i++) {
         bench_kv kv = bench_nroram_plan_kv[i];
-        double per = 2.0 * (2.0 * (double)kv.key_bytes + (double)kv.value_bytes) + 24;
+        double per = nroram_bucket_bytes(kv.key_bytes, kv.value_bytes) + 24;
         double mem = (double)n * per + 16 * q + 65536;
         double secs = reps * ((double)n * 3e-6 + 2 * q * 3e-6);
         bench_plan_add(pl, &bench_nroram, n, kv.key_bytes, kv.value_bytes, NULL, mem, secs);

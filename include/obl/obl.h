@@ -73,10 +73,12 @@ typedef struct obl_allocator {
 /*
  * The allocator used when none is given: the C library's aligned_alloc and
  * free. obl asks for 4096-byte alignment only for memory it reads at random
- * (the ORAM trees); on Linux, the default allocator gives such blocks of
- * 4 MiB and more a 2 MiB alignment, rounds them up to a multiple of it and
- * advises them for transparent huge pages (MADV_HUGEPAGE), which makes the
- * random accesses cheaper (fewer TLB misses; measured in docs/oram.md,
+ * (the ORAM trees); on Linux, the default allocator gives every block of
+ * 4 MiB and more (whatever alignment was asked: the trees and the builds'
+ * working arrays alike) a 2 MiB alignment, rounds it up to a multiple of
+ * that and advises it for transparent huge pages (MADV_HUGEPAGE), which
+ * makes the random accesses cheaper (fewer TLB misses) and the first touch
+ * of fresh memory faster (fewer page faults; both measured in docs/oram.md,
  * "Huge pages"). A caller's allocator can wrap it, to count bytes for
  * example.
  */

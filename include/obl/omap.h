@@ -3,11 +3,13 @@
  * values.
  *
  * Design (docs/omap.md): one-choice hashing into buckets of several slots
- * with an overflow stash. Keys of at most 8 bytes (and the fingerprints of
- * longer keys in the compact layout) are permuted with Speck64/128
- * (Beaulieu et al. 2013) under a per-map secret key, and the top bits of
- * the image pick one of M buckets, whose slots keep only the image's other
- * bits (a quotiented index); other keys are hashed with SipHash-2-4
+ * with an overflow stash. In the compact layout (below), and in the inline
+ * layout with values of at most 8 bytes, keys of at most 8 bytes (and, in
+ * the compact layout, the fingerprints of longer keys) are permuted with
+ * Speck64/128 (Beaulieu et al. 2013) under a per-map secret key, and the
+ * top bits of the image pick one of M buckets, whose slots keep only the
+ * image's other bits (a quotiented index). In the inline layout with keys
+ * or values of more than 8 bytes the key is hashed with SipHash-2-4
  * (Aumasson, Bernstein 2012) under a per-map secret key to a bucket. The
  * buckets live in ONE recursive ORAM (obl/oram.h), so that which bucket an
  * access touches is hidden. A key whose bucket is full waits in the
@@ -126,7 +128,8 @@ typedef struct obl_omap_params {
 
 /*
  * Creates an empty map. Public: all parameters.
- * Errors: INVALID_ARG, TOO_LARGE, NOMEM, RANDOM.
+ * Errors: INVALID_ARG, TOO_LARGE, NOMEM, RANDOM, STASH_OVERFLOW (the index
+ * ORAM's build: as obl_roram_create; nothing is created).
  */
 obl_err obl_omap_create(obl_omap **out, const obl_omap_params *p) OBL_WARN_UNUSED;
 
@@ -140,7 +143,9 @@ obl_err obl_omap_create(obl_omap **out, const obl_omap_params *p) OBL_WARN_UNUSE
  * (docs/omap.md, "What the build reveals").
  * Errors: INVALID_ARG, TOO_LARGE, NOMEM, RANDOM, DUPLICATE_KEY (the input
  * holds some key twice; nothing is created), FULL (the entries did not fit
- * in the buckets and the overflow stash; nothing is created).
+ * in the buckets and the overflow stash; nothing is created),
+ * STASH_OVERFLOW (an ORAM's build: as obl_roram_create; nothing is
+ * created).
  */
 obl_err obl_omap_build(obl_omap **out, const obl_omap_params *p, const void *keys,
                        const void *values, uint64_t n) OBL_WARN_UNUSED;

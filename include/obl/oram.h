@@ -211,13 +211,17 @@ typedef struct obl_roram_params {
 /*
  * Creates an array of n values, all zero. The trees are built directly
  * (oblivious placement by sorting, docs/oram.md), not by n writes.
- * Public: the parameters. Errors: INVALID_ARG, TOO_LARGE, NOMEM, RANDOM.
+ * Public: the parameters. Errors: INVALID_ARG, TOO_LARGE, NOMEM, RANDOM,
+ * STASH_OVERFLOW (a tree's placement overflowed the tree and the stash in
+ * 4 tries, each with fresh leaves: a public event, never observed;
+ * nothing is created).
  */
 obl_err obl_roram_create(obl_roram **out, const obl_roram_params *p) OBL_WARN_UNUSED;
 
 /*
  * Creates an array holding the caller's n * value_size bytes `values`.
  * Secret: the contents of values. Public: the parameters.
+ * Errors: as obl_roram_create (INVALID_ARG also for values NULL).
  */
 obl_err obl_roram_create_from(obl_roram **out, const obl_roram_params *p,
                               const void *values) OBL_WARN_UNUSED;
@@ -236,7 +240,8 @@ obl_err obl_roram_access(obl_roram *o, uint64_t index, uint64_t is_write, const 
 /* obl_roram_access(o, index, 0, NULL, value_out). */
 obl_err obl_roram_read(obl_roram *o, uint64_t index, void *value_out);
 
-/* obl_roram_access(o, index, 1, value, NULL). */
+/* obl_roram_access(o, index, 1, value, NULL), except that value NULL
+ * returns OBL_ERR_INVALID_ARG (obl_roram_access takes in NULL as zeros). */
 obl_err obl_roram_write(obl_roram *o, uint64_t index, const void *value);
 
 /*

@@ -1102,14 +1102,19 @@ static void roram_build_trace(void)
             obl_err e = cs[c].from ? obl_roram_create_from(&r, &p, vals) : obl_roram_create(&r, &p);
             obl_trace_end();
             CHECK_EQ_U64(e, OBL_OK);
-            /* the build is correct too: one value read back */
+            /* the build is correct too: one value read back (the given one,
+             * or zeros) */
+            static const unsigned char zeros[4096];
             unsigned char out[4096];
+            memset(out, 0xa5, sizeof(out));
             uint64_t at = cs[c].n / 2;
             CHECK_EQ_U64(obl_roram_read(r, at, out), OBL_OK);
             OBL_DECLASSIFY(out, cs[c].vs); /* the test's own check */
             OBL_DECLASSIFY(vals + at * cs[c].vs, cs[c].vs);
             if (cs[c].from)
                 CHECK(memcmp(out, vals + at * cs[c].vs, cs[c].vs) == 0);
+            else
+                CHECK_MEM(out, zeros, cs[c].vs);
             obl_roram_destroy(r);
             free(vals);
         }
