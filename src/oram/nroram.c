@@ -202,6 +202,165 @@ static inline __m512i nr_tail_lanes(size_t vs)
 }
 #endif
 
+
+/* a == b ? x : y (a, b < 2^63). Secret: every argument. */
+static inline uint64_t nr_sel_eq(uint64_t a, uint64_t b, uint64_t x, uint64_t y)
+{
+#if OBL_CT_X86
+    __asm__("cmp %[b], %[a]\n\t"
+            "cmove %[x], %[y]"
+            : [y] "+r"(y)
+            : [a] "r"(a), [b] "r"(b), [x] "r"(x)
+            : "cc");
+    return y;
+#else
+    return obl_ct_select64(nr_eqs(a, b), x, y);
+#endif
+}
+
+/* Tests only (nr_set_plan_scalar): 1 runs the scalar metadata passes even
+ * where the vector ones apply. */
+static int nr_plan_scalar;
+
+void nr_set_plan_scalar(int on) { nr_plan_scalar = on; }
+
+/*
+ * PrepareTarget (fig. 4) over the arrays nr_plan_deepest fills, leaf to
+ * root, into tg[0..D] (255 for none): src is the level a pending drop at
+ * level dest waits for, or 255. At level lv, if src == lv the drop's block
+ * is picked up here (tg[lv] = dest) and lv starts the next chain if a
+ * level above has a block for it (dp[lv]); with nothing pending, lv starts
+ * one if it also has an empty slot (idle[lv]); while src < lv is pending,
+ * lv is passed over: one nr_target_step. A chain starts at lv exactly when
+ * src changes to a level; dest also moves when src returns to 255, where
+ * it is not read before the next start. Secret: every entry. Public: D.
+ */
+static inline void nr_plan_target(const uint16_t *dp, const uint16_t *idle, uint32_t D,
+                                  uint16_t *tg)
+{
+    uint64_t src = 0xff, dest = 0xff;
+    for (uint32_t lv = D + 1; lv-- > 0;) {
+        uint64_t nsrc = nr_target_step(src, lv, dp[lv], idle[lv]);
+        tg[lv] = (uint16_t)nr_sel_eq(src, lv, dest, 0xff);
+        dest = nr_sel_eq(nsrc, src, dest, lv);
+        src = nsrc;
+    }
+}
+
+#if OBL_CT_AVX512
+/*
+ * The metadata passes of an eviction (nr_evict_core) in 16-bit vector lanes,
+ * one lane per level: lane 0 the stash, lane k + 1 tree level k. Used when
+ * the stash has at most 32 slots and the path at most 31 levels (public).
+ * What the scalar passes compute level by level, here for all levels at
+ * once: each level's deepest-going block and empty slot, PrepareDeepest's
+ * running maximum (an inclusive prefix maximum in five shift-and-max steps),
+ * and EvictFast's swap decisions from PrepareTarget's targets (the held
+ * block's destination is a prefix maximum too: the targets grow with the
+ * level, nr_evict_core). Only PrepareTarget's chain stays scalar, over the
+ * arrays this stores. Secret: every lane. Public: P, D.
+ */
+static const uint16_t nr_iota16[32] = {0,  1,  2,  3,  4,  5,  6,  7,  8,  9,  10,
+                                       11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21,
+                                       22, 23, 24, 25, 26, 27, 28, 29, 30, 31};
+
+/* lane i <- max(x[0..i]) */
+static inline __m512i nr_scan_max16(__m512i x, __m512i iota)
+{
+    for (int k = 1; k < 32; k <<= 1) {
+        __m512i idx = _mm512_sub_epi16(iota, _mm512_set1_epi16((short)k));
+        x = _mm512_max_epu16(x, _mm512_maskz_permutexvar_epi16((__mmask32)(~0u << k), idx, x));
+    }
+    return x;
+}
+
+/* lane 31, as a scalar */
+static inline uint32_t nr_lane31(__m512i x)
+{
+    return (uint32_t)_mm_extract_epi16(_mm512_extracti32x4_epi32(x, 3), 7);
+}
+
+/* Fills dp[0..D] (deepest, 255 for none) and idle[0..D] (deepest where the
+ * level has an empty slot, else 255) for PrepareTarget; returns the
+ * per-level facts the swap decisions need: bit k of *second = level k's
+ * deepest block is its slot 1, of *e0 = its slot 0 is empty; *best0 the
+ * stash slot of the deepest-going stash block. */
+static inline void nr_plan_deepest(const uint16_t *rr, uint32_t P, uint32_t D, uint16_t *dp,
+                                   uint16_t *idle, uint32_t *second, uint32_t *e0,
+                                   uint32_t *best0)
+{
+    const __m512i iota = _mm512_loadu_si512((const void *)nr_iota16);
+    const __m512i none = _mm512_set1_epi16(255), zero = _mm512_setzero_si512();
+    const __mmask32 lvm = (__mmask32)(((1u << D) - 1) << 1); /* lanes 1..D */
+    const __mmask32 pm = P >= 32 ? ~(__mmask32)0 : (__mmask32)((1u << P) - 1);
+
+    /* the stash: the deepest-going block (reach << 8 | slot, the largest
+     * wins) and whether a slot is empty (255 - slot for the empty ones) */
+    __m512i rs = _mm512_maskz_loadu_epi16(pm, rr);
+    __m512i bkey = _mm512_maskz_mov_epi16(pm, _mm512_or_si512(_mm512_slli_epi16(rs, 8), iota));
+    __m512i ekey = _mm512_maskz_mov_epi16(pm & _mm512_cmpeq_epi16_mask(rs, zero),
+                                          _mm512_sub_epi16(none, iota));
+    uint32_t bk = nr_lane31(nr_scan_max16(bkey, iota));
+    uint32_t ek = nr_lane31(nr_scan_max16(ekey, iota));
+    *best0 = bk & 0xff;
+    uint32_t he0 = (uint32_t)((0 - (uint64_t)ek) >> 63); /* ek > 0: an empty slot */
+
+    /* the path: slot z of level k + 1 is rr[P + 2k + z] */
+    uint32_t n = 2 * D;
+    __mmask32 am = n >= 32 ? ~(__mmask32)0 : (__mmask32)((1u << n) - 1);
+    __mmask32 bmk = n > 32 ? (__mmask32)((1u << (n - 32)) - 1) : 0;
+    __m512i a = _mm512_maskz_loadu_epi16(am, rr + P);
+    __m512i b = _mm512_maskz_loadu_epi16(bmk, rr + P + 32);
+    __m512i i0 = _mm512_slli_epi16(_mm512_sub_epi16(iota, _mm512_set1_epi16(1)), 1);
+    __m512i r0 = _mm512_maskz_permutex2var_epi16(lvm, a, i0, b);
+    __m512i r1 = _mm512_maskz_permutex2var_epi16(lvm, a, _mm512_add_epi16(i0, _mm512_set1_epi16(1)), b);
+    __mmask32 z0 = _mm512_cmpeq_epi16_mask(r0, zero) & lvm;
+    __mmask32 he = ((z0 | _mm512_cmpeq_epi16_mask(r1, zero)) & lvm) | he0;
+    *second = _mm512_cmplt_epu16_mask(r0, r1) & lvm;
+    *e0 = z0;
+
+    /* PrepareDeepest (fig. 3): key reach << 8 | (255 - level), the stash's
+     * in lane 0; deepest[k] comes from the maximum over the lanes above k */
+    __m512i key = _mm512_or_si512(_mm512_slli_epi16(_mm512_max_epu16(r0, r1), 8),
+                                  _mm512_sub_epi16(none, iota));
+    key = _mm512_maskz_mov_epi16(lvm, key);
+    key = _mm512_mask_mov_epi16(key, 1, _mm512_set1_epi16((short)((bk & 0xff00) | 255)));
+    __m512i inc = nr_scan_max16(key, iota);
+    __m512i ex = _mm512_maskz_permutexvar_epi16((__mmask32)~1u, _mm512_sub_epi16(iota, _mm512_set1_epi16(1)), inc);
+    __m512i goal = _mm512_srli_epi16(ex, 8);
+    __m512i from = _mm512_sub_epi16(none, _mm512_and_si512(ex, none));
+    __mmask32 hasd = _mm512_cmpge_epu16_mask(goal, iota) & lvm;
+    __m512i deep = _mm512_mask_mov_epi16(none, hasd, from);
+    _mm512_storeu_si512((void *)dp, deep);
+    _mm512_storeu_si512((void *)idle, _mm512_mask_mov_epi16(none, he, deep));
+}
+
+/* From PrepareTarget's targets tg[0..D] (255 for none): bit k - 1 of *m0
+ * (*m1) = at level k the held block swaps with slot 0 (slot 1); returns
+ * the stash slot picked up (255 for none). */
+static inline uint32_t nr_plan_swaps(const uint16_t *tg, uint32_t D, uint32_t second, uint32_t e0,
+                                     uint32_t best0, uint64_t *m0, uint64_t *m1)
+{
+    const __m512i iota = _mm512_loadu_si512((const void *)nr_iota16);
+    const __m512i none = _mm512_set1_epi16(255);
+    const __mmask32 lvm = (__mmask32)(((1u << D) - 1) << 1);
+    __m512i t = _mm512_maskz_loadu_epi16(lvm | 1, tg);
+    __mmask32 tgl = _mm512_cmpneq_epi16_mask(t, none) & (lvm | 1);
+    /* the held block's destination on arriving at each level: the largest
+     * target above it (nr_evict_core) */
+    __m512i inc = nr_scan_max16(_mm512_maskz_mov_epi16(tgl, t), iota);
+    __m512i hd = _mm512_maskz_permutexvar_epi16((__mmask32)~1u, _mm512_sub_epi16(iota, _mm512_set1_epi16(1)), inc);
+    __mmask32 towrite = _mm512_cmpeq_epi16_mask(hd, iota) & lvm;
+    /* the slot: the deepest block's when picking up, else the first empty */
+    __mmask32 s1 = (tgl & second) | (~tgl & ~e0);
+    __mmask32 dos = (tgl | towrite) & lvm;
+    *m0 = (uint64_t)((dos & ~s1) >> 1);
+    *m1 = (uint64_t)((dos & s1) >> 1);
+    uint32_t t0 = tgl & 1;
+    return (uint32_t)obl_ct_select64(t0, best0, 255);
+}
+#endif
+
 #define NRW 32
 #include "oram/nroram_impl.h"
 #undef NRW

@@ -161,14 +161,16 @@ static inline void NR_F(nr_meta_cswap)(uint64_t c, NR_META *a, NR_META *b)
  * obl_ct selects. Levels, slots and reach values are below 256.
  */
 static inline __attribute__((always_inline)) void NR_F(nr_evict_core)(obl_nroram *o, uint64_t e,
-                                                                     const size_t vs, const int NW)
+                                                                     const size_t vs, const int NW,
+                                                                     const int FB)
 {
     (void)NW; /* no vector registers without AVX-512 */
+    (void)FB;
     NR_META *bm = (NR_META *)o->bmeta;
     const uint32_t D = o->D, P = o->P, logL = o->logL, ns = o->nslots;
     uint64_t *deepest = o->deepest, *target = o->target, *best = o->best, *empty = o->empty,
              *hasempty = o->hasempty;
-    uint32_t rr[NR_MAX_SLOTS];
+    uint16_t rr[NR_MAX_SLOTS + 64]; /* + 64: whole vectors (nr_plan_deepest) */
 
     OBL_TRACE_TOUCH(OBL_TRACE_REGION_ORAM_STASH, OBL_TRACE_RW, 0, P);
 
@@ -179,13 +181,27 @@ static inline __attribute__((always_inline)) void NR_F(nr_evict_core)(obl_nroram
 #if NRW == 32
         /* logL <= 31 for 32-bit metadata: 32-bit lanes (vplzcntd) */
         uint32_t x = ((bm[s].leaf ^ (uint32_t)e) << 1 | 1) << (31 - logL);
-        rr[s] = ((uint32_t)__builtin_clz(x) + 1) & ~isd;
+        rr[s] = (uint16_t)(((uint32_t)__builtin_clz(x) + 1) & ~isd);
 #else
         uint64_t x = (((uint64_t)bm[s].leaf ^ e) << 1 | 1) << (63 - logL);
-        rr[s] = ((uint32_t)__builtin_clzll(x) + 1) & ~isd;
+        rr[s] = (uint16_t)(((uint32_t)__builtin_clzll(x) + 1) & ~isd);
 #endif
     }
 
+    /* The plan: which stash slot EvictFast picks up (sel, 255 for none),
+     * and at level k + 1 whether the held block swaps with slot 0 (bit k
+     * of sw0) or slot 1 (bit k of sw1). */
+    uint64_t sel, sw0 = 0, sw1 = 0;
+#if OBL_CT_AVX512
+    if (P <= 32 && D <= 31 && !nr_plan_scalar) { /* public */
+        uint16_t dp[32], idl[32], tgt[32];
+        uint32_t second, e0, best0;
+        nr_plan_deepest(rr, P, D, dp, idl, &second, &e0, &best0);
+        nr_plan_target(dp, idl, D, tgt);
+        sel = nr_plan_swaps(tgt, D, second, e0, best0, &sw0, &sw1);
+    } else
+#endif
+    {
     /* PrepareDeepest (fig. 3). First, per level and independently of the
      * others: the slot of its deepest-going block (best), its first empty
      * slot, whether it has one, and the reach of that block as a key
@@ -196,7 +212,7 @@ static inline __attribute__((always_inline)) void NR_F(nr_evict_core)(obl_nroram
     {
         uint32_t bk = 0, ek = 255;
         for (uint32_t s = 0; s < P; s++) {
-            uint32_t k = rr[s] << 8 | s;
+            uint32_t k = (uint32_t)rr[s] << 8 | s;
             bk = bk > k ? bk : k;
             uint32_t eks = rr[s] == 0 ? s : 255;
             ek = ek < eks ? ek : eks;
@@ -247,6 +263,29 @@ static inline __attribute__((always_inline)) void NR_F(nr_evict_core)(obl_nroram
         }
     }
 
+    /* EvictFast's decisions, from metadata only: the targets of the
+     * pick-ups grow with the level (each chain of PrepareTarget runs
+     * toward the root, and the next one starts above where it ended), so
+     * the block held on arriving at level lv is the one of the latest
+     * pick-up, and it is dropped at lv iff the largest target so far (hd)
+     * is lv. The hold swaps with one slot (c0: slot 0, c1: slot 1): the
+     * deepest block's when picking up, else the first empty one. */
+    uint64_t tg0 = nr_eqs(target[0], NR_NONE) ^ 1;
+    sel = obl_ct_select64(tg0, best[0], 255);
+    uint64_t hd = obl_ct_select64(tg0, target[0], 0);
+    for (uint32_t lv = 1; lv <= D; lv++) {
+        uint32_t s0 = P + (lv - 1) * NR_Z;
+        uint64_t towrite = nr_eqs(hd, lv);
+        uint64_t tgl = nr_eqs(target[lv], NR_NONE) ^ 1;
+        uint64_t sl = obl_ct_select64(tgl, best[lv], empty[lv]);
+        uint64_t doswap = tgl | towrite;
+        uint64_t c1 = doswap & (sl - s0); /* sl - s0 is 0 or 1 */
+        hd = obl_ct_select64(tgl, target[lv], hd);
+        sw0 |= (doswap ^ c1) << (lv - 1);
+        sw1 |= c1 << (lv - 1);
+    }
+    }
+
     /* EvictFast: one data pass. At level lv the held block (if its
      * destination is lv) is dropped and/or the level's deepest block picked
      * up; both are one conditional swap of the hold with one slot: the
@@ -255,8 +294,6 @@ static inline __attribute__((always_inline)) void NR_F(nr_evict_core)(obl_nroram
     unsigned char *hold = o->tmp; /* free between fetch/put and here */
     NR_META hm;
     uint64_t h8 = 0; /* 8-byte blocks: the held block, in a register */
-    /* the largest pick-up target so far: where the held block goes */
-    uint64_t hd = obl_ct_select64(nr_eqs(target[0], NR_NONE), 0, target[0]);
 #if OBL_CT_AVX512
     /* Blocks of 16 to 512 bytes are held in NW vector
      * registers across the levels instead of being stored and reloaded by
@@ -268,11 +305,9 @@ static inline __attribute__((always_inline)) void NR_F(nr_evict_core)(obl_nroram
     const __m512i tail = nr_tail_lanes(vs);
 #endif
     {
-        uint64_t tg = nr_eqs(target[0], NR_NONE) ^ 1;
-        NR_WORD sel = (NR_WORD)obl_ct_select64(tg, best[0], 255);
         NR_WORD hid = 0, hleaf = 0, any = 0;
         for (uint32_t j = 0; j < P; j++) {
-            NR_WORD m = (NR_WORD)0 - (NR_WORD)(j == sel);
+            NR_WORD m = (NR_WORD)0 - (NR_WORD)(j == (NR_WORD)sel);
             hid |= bm[j].id & m;
             hleaf |= bm[j].leaf & m;
             any |= m;
@@ -308,23 +343,52 @@ static inline __attribute__((always_inline)) void NR_F(nr_evict_core)(obl_nroram
                 obl_ct_cmov(nr_eqs(j, sel), hold, o->bdata + (size_t)j * vs, vs);
         }
     }
+#if OBL_CT_AVX512
+    if (FB) { /* public: whole buckets in one vector (nr_evict_buf) */
+        /* 32-bit lanes of a bucket: slot 0's id, leaf and value (FB_M0),
+         * slot 1's (FB_M1); the held block sits in slot 0's lanes */
+#if NRW == 64
+        const __mmask16 ld = 0xffff, FB_M0 = 0x030f, FB_M1 = 0x0cf0;
+        static const int32_t p01[16] = {0, 1, 2, 3, 0, 1, 2, 3, 8, 9, 8, 9, 12, 13, 14, 15};
+        static const int32_t p10[16] = {4, 5, 6, 7, 4, 5, 6, 7, 10, 11, 10, 11, 12, 13, 14, 15};
+        __m512i h = _mm512_maskz_set1_epi64(1, (long long)hm.id);
+        h = _mm512_mask_set1_epi64(h, 2, (long long)hm.leaf);
+        h = _mm512_mask_set1_epi64(h, 16, (long long)h8);
+#else
+        const __mmask16 ld = 0x00ff, FB_M0 = 0x33, FB_M1 = 0xcc;
+        static const int32_t p01[16] = {0, 1, 0, 1, 4, 5, 4, 5, 8, 9, 10, 11, 12, 13, 14, 15};
+        static const int32_t p10[16] = {2, 3, 2, 3, 6, 7, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15};
+        __m512i h = _mm512_maskz_set1_epi32(1, (int)hm.id);
+        h = _mm512_mask_set1_epi32(h, 2, (int)hm.leaf);
+        h = _mm512_mask_set1_epi64(h, 4, (long long)h8);
+#endif
+        const __m512i i01 = _mm512_loadu_si512((const void *)p01);
+        const __m512i i10 = _mm512_loadu_si512((const void *)p10);
+        const size_t bstride = o->bstride;
+        unsigned char *tree = o->tree;
+        for (uint32_t lv = 1; lv <= D; lv++) {
+            uint32_t c0 = (uint32_t)(sw0 >> (lv - 1)) & 1, c1 = (uint32_t)(sw1 >> (lv - 1)) & 1;
+            __mmask16 k0 = (__mmask16)((0u - c0) & FB_M0);
+            __mmask16 k1 = (__mmask16)((0u - c1) & FB_M1), k1h = (__mmask16)((0u - c1) & FB_M0);
+            uint64_t b = o->pathb[lv - 1];
+            unsigned char *bp = tree + b * bstride;
+            OBL_TRACE_TOUCH(OBL_TRACE_REGION_ORAM_TREE, OBL_TRACE_WRITE, b, 1);
+            __m512i bv = _mm512_maskz_loadu_epi32(ld, (const void *)bp);
+            __m512i nb = _mm512_mask_mov_epi32(bv, k0, h);
+            nb = _mm512_mask_permutexvar_epi32(nb, k1, i01, h);
+            h = _mm512_mask_mov_epi32(h, k0, bv);
+            h = _mm512_mask_permutexvar_epi32(h, k1h, i10, bv);
+            _mm512_mask_storeu_epi32((void *)bp, ld, nb);
+        }
+        h8 = (uint64_t)_mm_cvtsi128_si64(_mm512_extracti32x4_epi32(h, NRW == 64 ? 2 : 1));
+        memcpy(hold, &h8, 8);
+        o->st.evictions++;
+        return;
+    }
+#endif
     for (uint32_t lv = 1; lv <= D; lv++) {
         uint32_t s0 = P + (lv - 1) * NR_Z;
-        /* the swap masks, from metadata only: the targets of the
-         * pick-ups grow with the level (each chain of PrepareTarget runs
-         * toward the root, and the next one starts above where it ended),
-         * so the block held on arriving at level lv is the one of the
-         * latest pick-up, and it is dropped at lv iff the largest target
-         * so far (hd) is lv. The hold swaps with one slot (c0: slot 0, c1:
-         * slot 1): the deepest block's when picking up, else the first
-         * empty one. */
-        uint64_t towrite = nr_eqs(hd, lv);
-        uint64_t tgl = nr_eqs(target[lv], NR_NONE) ^ 1;
-        uint64_t sl = obl_ct_select64(tgl, best[lv], empty[lv]);
-        uint64_t doswap = tgl | towrite;
-        uint64_t c1 = doswap & (sl - s0); /* sl - s0 is 0 or 1 */
-        uint64_t c0 = doswap ^ c1;
-        hd = obl_ct_select64(tgl, target[lv], hd);
+        uint64_t c0 = (sw0 >> (lv - 1)) & 1, c1 = (sw1 >> (lv - 1)) & 1;
         NR_F(nr_meta_cswap)(c0, &hm, &bm[s0]);
         NR_F(nr_meta_cswap)(c1, &hm, &bm[s0 + 1]);
         unsigned char *bd = o->tree + o->pathb[lv - 1] * o->bstride + o->doff;
@@ -389,14 +453,21 @@ static inline __attribute__((always_inline)) void NR_F(nr_evict_core)(obl_nroram
  * its block moves are single vectors without a loop (in-process A/B, with
  * nr_fetch and nr_put alike: NRORAM 4/64 at 2^13 0.94 -> 0.82 us, at 2^17
  * 1.34 -> 1.24 us). */
-static void NR_F(nr_evict_buf)(obl_nroram *o, uint64_t e)
+static int NR_F(nr_evict_buf)(obl_nroram *o, uint64_t e)
 {
-#define NR_EVICT_CALL(VS, NWC) NR_F(nr_evict_core)(o, e, VS, NWC)
-    if (o->vs == 8) /* public: the block moves of 8-byte blocks in a register */
+#define NR_EVICT_CALL(VS, NWC) NR_F(nr_evict_core)(o, e, VS, NWC, 0)
+    if (o->vs == 8) { /* public: the block moves of 8-byte blocks in a register */
+#if OBL_CT_AVX512
+        if (o->bstride == 4 * sizeof(NR_META)) { /* public: 32 or 64 bytes */
+            NR_F(nr_evict_core)(o, e, 8, 0, 1);
+            return 1;
+        }
+#endif
         NR_EVICT_CALL(8, 0);
-    else
+    } else
         NR_BY_WORDS(o, NR_EVICT_CALL, NR_EVICT_CALL(o->vs, 0))
 #undef NR_EVICT_CALL
+    return 0;
 }
 
 static void NR_F(nr_settle)(obl_nroram *o);
@@ -527,8 +598,8 @@ static void NR_F(nr_evict_next)(obl_nroram *o)
     for (uint32_t k = o->pf_k0; k < o->D; k++)
         NR_PREFETCH_BUCKET(o, NR_F(nr_bucket)(o, next, k), 1, 2);
     NR_F(nr_load_path)(o, e);
-    NR_F(nr_evict_buf)(o, e);
-    NR_F(nr_store_path)(o);
+    if (!NR_F(nr_evict_buf)(o, e)) /* public */
+        NR_F(nr_store_path)(o);
 }
 
 /*

@@ -227,4 +227,10 @@ void nr_build_set_packing(int allow);
  * UINT64_MAX restores uniform leaves. */
 void nr_build_set_leaf_mask(uint64_t mask);
 
+/* Tests only, not thread-safe: 1 makes every eviction run its metadata
+ * passes in scalar code (the portable form, level by level) even where
+ * the AVX-512 form (nr_plan_deepest in nroram.c) applies; 0 restores the
+ * default. Both must leave the same tree. */
+void nr_set_plan_scalar(int on);
+
 #endif /* OBL_SRC_ORAM_NRORAM_INTERNAL_H */

@@ -548,6 +548,87 @@ static void nr_check_built(const obl_nroram *o, uint64_t n, const uint64_t *ids,
  * with one seed, every byte of the tree, the stash and the leaves must
  * agree.
  */
+/* The eviction's metadata passes in vector form (AVX-512 builds: stashes of
+ * at most 32 slots, paths of at most 31 levels, and for 8-byte values with
+ * 32- or 64-byte buckets the whole-bucket data pass) against the scalar
+ * form (nr_set_plan_scalar): the same operations on two structures with
+ * the same seed give the same outputs and, at the end, the same bytes in
+ * the tree, the path buffer and the stash. In other builds both are the
+ * scalar form. */
+static void nroram_plan_forms_agree(int ct)
+{
+    static const size_t vss[] = {8, 56, 64};
+    static const uint64_t caps[] = {1000, 65536};
+    static const uint32_t stashes[] = {20, 30, 2};
+    for (int pb = 4; pb <= 8; pb += 4)
+        for (size_t v = 0; v < 3; v++)
+            for (size_t c = 0; c < 2; c++)
+                for (size_t si = 0; si < 3; si++) {
+                    uint64_t cap = caps[c];
+                    size_t vs = vss[v];
+                    if ((cap > 1000 && (vs != 8 || si != 0)) || (ct && cap > 1000))
+                        continue;
+                    obl_nroram_params p;
+                    memset(&p, 0, sizeof(p));
+                    p.capacity = cap;
+                    p.value_size = vs;
+                    p.pos_bytes = (uint32_t)pb;
+                    p.stash_size = stashes[si];
+                    p.use_seed = 1;
+                    p.seed = 77 + cap + vs + (uint64_t)pb * 1000 + si;
+                    obl_nroram *o[2] = {NULL, NULL};
+                    uint64_t *pos[2];
+                    unsigned char in[64], out[2][64];
+                    for (int f = 0; f < 2; f++) {
+                        CHECK_EQ_U64(obl_nroram_create(&o[f], &p), OBL_OK);
+                        pos[f] = (uint64_t *)calloc((size_t)cap, sizeof(uint64_t));
+                    }
+                    /* a crowded start (every id), then random reads and writes */
+                    long ops = ct ? 40 : (long)cap * 3 / SAN_DIV;
+                    uint64_t errs[2] = {0, 0};
+                    for (long i = 0; i < (long)cap + ops; i++) {
+                        uint64_t id = i < (long)cap ? (uint64_t)i : test_rng_next(&R) % cap;
+                        uint64_t op = test_rng_next(&R) & 1 ? OBL_ORAM_WRITE : OBL_ORAM_READ;
+                        for (size_t b = 0; b < vs; b++)
+                            in[b] = (unsigned char)(i * 13 + b);
+                        for (int f = 0; f < 2; f++) {
+                            nr_set_plan_scalar(f);
+                            uint64_t found = 0;
+                            obl_err e;
+                            memset(out[f], 0, sizeof(out[f]));
+                            if (i < (long)cap) {
+                                e = obl_nroram_insert(o[f], id, in, &pos[f][id]);
+                            } else {
+                                uint64_t np = obl_nroram_random_pos(o[f]);
+                                e = obl_nroram_access(o[f], id, pos[f][id], np, op, in, out[f],
+                                                      &found);
+                                pos[f][id] = np;
+                            }
+                            OBL_DECLASSIFY(&pos[f][id], sizeof(uint64_t));
+                            errs[f] += e != OBL_OK;
+                        }
+                        nr_set_plan_scalar(0);
+                        OBL_DECLASSIFY(out[0], sizeof(out[0]));
+                        OBL_DECLASSIFY(out[1], sizeof(out[1]));
+                        CHECK_MEM(out[0], out[1], vs);
+                        CHECK_EQ_U64(pos[0][id], pos[1][id]);
+                    }
+                    CHECK_EQ_U64(errs[0], errs[1]);
+                    for (int f = 0; f < 2; f++) {
+                        OBL_DECLASSIFY(o[f]->tree, o[f]->tree_bytes);
+                        OBL_DECLASSIFY(o[f]->bmeta, o[f]->bmeta_bytes);
+                        OBL_DECLASSIFY(o[f]->bdata, o[f]->bdata_bytes);
+                    }
+                    CHECK_MEM(o[0]->tree, o[1]->tree, o[0]->tree_bytes);
+                    CHECK_MEM(o[0]->bmeta, o[1]->bmeta, o[0]->bmeta_bytes);
+                    CHECK_MEM(o[0]->bdata, o[1]->bdata, o[0]->bdata_bytes);
+                    for (int f = 0; f < 2; f++) {
+                        obl_nroram_destroy(o[f]);
+                        free(pos[f]);
+                    }
+                }
+}
+
 static void nr_build_forms_agree(int ct)
 {
     static const uint64_t ns[] = {1, 2, 7, 100, 1000, 5003};
@@ -1166,6 +1247,8 @@ int main(int argc, char **argv)
             roram_model(ct ? 30 : 3000, rs[v], ct ? 30 : 3000 / SAN_DIV, 2, 1);
         }
     }
+    printf("NRORAM evictions: vector and scalar metadata passes agree\n");
+    nroram_plan_forms_agree(ct);
     printf("NRORAM stash overflow\n");
     nroram_overflow();
     printf("NRORAM update\n");
