@@ -305,6 +305,39 @@ static inline __attribute__((always_inline)) void NR_F(nr_evict_core)(obl_nroram
     const __m512i tail = nr_tail_lanes(vs);
 #endif
     {
+#if OBL_CT_AVX512
+        /* The stash's metadata in 64-bit lanes (an entry per lane pair,
+         * or per lane with 32-bit words), masked by the lanes' slot ==
+         * sel; the picked slot's id becomes all ones. */
+        {
+            const int per = NRW == 64 ? 4 : 8; /* entries per vector */
+            const __m512i lane = _mm512_set_epi64(7, 6, 5, 4, 3, 2, 1, 0);
+            const __m512i slot = NRW == 64 ? _mm512_srli_epi64(lane, 1) : lane;
+            const __m512i vsel = _mm512_set1_epi64((long long)sel);
+            const __m512i idw = _mm512_set1_epi64(NRW == 64 ? -1 : 0xffffffffLL);
+            const __mmask8 idl = NRW == 64 ? 0x55 : 0xff;
+            __m512i acc = _mm512_setzero_si512();
+            for (uint32_t j = 0; j < P; j += (uint32_t)per) {
+                uint32_t left = P - j < (uint32_t)per ? P - j : (uint32_t)per;
+                __mmask8 ld = (__mmask8)((1u << (NRW == 64 ? 2 * left : left)) - 1);
+                __m512i v = _mm512_maskz_loadu_epi64(ld, (const void *)&bm[j]);
+                __mmask8 k = _mm512_cmpeq_epi64_mask(
+                    _mm512_add_epi64(slot, _mm512_set1_epi64((long long)j)), vsel);
+                acc = _mm512_mask_or_epi64(acc, k, acc, v);
+                v = _mm512_mask_or_epi64(v, k & idl, v, idw);
+                _mm512_mask_storeu_epi64((void *)&bm[j], ld, v);
+            }
+            NR_WORD any = (NR_WORD)0 - (NR_WORD)nr_lt(sel, P);
+#if NRW == 64
+            hm.id = (NR_WORD)_mm512_mask_reduce_or_epi64(0x55, acc) | ~any;
+            hm.leaf = (NR_WORD)_mm512_mask_reduce_or_epi64(0xaa, acc);
+#else
+            uint64_t r = (uint64_t)_mm512_reduce_or_epi64(acc);
+            hm.id = (NR_WORD)r | ~any;
+            hm.leaf = (NR_WORD)(r >> 32);
+#endif
+        }
+#else
         NR_WORD hid = 0, hleaf = 0, any = 0;
         for (uint32_t j = 0; j < P; j++) {
             NR_WORD m = (NR_WORD)0 - (NR_WORD)(j == (NR_WORD)sel);
@@ -315,6 +348,7 @@ static inline __attribute__((always_inline)) void NR_F(nr_evict_core)(obl_nroram
         }
         hm.id = hid | ~any; /* dummy when nothing was picked */
         hm.leaf = hleaf;
+#endif
 #if OBL_CT_AVX512
         if (NW) { /* public: the block goes straight into the registers */
             for (int w = 0; w < NR_REG_MAX_W; w++)
@@ -329,6 +363,20 @@ static inline __attribute__((always_inline)) void NR_F(nr_evict_core)(obl_nroram
         } else
 #endif
         if (vs == 8) { /* public */
+#if OBL_CT_AVX512
+            /* eight blocks per vector, the lanes masked after the load */
+            const __m512i lane = _mm512_set_epi64(7, 6, 5, 4, 3, 2, 1, 0);
+            const __m512i vsel = _mm512_set1_epi64((long long)sel);
+            __m512i acc = _mm512_setzero_si512();
+            for (uint32_t j = 0; j < P; j += 8) {
+                __mmask8 ld = (__mmask8)(P - j >= 8 ? 0xff : (1u << (P - j)) - 1);
+                __m512i v = _mm512_maskz_loadu_epi64(ld, (const void *)(o->bdata + (size_t)j * 8));
+                __mmask8 k = _mm512_cmpeq_epi64_mask(
+                    _mm512_add_epi64(lane, _mm512_set1_epi64((long long)j)), vsel);
+                acc = _mm512_mask_or_epi64(acc, k, acc, v);
+            }
+            h8 = (uint64_t)_mm512_reduce_or_epi64(acc);
+#else
             uint64_t h = 0;
             for (uint32_t j = 0; j < P; j++) {
                 uint64_t v;
@@ -338,6 +386,7 @@ static inline __attribute__((always_inline)) void NR_F(nr_evict_core)(obl_nroram
                 h |= v & obl_ct_mask(nr_eqs(j, sel));
             }
             h8 = h;
+#endif
         } else {
             for (uint32_t j = 0; j < P; j++)
                 obl_ct_cmov(nr_eqs(j, sel), hold, o->bdata + (size_t)j * vs, vs);
@@ -374,10 +423,12 @@ static inline __attribute__((always_inline)) void NR_F(nr_evict_core)(obl_nroram
             unsigned char *bp = tree + b * bstride;
             OBL_TRACE_TOUCH(OBL_TRACE_REGION_ORAM_TREE, OBL_TRACE_WRITE, b, 1);
             __m512i bv = _mm512_maskz_loadu_epi32(ld, (const void *)bp);
+            /* the held block's chain is one blend per level: the slot it
+             * takes is moved into slot 0's lanes beside the chain */
+            __m512i take = _mm512_mask_permutexvar_epi32(bv, k1h, i10, bv);
             __m512i nb = _mm512_mask_mov_epi32(bv, k0, h);
             nb = _mm512_mask_permutexvar_epi32(nb, k1, i01, h);
-            h = _mm512_mask_mov_epi32(h, k0, bv);
-            h = _mm512_mask_permutexvar_epi32(h, k1h, i10, bv);
+            h = _mm512_mask_mov_epi32(h, k0 | k1h, take);
             _mm512_mask_storeu_epi32((void *)bp, ld, nb);
         }
         h8 = (uint64_t)_mm_cvtsi128_si64(_mm512_extracti32x4_epi32(h, NRW == 64 ? 2 : 1));
