@@ -678,6 +678,67 @@ static inline __attribute__((always_inline)) void NR_F(nr_stash_in)(obl_nroram *
     NR_META *bm = (NR_META *)o->bmeta;
     NR_WORD nid = NR_SEL(keep, (NR_WORD)id, NR_DUMMY);
     NR_WORD nleaf = (NR_WORD)(new_pos & (o->L - 1));
+#if OBL_CT_AVX512
+    if (o->P <= 64) { /* public */
+        /* The empty slots as a bit mask (a comparison per lane, no
+         * branch), its lowest bit isolated: the slot to fill. 64-bit
+         * lanes, an entry per lane pair (64-bit words) or per lane. */
+        const uint32_t P = o->P, per = NRW == 64 ? 4 : 8;
+        const __m512i ones = _mm512_set1_epi64(-1);
+#if NRW == 64
+        const __m512i nv = _mm512_set_epi64((long long)nleaf, (long long)nid, (long long)nleaf,
+                                            (long long)nid, (long long)nleaf, (long long)nid,
+                                            (long long)nleaf, (long long)nid);
+#else
+        const __m512i nv = _mm512_set1_epi64((long long)((uint64_t)nleaf << 32 | nid));
+        const __m512i hiw = _mm512_set1_epi64((long long)0xffffffff00000000ULL);
+#endif
+        uint64_t emp = 0;
+        for (uint32_t j = 0; j < P; j += per) {
+            uint32_t left = P - j < per ? P - j : per;
+            __mmask8 ld = (__mmask8)((1u << (NRW == 64 ? 2 * left : left)) - 1);
+            __m512i v = _mm512_maskz_loadu_epi64(ld, (const void *)&bm[j]);
+#if NRW == 64
+            uint32_t k = _mm512_mask_cmpeq_epi64_mask(ld & 0x55, v, ones);
+            k = (k | (k >> 1)) & 0x33; /* lanes 0, 2, 4, 6 -> bits 0 .. 3 */
+            k = (k | (k >> 2)) & 0x0f;
+#else
+            uint32_t k = _mm512_mask_cmpeq_epi64_mask(ld, _mm512_or_si512(v, hiw), ones);
+#endif
+            emp |= (uint64_t)k << j;
+        }
+        uint64_t one = emp & (0 - emp); /* one exists: nr_settle */
+        for (uint32_t j = 0; j < P; j += per) {
+            uint32_t left = P - j < per ? P - j : per;
+            __mmask8 ld = (__mmask8)((1u << (NRW == 64 ? 2 * left : left)) - 1);
+            uint32_t k = (uint32_t)(one >> j) & ((1u << per) - 1);
+#if NRW == 64
+            k = (k | (k << 2)) & 0x33; /* bits 0 .. 3 -> lane pairs */
+            k = (k | (k << 1)) & 0x55;
+            k |= k << 1;
+#endif
+            __m512i v = _mm512_maskz_loadu_epi64(ld, (const void *)&bm[j]);
+            v = _mm512_mask_mov_epi64(v, (__mmask8)k, nv);
+            _mm512_mask_storeu_epi64((void *)&bm[j], ld, v);
+        }
+        if (vs == 8) { /* public */
+            uint64_t t;
+            memcpy(&t, o->tmp, 8);
+            const __m512i tv = _mm512_set1_epi64((long long)t);
+            for (uint32_t j = 0; j < P; j += 8) {
+                __mmask8 ld = (__mmask8)(P - j >= 8 ? 0xff : (1u << (P - j)) - 1);
+                unsigned char *dp = o->bdata + (size_t)j * 8;
+                __m512i v = _mm512_maskz_loadu_epi64(ld, (const void *)dp);
+                v = _mm512_mask_mov_epi64(v, (__mmask8)(one >> j), tv);
+                _mm512_mask_storeu_epi64((void *)dp, ld, v);
+            }
+        } else {
+            for (uint32_t s = 0; s < P; s++)
+                obl_ct_cmov((one >> s) & 1, o->bdata + (size_t)s * vs, o->tmp, vs);
+        }
+        return;
+    }
+#endif
 
     /* Into the first free stash slot: one exists, since at most S + 1 of
      * the P = S + 2 slots are held when an access starts (nr_settle). */
