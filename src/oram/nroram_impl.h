@@ -584,22 +584,105 @@ static inline __attribute__((always_inline)) uint64_t NR_F(nr_fetch_core)(obl_nr
     } while (0)
     if (vs != 8 && !reg64) /* public */
         memset(o->tmp, 0, vs);
-    for (uint32_t s = 0; s < P; s++) {
-        NR_WORD m = (NR_WORD)0 - (NR_WORD)(bm[s].id == wid);
-        NR_TAKE(o->bdata + (size_t)s * vs, m);
-        bm[s].id |= m;
-        f |= m;
-    }
-    for (uint32_t k = 0; k < D; k++) {
-        uint64_t b = o->pathb[k];
-        unsigned char *bp = o->tree + b * bstride;
-        NR_META *tm = (NR_META *)bp;
-        OBL_TRACE_TOUCH(OBL_TRACE_REGION_ORAM_TREE, OBL_TRACE_RW, b, 1);
-        for (uint32_t z = 0; z < NR_Z; z++) {
-            NR_WORD m = (NR_WORD)0 - (NR_WORD)(tm[z].id == wid);
-            NR_TAKE(bp + doff + z * vs, m);
-            tm[z].id |= m;
+#if OBL_CT_AVX512
+    if (P <= 64) { /* public */
+        /* the stash's ids compared in 64-bit lanes (as nr_stash_in); the
+         * matches as a bit mask */
+        const uint32_t per = NRW == 64 ? 4 : 8;
+        const __m512i ones = _mm512_set1_epi64(-1);
+#if NRW == 64
+        const __m512i wv = _mm512_set1_epi64((long long)wid);
+#else
+        const __m512i hiw = _mm512_set1_epi64((long long)0xffffffff00000000ULL);
+        const __m512i wv = _mm512_set1_epi64((long long)(0xffffffff00000000ULL | wid));
+#endif
+        uint64_t mt = 0;
+        for (uint32_t j = 0; j < P; j += per) {
+            uint32_t left = P - j < per ? P - j : per;
+            __mmask8 ld = (__mmask8)((1u << (NRW == 64 ? 2 * left : left)) - 1);
+            __m512i v = _mm512_maskz_loadu_epi64(ld, (const void *)&bm[j]);
+#if NRW == 64
+            uint32_t k = _mm512_mask_cmpeq_epi64_mask(ld & 0x55, v, wv);
+            v = _mm512_mask_mov_epi64(v, (__mmask8)k, ones);
+            k = (k | (k >> 1)) & 0x33;
+            k = (k | (k >> 2)) & 0x0f;
+#else
+            uint32_t k = _mm512_mask_cmpeq_epi64_mask(ld, _mm512_or_si512(v, hiw), wv);
+            v = _mm512_or_si512(v, _mm512_maskz_mov_epi64((__mmask8)k, _mm512_srli_epi64(ones, 32)));
+#endif
+            _mm512_mask_storeu_epi64((void *)&bm[j], ld, v);
+            mt |= (uint64_t)k << j;
+        }
+        f = (NR_WORD)0 - (NR_WORD)((mt | (0 - mt)) >> 63);
+        if (vs == 8) { /* public */
+            __m512i acc = _mm512_setzero_si512();
+            for (uint32_t j = 0; j < P; j += 8) {
+                __mmask8 ld = (__mmask8)(P - j >= 8 ? 0xff : (1u << (P - j)) - 1);
+                __m512i v = _mm512_maskz_loadu_epi64(ld, (const void *)(o->bdata + (size_t)j * 8));
+                acc = _mm512_mask_or_epi64(acc, (__mmask8)(mt >> j), acc, v);
+            }
+            acc8 = (uint64_t)_mm512_reduce_or_epi64(acc);
+        } else {
+            for (uint32_t s = 0; s < P; s++)
+                NR_TAKE(o->bdata + (size_t)s * vs, (NR_WORD)0 - (NR_WORD)((mt >> s) & 1));
+        }
+    } else
+#endif
+    {
+        for (uint32_t s = 0; s < P; s++) {
+            NR_WORD m = (NR_WORD)0 - (NR_WORD)(bm[s].id == wid);
+            NR_TAKE(o->bdata + (size_t)s * vs, m);
+            bm[s].id |= m;
             f |= m;
+        }
+    }
+#if OBL_CT_AVX512
+    if (vs == 8 && bstride == 4 * sizeof(NR_META)) { /* public: one-vector buckets */
+        /* ids compared in their lanes; a match's value lane taken, its id
+         * lane set to all ones; the metadata stored back whole */
+        __m512i acc = _mm512_setzero_si512();
+        const __m512i ones = _mm512_set1_epi64(-1);
+        uint32_t any = 0;
+        for (uint32_t k = 0; k < D; k++) {
+            uint64_t b = o->pathb[k];
+            unsigned char *bp = o->tree + b * bstride;
+            OBL_TRACE_TOUCH(OBL_TRACE_REGION_ORAM_TREE, OBL_TRACE_RW, b, 1);
+#if NRW == 64
+            /* lanes: id0 leaf0 id1 leaf1 value0 value1 */
+            __m512i v = _mm512_maskz_loadu_epi64(0x3f, (const void *)bp);
+            uint32_t kk = _mm512_mask_cmpeq_epi64_mask(0x05, v, _mm512_set1_epi64((long long)wid));
+            uint32_t dm = (kk & 1) << 4 | (kk & 4) << 3;
+            acc = _mm512_mask_or_epi64(acc, (__mmask8)dm, acc, v);
+            v = _mm512_mask_mov_epi64(v, (__mmask8)kk, ones);
+            _mm512_mask_storeu_epi64((void *)bp, 0x0f, v);
+#else
+            /* 32-bit lanes: id0 leaf0 id1 leaf1, then 64-bit lanes 2, 3:
+             * value0 value1 */
+            __m512i v = _mm512_maskz_loadu_epi32(0xff, (const void *)bp);
+            uint32_t kk = _mm512_mask_cmpeq_epi32_mask(0x05, v, _mm512_set1_epi32((int)wid));
+            uint32_t dm = (kk & 1) << 2 | (kk & 4) << 1;
+            acc = _mm512_mask_or_epi64(acc, (__mmask8)dm, acc, v);
+            v = _mm512_mask_mov_epi32(v, (__mmask16)kk, ones);
+            _mm512_mask_storeu_epi32((void *)bp, 0x0f, v);
+#endif
+            any |= kk;
+        }
+        acc8 |= (uint64_t)_mm512_reduce_or_epi64(acc);
+        f |= (NR_WORD)0 - (NR_WORD)((any | (any >> 2)) & 1);
+    } else
+#endif
+    {
+        for (uint32_t k = 0; k < D; k++) {
+            uint64_t b = o->pathb[k];
+            unsigned char *bp = o->tree + b * bstride;
+            NR_META *tm = (NR_META *)bp;
+            OBL_TRACE_TOUCH(OBL_TRACE_REGION_ORAM_TREE, OBL_TRACE_RW, b, 1);
+            for (uint32_t z = 0; z < NR_Z; z++) {
+                NR_WORD m = (NR_WORD)0 - (NR_WORD)(tm[z].id == wid);
+                NR_TAKE(bp + doff + z * vs, m);
+                tm[z].id |= m;
+                f |= m;
+            }
         }
     }
 #undef NR_TAKE
