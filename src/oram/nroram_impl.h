@@ -20,6 +20,13 @@
  * through obl_ct_* selects and conditional moves.
  */
 
+/* Hides a vector from the optimiser between a load and the secret-masked
+ * operations on it (and before a store): otherwise the compiler may fold
+ * them into a load or store masked by the secret (tests/ct/masked_ops.sh). */
+#if OBL_CT_AVX512
+#define NR_VBARRIER(v) __asm__("" : "+v"(v))
+#endif
+
 #define NR_CAT2(a, b) a##b
 #define NR_CAT(a, b) NR_CAT2(a, b)
 #define NR_F(name) NR_CAT(name, NRW)
@@ -321,10 +328,12 @@ static inline __attribute__((always_inline)) void NR_F(nr_evict_core)(obl_nroram
                 uint32_t left = P - j < (uint32_t)per ? P - j : (uint32_t)per;
                 __mmask8 ld = (__mmask8)((1u << (NRW == 64 ? 2 * left : left)) - 1);
                 __m512i v = _mm512_maskz_loadu_epi64(ld, (const void *)&bm[j]);
+                NR_VBARRIER(v);
                 __mmask8 k = _mm512_cmpeq_epi64_mask(
                     _mm512_add_epi64(slot, _mm512_set1_epi64((long long)j)), vsel);
                 acc = _mm512_mask_or_epi64(acc, k, acc, v);
                 v = _mm512_mask_or_epi64(v, k & idl, v, idw);
+                NR_VBARRIER(v);
                 _mm512_mask_storeu_epi64((void *)&bm[j], ld, v);
             }
             NR_WORD any = (NR_WORD)0 - (NR_WORD)nr_lt(sel, P);
@@ -371,6 +380,7 @@ static inline __attribute__((always_inline)) void NR_F(nr_evict_core)(obl_nroram
             for (uint32_t j = 0; j < P; j += 8) {
                 __mmask8 ld = (__mmask8)(P - j >= 8 ? 0xff : (1u << (P - j)) - 1);
                 __m512i v = _mm512_maskz_loadu_epi64(ld, (const void *)(o->bdata + (size_t)j * 8));
+                NR_VBARRIER(v);
                 __mmask8 k = _mm512_cmpeq_epi64_mask(
                     _mm512_add_epi64(lane, _mm512_set1_epi64((long long)j)), vsel);
                 acc = _mm512_mask_or_epi64(acc, k, acc, v);
@@ -423,12 +433,14 @@ static inline __attribute__((always_inline)) void NR_F(nr_evict_core)(obl_nroram
             unsigned char *bp = tree + b * bstride;
             OBL_TRACE_TOUCH(OBL_TRACE_REGION_ORAM_TREE, OBL_TRACE_WRITE, b, 1);
             __m512i bv = _mm512_maskz_loadu_epi32(ld, (const void *)bp);
+            NR_VBARRIER(bv);
             /* the held block's chain is one blend per level: the slot it
              * takes is moved into slot 0's lanes beside the chain */
             __m512i take = _mm512_mask_permutexvar_epi32(bv, k1h, i10, bv);
             __m512i nb = _mm512_mask_mov_epi32(bv, k0, h);
             nb = _mm512_mask_permutexvar_epi32(nb, k1, i01, h);
             h = _mm512_mask_mov_epi32(h, k0 | k1h, take);
+            NR_VBARRIER(nb);
             _mm512_mask_storeu_epi32((void *)bp, ld, nb);
         }
         h8 = (uint64_t)_mm_cvtsi128_si64(_mm512_extracti32x4_epi32(h, NRW == 64 ? 2 : 1));
@@ -601,6 +613,7 @@ static inline __attribute__((always_inline)) uint64_t NR_F(nr_fetch_core)(obl_nr
             uint32_t left = P - j < per ? P - j : per;
             __mmask8 ld = (__mmask8)((1u << (NRW == 64 ? 2 * left : left)) - 1);
             __m512i v = _mm512_maskz_loadu_epi64(ld, (const void *)&bm[j]);
+            NR_VBARRIER(v);
 #if NRW == 64
             uint32_t k = _mm512_mask_cmpeq_epi64_mask(ld & 0x55, v, wv);
             v = _mm512_mask_mov_epi64(v, (__mmask8)k, ones);
@@ -610,6 +623,7 @@ static inline __attribute__((always_inline)) uint64_t NR_F(nr_fetch_core)(obl_nr
             uint32_t k = _mm512_mask_cmpeq_epi64_mask(ld, _mm512_or_si512(v, hiw), wv);
             v = _mm512_or_si512(v, _mm512_maskz_mov_epi64((__mmask8)k, _mm512_srli_epi64(ones, 32)));
 #endif
+            NR_VBARRIER(v);
             _mm512_mask_storeu_epi64((void *)&bm[j], ld, v);
             mt |= (uint64_t)k << j;
         }
@@ -619,6 +633,7 @@ static inline __attribute__((always_inline)) uint64_t NR_F(nr_fetch_core)(obl_nr
             for (uint32_t j = 0; j < P; j += 8) {
                 __mmask8 ld = (__mmask8)(P - j >= 8 ? 0xff : (1u << (P - j)) - 1);
                 __m512i v = _mm512_maskz_loadu_epi64(ld, (const void *)(o->bdata + (size_t)j * 8));
+                NR_VBARRIER(v);
                 acc = _mm512_mask_or_epi64(acc, (__mmask8)(mt >> j), acc, v);
             }
             acc8 = (uint64_t)_mm512_reduce_or_epi64(acc);
@@ -650,19 +665,23 @@ static inline __attribute__((always_inline)) uint64_t NR_F(nr_fetch_core)(obl_nr
 #if NRW == 64
             /* lanes: id0 leaf0 id1 leaf1 value0 value1 */
             __m512i v = _mm512_maskz_loadu_epi64(0x3f, (const void *)bp);
+            NR_VBARRIER(v);
             uint32_t kk = _mm512_mask_cmpeq_epi64_mask(0x05, v, _mm512_set1_epi64((long long)wid));
             uint32_t dm = (kk & 1) << 4 | (kk & 4) << 3;
             acc = _mm512_mask_or_epi64(acc, (__mmask8)dm, acc, v);
             v = _mm512_mask_mov_epi64(v, (__mmask8)kk, ones);
+            NR_VBARRIER(v);
             _mm512_mask_storeu_epi64((void *)bp, 0x0f, v);
 #else
             /* 32-bit lanes: id0 leaf0 id1 leaf1, then 64-bit lanes 2, 3:
              * value0 value1 */
             __m512i v = _mm512_maskz_loadu_epi32(0xff, (const void *)bp);
+            NR_VBARRIER(v);
             uint32_t kk = _mm512_mask_cmpeq_epi32_mask(0x05, v, _mm512_set1_epi32((int)wid));
             uint32_t dm = (kk & 1) << 2 | (kk & 4) << 1;
             acc = _mm512_mask_or_epi64(acc, (__mmask8)dm, acc, v);
             v = _mm512_mask_mov_epi32(v, (__mmask16)kk, ones);
+            NR_VBARRIER(v);
             _mm512_mask_storeu_epi32((void *)bp, 0x0f, v);
 #endif
             any |= kk;
@@ -781,6 +800,7 @@ static inline __attribute__((always_inline)) void NR_F(nr_stash_in)(obl_nroram *
             uint32_t left = P - j < per ? P - j : per;
             __mmask8 ld = (__mmask8)((1u << (NRW == 64 ? 2 * left : left)) - 1);
             __m512i v = _mm512_maskz_loadu_epi64(ld, (const void *)&bm[j]);
+            NR_VBARRIER(v);
 #if NRW == 64
             uint32_t k = _mm512_mask_cmpeq_epi64_mask(ld & 0x55, v, ones);
             k = (k | (k >> 1)) & 0x33; /* lanes 0, 2, 4, 6 -> bits 0 .. 3 */
@@ -801,7 +821,9 @@ static inline __attribute__((always_inline)) void NR_F(nr_stash_in)(obl_nroram *
             k |= k << 1;
 #endif
             __m512i v = _mm512_maskz_loadu_epi64(ld, (const void *)&bm[j]);
+            NR_VBARRIER(v);
             v = _mm512_mask_mov_epi64(v, (__mmask8)k, nv);
+            NR_VBARRIER(v);
             _mm512_mask_storeu_epi64((void *)&bm[j], ld, v);
         }
         if (vs == 8) { /* public */
@@ -812,7 +834,9 @@ static inline __attribute__((always_inline)) void NR_F(nr_stash_in)(obl_nroram *
                 __mmask8 ld = (__mmask8)(P - j >= 8 ? 0xff : (1u << (P - j)) - 1);
                 unsigned char *dp = o->bdata + (size_t)j * 8;
                 __m512i v = _mm512_maskz_loadu_epi64(ld, (const void *)dp);
+                NR_VBARRIER(v);
                 v = _mm512_mask_mov_epi64(v, (__mmask8)(one >> j), tv);
+                NR_VBARRIER(v);
                 _mm512_mask_storeu_epi64((void *)dp, ld, v);
             }
         } else {
