@@ -167,6 +167,21 @@ static inline void NR_F(nr_meta_cswap)(uint64_t c, NR_META *a, NR_META *b)
  * memcheck. The per-level chain (goal, src, dest) is sequential and uses
  * obl_ct selects. Levels, slots and reach values are below 256.
  */
+/* The reach of one slot (nr_reach), 0 for an empty one. Secret: the slot.
+ * Public: e, logL. */
+static inline uint16_t NR_F(nr_slot_reach)(const NR_META *m, uint64_t e, uint32_t logL)
+{
+    uint32_t isd = (uint32_t)0 - (uint32_t)(m->id == NR_DUMMY);
+#if NRW == 32
+    /* logL <= 31 for 32-bit metadata: 32-bit lanes (vplzcntd) */
+    uint32_t x = ((m->leaf ^ (uint32_t)e) << 1 | 1) << (31 - logL);
+    return (uint16_t)(((uint32_t)__builtin_clz(x) + 1) & ~isd);
+#else
+    uint64_t x = (((uint64_t)m->leaf ^ e) << 1 | 1) << (63 - logL);
+    return (uint16_t)(((uint32_t)__builtin_clzll(x) + 1) & ~isd);
+#endif
+}
+
 static inline __attribute__((always_inline)) void NR_F(nr_evict_core)(obl_nroram *o, uint64_t e,
                                                                      const size_t vs, const int NW,
                                                                      const int FB)
@@ -182,18 +197,64 @@ static inline __attribute__((always_inline)) void NR_F(nr_evict_core)(obl_nroram
     OBL_TRACE_TOUCH(OBL_TRACE_REGION_ORAM_STASH, OBL_TRACE_RW, 0, P);
 
     /* reach of every slot: 0 for an empty slot, else 1 + the common prefix
-     * length of its leaf and e (see nr_reach) */
-    for (uint32_t s = 0; s < ns; s++) {
-        uint32_t isd = (uint32_t)0 - (uint32_t)(bm[s].id == NR_DUMMY);
-#if NRW == 32
-        /* logL <= 31 for 32-bit metadata: 32-bit lanes (vplzcntd) */
-        uint32_t x = ((bm[s].leaf ^ (uint32_t)e) << 1 | 1) << (31 - logL);
-        rr[s] = (uint16_t)(((uint32_t)__builtin_clz(x) + 1) & ~isd);
+     * length of its leaf and e (see nr_reach). With whole-bucket moves
+     * (FB) the path's metadata was not copied into the buffer
+     * (nr_evict_next): its slots are read in the tree. */
+    for (uint32_t s = 0; s < (FB ? P : ns); s++)
+        rr[s] = NR_F(nr_slot_reach)(&bm[s], e, logL);
+#if OBL_CT_AVX512
+    if (FB) { /* public */
+        /* a bucket's metadata [id0 leaf0 id1 leaf1] in 4 lanes, 16 or
+         * 32 bytes: 4 or 2 levels per vector; the reaches land in the
+         * leaf lanes, packed to 16 bits (past the last level: unused) */
+        const uint32_t per = NRW == 64 ? 2 : 4;
+#if NRW == 64
+        const __m512i ev = _mm512_set1_epi64((long long)e), ones = _mm512_set1_epi64(-1);
+        const __m512i one = _mm512_set1_epi64(1), sh = _mm512_set1_epi64(63 - logL);
 #else
-        uint64_t x = (((uint64_t)bm[s].leaf ^ e) << 1 | 1) << (63 - logL);
-        rr[s] = (uint16_t)(((uint32_t)__builtin_clzll(x) + 1) & ~isd);
+        const __m512i ev = _mm512_set1_epi32((int)e), ones = _mm512_set1_epi32(-1);
+        const __m512i one = _mm512_set1_epi32(1), sh = _mm512_set1_epi32((int)(31 - logL));
 #endif
+        for (uint32_t k = 0; k < D; k += per) {
+#if NRW == 64
+            __m256i q[2] = {_mm256_setzero_si256(), _mm256_setzero_si256()};
+            for (uint32_t i = 0; i < per && k + i < D; i++) {
+                uint64_t b = o->pathb[k + i];
+                OBL_TRACE_TOUCH(OBL_TRACE_REGION_ORAM_TREE, OBL_TRACE_READ, b, 1);
+                q[i] = _mm256_loadu_si256((const __m256i *)(o->tree + b * o->bstride));
+            }
+            __m512i m = _mm512_inserti64x4(_mm512_castsi256_si512(q[0]), q[1], 1);
+#else
+            __m128i q[4] = {_mm_setzero_si128(), _mm_setzero_si128(), _mm_setzero_si128(),
+                            _mm_setzero_si128()};
+            for (uint32_t i = 0; i < per && k + i < D; i++) {
+                uint64_t b = o->pathb[k + i];
+                OBL_TRACE_TOUCH(OBL_TRACE_REGION_ORAM_TREE, OBL_TRACE_READ, b, 1);
+                q[i] = _mm_loadu_si128((const __m128i *)(o->tree + b * o->bstride));
+            }
+            __m512i m = _mm512_inserti32x4(_mm512_castsi128_si512(q[0]), q[1], 1);
+            m = _mm512_inserti32x4(m, q[2], 2);
+            m = _mm512_inserti32x4(m, q[3], 3);
+#endif
+            NR_VBARRIER(m);
+#if NRW == 64
+            __m512i x = _mm512_sllv_epi64(_mm512_or_si512(_mm512_slli_epi64(_mm512_xor_si512(m, ev), 1), one), sh);
+            __m512i r = _mm512_add_epi64(_mm512_lzcnt_epi64(x), one);
+            __mmask8 isd = _mm512_cmpeq_epi64_mask(m, ones) << 1; /* id lane -> leaf lane */
+            r = _mm512_maskz_mov_epi64((__mmask8)(0xaa & ~isd), r);
+            __m128i p16 = _mm512_cvtepi64_epi16(_mm512_maskz_compress_epi64(0xaa, r));
+            _mm_storel_epi64((__m128i *)&rr[P + 2 * k], p16);
+#else
+            __m512i x = _mm512_sllv_epi32(_mm512_or_si512(_mm512_slli_epi32(_mm512_xor_si512(m, ev), 1), one), sh);
+            __m512i r = _mm512_add_epi32(_mm512_lzcnt_epi32(x), one);
+            __mmask16 isd = (__mmask16)(_mm512_cmpeq_epi32_mask(m, ones) << 1);
+            r = _mm512_maskz_mov_epi32((__mmask16)(0xaaaa & ~isd), r);
+            __m256i p16 = _mm512_cvtepi32_epi16(_mm512_maskz_compress_epi32(0xaaaa, r));
+            _mm_storeu_si128((__m128i *)&rr[P + 2 * k], _mm256_castsi256_si128(p16));
+#endif
+        }
     }
+#endif
 
     /* The plan: which stash slot EvictFast picks up (sel, 255 for none),
      * and at level k + 1 whether the held block swaps with slot 0 (bit k
@@ -511,6 +572,20 @@ static inline __attribute__((always_inline)) void NR_F(nr_evict_core)(obl_nroram
     o->st.evictions++;
 }
 
+/* Whether evictions move whole buckets, metadata and value, in one vector
+ * per level (8-byte values in 32- or 64-byte buckets, AVX-512 builds):
+ * then the path's metadata is neither copied into the buffer nor back.
+ * Public. */
+static inline int NR_F(nr_whole_buckets)(const obl_nroram *o)
+{
+#if OBL_CT_AVX512
+    return o->vs == 8 && o->bstride == 4 * sizeof(NR_META);
+#else
+    (void)o;
+    return 0;
+#endif
+}
+
 /* The block size is a constant in the copy for 64-byte blocks (every
  * position-map level and the packed data levels of the recursive ORAM), so
  * its block moves are single vectors without a loop (in-process A/B, with
@@ -520,12 +595,10 @@ static int NR_F(nr_evict_buf)(obl_nroram *o, uint64_t e)
 {
 #define NR_EVICT_CALL(VS, NWC) NR_F(nr_evict_core)(o, e, VS, NWC, 0)
     if (o->vs == 8) { /* public: the block moves of 8-byte blocks in a register */
-#if OBL_CT_AVX512
-        if (o->bstride == 4 * sizeof(NR_META)) { /* public: 32 or 64 bytes */
+        if (NR_F(nr_whole_buckets)(o)) { /* public */
             NR_F(nr_evict_core)(o, e, 8, 0, 1);
             return 1;
         }
-#endif
         NR_EVICT_CALL(8, 0);
     } else
         NR_BY_WORDS(o, NR_EVICT_CALL, NR_EVICT_CALL(o->vs, 0))
@@ -750,6 +823,11 @@ static void NR_F(nr_evict_next)(obl_nroram *o)
     uint64_t next = NR_F(nr_evict_leaf)(o, o->evict_ctr);
     for (uint32_t k = o->pf_k0; k < o->D; k++)
         NR_PREFETCH_BUCKET(o, NR_F(nr_bucket)(o, next, k), 1, 2);
+    if (NR_F(nr_whole_buckets)(o)) { /* public: nr_evict_core reads the path in the tree */
+        NR_F(nr_path_index)(o, e);
+        NR_F(nr_evict_buf)(o, e);
+        return;
+    }
     NR_F(nr_load_path)(o, e);
     if (!NR_F(nr_evict_buf)(o, e)) /* public */
         NR_F(nr_store_path)(o);
