@@ -95,6 +95,7 @@ struct obl_nroram {
     uint64_t L;         /* leaves */
     uint64_t nbuckets;  /* 2L - 1 */
     uint64_t evict_ctr; /* reverse-lexicographic eviction counter (public) */
+    uint64_t pf_next;   /* the next eviction's leaf, prefetched during this one */
     int full;           /* public: extra evictions could not drain the stash */
     int owed;           /* public: the last access's two evictions are still
                            to run (nr_settle) */
