@@ -186,6 +186,92 @@ static inline uint16_t NR_F(nr_slot_reach)(const NR_META *m, uint64_t e, uint32_
 #endif
 }
 
+#if OBL_CT_AVX512
+/*
+ * The stash's metadata in 512-bit chunks, for the vector scans of
+ * ReadAndRemove, the stash insertion and EvictFast's pick-up: 64-bit
+ * lanes, an entry (id, leaf) per lane pair with 64-bit words, per lane
+ * with 32-bit ones (the id in the low half). Entry masks have a bit per
+ * entry of the chunk (bit i: entry j + i); lane masks a bit per lane.
+ */
+#define NR_PER (NRW == 64 ? 4u : 8u) /* entries per chunk */
+
+/* The lanes of the chunk that starts at entry j of P (public). */
+static inline __mmask8 NR_F(nr_chunk_lanes)(uint32_t P, uint32_t j)
+{
+    uint32_t left = P - j < NR_PER ? P - j : NR_PER;
+    return (__mmask8)((1u << (NRW == 64 ? 2 * left : left)) - 1);
+}
+
+/* A chunk of ld lanes, loaded behind the barrier (no secret mask may fold
+ * into its load: docs/oram.md, "Masked memory operands"). */
+static inline __m512i NR_F(nr_chunk_load)(const NR_META *bm, uint32_t j, __mmask8 ld)
+{
+    __m512i v = _mm512_maskz_loadu_epi64(ld, (const void *)&bm[j]);
+    NR_VBARRIER(v);
+    return v;
+}
+
+static inline void NR_F(nr_chunk_store)(NR_META *bm, uint32_t j, __mmask8 ld, __m512i v)
+{
+    NR_VBARRIER(v);
+    _mm512_mask_storeu_epi64((void *)&bm[j], ld, v);
+}
+
+/* The id lanes of chunk v (lanes ld) whose id is `id`: with 64-bit words
+ * lanes 0, 2, 4, 6 only. Secret: v, id. */
+static inline __mmask8 NR_F(nr_chunk_ideq)(__m512i v, __mmask8 ld, NR_WORD id)
+{
+#if NRW == 64
+    return _mm512_mask_cmpeq_epi64_mask(ld & 0x55, v, _mm512_set1_epi64((long long)id));
+#else
+    const __m512i hi = _mm512_set1_epi64((long long)0xffffffff00000000ULL);
+    return _mm512_mask_cmpeq_epi64_mask(ld, _mm512_or_si512(v, hi),
+                                        _mm512_set1_epi64((long long)(0xffffffff00000000ULL | id)));
+#endif
+}
+
+/* Id lanes -> entry mask (bit i: entry i of the chunk). */
+static inline uint32_t NR_F(nr_lanes_entries)(__mmask8 kl)
+{
+#if NRW == 64
+    uint32_t k = (kl | (kl >> 1)) & 0x33; /* lanes 0, 2, 4, 6 -> bits 0 .. 3 */
+    return (k | (k >> 2)) & 0x0f;
+#else
+    return kl;
+#endif
+}
+
+/* Entry mask -> the lanes of those entries. */
+static inline __mmask8 NR_F(nr_entry_lanes)(uint32_t k)
+{
+#if NRW == 64
+    k = (k | (k << 2)) & 0x33; /* bits 0 .. 3 -> lanes 0, 2, 4, 6 */
+    k = (k | (k << 1)) & 0x55;
+    return (__mmask8)(k | k << 1);
+#else
+    return (__mmask8)k;
+#endif
+}
+
+/* Chunk v with the ids in id lanes kl set to the dummy (all ones). */
+static inline __m512i NR_F(nr_chunk_drop)(__m512i v, __mmask8 kl)
+{
+    const __m512i ones = _mm512_set1_epi64(-1);
+#if NRW == 64
+    return _mm512_mask_mov_epi64(v, kl, ones);
+#else
+    return _mm512_or_si512(v, _mm512_maskz_mov_epi64(kl, _mm512_srli_epi64(ones, 32)));
+#endif
+}
+
+/* The lanes of the 8-byte values j .. j + 7 of P (public). */
+static inline __mmask8 NR_F(nr_val_lanes)(uint32_t P, uint32_t j)
+{
+    return (__mmask8)(P - j >= 8 ? 0xff : (1u << (P - j)) - 1);
+}
+#endif
+
 static inline __attribute__((always_inline)) void NR_F(nr_evict_core)(obl_nroram *o, uint64_t e,
                                                                      const size_t vs, const int NW,
                                                                      const int FB)
@@ -385,28 +471,23 @@ static inline __attribute__((always_inline)) void NR_F(nr_evict_core)(obl_nroram
 #endif
     {
 #if OBL_CT_AVX512
-        /* The stash's metadata in 64-bit lanes (an entry per lane pair,
-         * or per lane with 32-bit words), masked by the lanes' slot ==
-         * sel; the picked slot's id becomes all ones. */
+        /* The stash's metadata in chunks, the lanes of slot sel (none
+         * when sel is 255: a comparison per lane) OR-ed out; its id
+         * becomes all ones. */
         {
-            const int per = NRW == 64 ? 4 : 8; /* entries per vector */
             const __m512i lane = _mm512_set_epi64(7, 6, 5, 4, 3, 2, 1, 0);
             const __m512i slot = NRW == 64 ? _mm512_srli_epi64(lane, 1) : lane;
             const __m512i vsel = _mm512_set1_epi64((long long)sel);
             const __m512i idw = _mm512_set1_epi64(NRW == 64 ? -1 : 0xffffffffLL);
             const __mmask8 idl = NRW == 64 ? 0x55 : 0xff;
             __m512i acc = _mm512_setzero_si512();
-            for (uint32_t j = 0; j < P; j += (uint32_t)per) {
-                uint32_t left = P - j < (uint32_t)per ? P - j : (uint32_t)per;
-                __mmask8 ld = (__mmask8)((1u << (NRW == 64 ? 2 * left : left)) - 1);
-                __m512i v = _mm512_maskz_loadu_epi64(ld, (const void *)&bm[j]);
-                NR_VBARRIER(v);
+            for (uint32_t j = 0; j < P; j += NR_PER) {
+                __mmask8 ld = NR_F(nr_chunk_lanes)(P, j);
+                __m512i v = NR_F(nr_chunk_load)(bm, j, ld);
                 __mmask8 k = _mm512_cmpeq_epi64_mask(
                     _mm512_add_epi64(slot, _mm512_set1_epi64((long long)j)), vsel);
                 acc = _mm512_mask_or_epi64(acc, k, acc, v);
-                v = _mm512_mask_or_epi64(v, k & idl, v, idw);
-                NR_VBARRIER(v);
-                _mm512_mask_storeu_epi64((void *)&bm[j], ld, v);
+                NR_F(nr_chunk_store)(bm, j, ld, _mm512_mask_or_epi64(v, k & idl, v, idw));
             }
             NR_WORD any = (NR_WORD)0 - (NR_WORD)nr_lt(sel, P);
 #if NRW == 64
@@ -450,7 +531,7 @@ static inline __attribute__((always_inline)) void NR_F(nr_evict_core)(obl_nroram
             const __m512i vsel = _mm512_set1_epi64((long long)sel);
             __m512i acc = _mm512_setzero_si512();
             for (uint32_t j = 0; j < P; j += 8) {
-                __mmask8 ld = (__mmask8)(P - j >= 8 ? 0xff : (1u << (P - j)) - 1);
+                __mmask8 ld = NR_F(nr_val_lanes)(P, j);
                 __m512i v = _mm512_maskz_loadu_epi64(ld, (const void *)(o->bdata + (size_t)j * 8));
                 NR_VBARRIER(v);
                 __mmask8 k = _mm512_cmpeq_epi64_mask(
@@ -682,40 +763,20 @@ static inline __attribute__((always_inline)) uint64_t NR_F(nr_fetch_core)(obl_nr
         memset(o->tmp, 0, vs);
 #if OBL_CT_AVX512
     if (P <= 64) { /* public */
-        /* the stash's ids compared in 64-bit lanes (as nr_stash_in); the
-         * matches as a bit mask */
-        const uint32_t per = NRW == 64 ? 4 : 8;
-        const __m512i ones = _mm512_set1_epi64(-1);
-#if NRW == 64
-        const __m512i wv = _mm512_set1_epi64((long long)wid);
-#else
-        const __m512i hiw = _mm512_set1_epi64((long long)0xffffffff00000000ULL);
-        const __m512i wv = _mm512_set1_epi64((long long)(0xffffffff00000000ULL | wid));
-#endif
+        /* the stash's ids compared in chunks; the matches as a bit mask */
         uint64_t mt = 0;
-        for (uint32_t j = 0; j < P; j += per) {
-            uint32_t left = P - j < per ? P - j : per;
-            __mmask8 ld = (__mmask8)((1u << (NRW == 64 ? 2 * left : left)) - 1);
-            __m512i v = _mm512_maskz_loadu_epi64(ld, (const void *)&bm[j]);
-            NR_VBARRIER(v);
-#if NRW == 64
-            uint32_t k = _mm512_mask_cmpeq_epi64_mask(ld & 0x55, v, wv);
-            v = _mm512_mask_mov_epi64(v, (__mmask8)k, ones);
-            k = (k | (k >> 1)) & 0x33;
-            k = (k | (k >> 2)) & 0x0f;
-#else
-            uint32_t k = _mm512_mask_cmpeq_epi64_mask(ld, _mm512_or_si512(v, hiw), wv);
-            v = _mm512_or_si512(v, _mm512_maskz_mov_epi64((__mmask8)k, _mm512_srli_epi64(ones, 32)));
-#endif
-            NR_VBARRIER(v);
-            _mm512_mask_storeu_epi64((void *)&bm[j], ld, v);
-            mt |= (uint64_t)k << j;
+        for (uint32_t j = 0; j < P; j += NR_PER) {
+            __mmask8 ld = NR_F(nr_chunk_lanes)(P, j);
+            __m512i v = NR_F(nr_chunk_load)(bm, j, ld);
+            __mmask8 kl = NR_F(nr_chunk_ideq)(v, ld, wid);
+            NR_F(nr_chunk_store)(bm, j, ld, NR_F(nr_chunk_drop)(v, kl));
+            mt |= (uint64_t)NR_F(nr_lanes_entries)(kl) << j;
         }
         f = (NR_WORD)0 - (NR_WORD)((mt | (0 - mt)) >> 63);
         if (vs == 8) { /* public */
             __m512i acc = _mm512_setzero_si512();
             for (uint32_t j = 0; j < P; j += 8) {
-                __mmask8 ld = (__mmask8)(P - j >= 8 ? 0xff : (1u << (P - j)) - 1);
+                __mmask8 ld = NR_F(nr_val_lanes)(P, j);
                 __m512i v = _mm512_maskz_loadu_epi64(ld, (const void *)(o->bdata + (size_t)j * 8));
                 NR_VBARRIER(v);
                 acc = _mm512_mask_or_epi64(acc, (__mmask8)(mt >> j), acc, v);
@@ -875,56 +936,35 @@ static inline __attribute__((always_inline)) void NR_F(nr_stash_in)(obl_nroram *
     NR_WORD nleaf = (NR_WORD)(new_pos & (o->L - 1));
 #if OBL_CT_AVX512
     if (o->P <= 64) { /* public */
-        /* The empty slots as a bit mask (a comparison per lane, no
-         * branch), its lowest bit isolated: the slot to fill. 64-bit
-         * lanes, an entry per lane pair (64-bit words) or per lane. */
-        const uint32_t P = o->P, per = NRW == 64 ? 4 : 8;
-        const __m512i ones = _mm512_set1_epi64(-1);
+        /* The empty slots as a bit mask (a comparison per entry, no
+         * branch), its lowest bit isolated: the slot to fill. */
+        const uint32_t P = o->P;
 #if NRW == 64
         const __m512i nv = _mm512_set_epi64((long long)nleaf, (long long)nid, (long long)nleaf,
                                             (long long)nid, (long long)nleaf, (long long)nid,
                                             (long long)nleaf, (long long)nid);
 #else
         const __m512i nv = _mm512_set1_epi64((long long)((uint64_t)nleaf << 32 | nid));
-        const __m512i hiw = _mm512_set1_epi64((long long)0xffffffff00000000ULL);
 #endif
         uint64_t emp = 0;
-        for (uint32_t j = 0; j < P; j += per) {
-            uint32_t left = P - j < per ? P - j : per;
-            __mmask8 ld = (__mmask8)((1u << (NRW == 64 ? 2 * left : left)) - 1);
-            __m512i v = _mm512_maskz_loadu_epi64(ld, (const void *)&bm[j]);
-            NR_VBARRIER(v);
-#if NRW == 64
-            uint32_t k = _mm512_mask_cmpeq_epi64_mask(ld & 0x55, v, ones);
-            k = (k | (k >> 1)) & 0x33; /* lanes 0, 2, 4, 6 -> bits 0 .. 3 */
-            k = (k | (k >> 2)) & 0x0f;
-#else
-            uint32_t k = _mm512_mask_cmpeq_epi64_mask(ld, _mm512_or_si512(v, hiw), ones);
-#endif
-            emp |= (uint64_t)k << j;
+        for (uint32_t j = 0; j < P; j += NR_PER) {
+            __mmask8 ld = NR_F(nr_chunk_lanes)(P, j);
+            __mmask8 kl = NR_F(nr_chunk_ideq)(NR_F(nr_chunk_load)(bm, j, ld), ld, NR_DUMMY);
+            emp |= (uint64_t)NR_F(nr_lanes_entries)(kl) << j;
         }
         uint64_t one = emp & (0 - emp); /* one exists: nr_settle */
-        for (uint32_t j = 0; j < P; j += per) {
-            uint32_t left = P - j < per ? P - j : per;
-            __mmask8 ld = (__mmask8)((1u << (NRW == 64 ? 2 * left : left)) - 1);
-            uint32_t k = (uint32_t)(one >> j) & ((1u << per) - 1);
-#if NRW == 64
-            k = (k | (k << 2)) & 0x33; /* bits 0 .. 3 -> lane pairs */
-            k = (k | (k << 1)) & 0x55;
-            k |= k << 1;
-#endif
-            __m512i v = _mm512_maskz_loadu_epi64(ld, (const void *)&bm[j]);
-            NR_VBARRIER(v);
-            v = _mm512_mask_mov_epi64(v, (__mmask8)k, nv);
-            NR_VBARRIER(v);
-            _mm512_mask_storeu_epi64((void *)&bm[j], ld, v);
+        for (uint32_t j = 0; j < P; j += NR_PER) {
+            __mmask8 ld = NR_F(nr_chunk_lanes)(P, j);
+            uint32_t k = (uint32_t)(one >> j) & ((1u << NR_PER) - 1);
+            __m512i v = NR_F(nr_chunk_load)(bm, j, ld);
+            NR_F(nr_chunk_store)(bm, j, ld, _mm512_mask_mov_epi64(v, NR_F(nr_entry_lanes)(k), nv));
         }
         if (vs == 8) { /* public */
             uint64_t t;
             memcpy(&t, o->tmp, 8);
             const __m512i tv = _mm512_set1_epi64((long long)t);
             for (uint32_t j = 0; j < P; j += 8) {
-                __mmask8 ld = (__mmask8)(P - j >= 8 ? 0xff : (1u << (P - j)) - 1);
+                __mmask8 ld = NR_F(nr_val_lanes)(P, j);
                 unsigned char *dp = o->bdata + (size_t)j * 8;
                 __m512i v = _mm512_maskz_loadu_epi64(ld, (const void *)dp);
                 NR_VBARRIER(v);
@@ -1012,3 +1052,4 @@ obl_err NR_F(nr_put)(obl_nroram *o, uint64_t keep, uint64_t id, uint64_t new_pos
 #undef NR_WORD
 #undef NR_SEL
 #undef NR_NONE
+#undef NR_PER
