@@ -479,7 +479,7 @@ obl_err nr_create(obl_nroram **out, const obl_nroram_params *p, int clear)
     o->pf_k0 = 0;
     while (o->pf_k0 < D && ((((uint64_t)2 << o->pf_k0) - 1) * bstride) <= NR_PF_HOT_BYTES)
         o->pf_k0++;
-    o->bmeta_bytes = (size_t)nslots * msz;
+    o->bmeta_bytes = (size_t)nslots * msz + NR_SLACK; /* whole-vector reads: nr_stash_count */
     o->bdata_bytes = (size_t)P * vs + NR_SLACK;
     o->tmp_bytes = vs + NR_SLACK;
 

@@ -70,8 +70,23 @@ static inline uint64_t NR_F(nr_bucket)(const obl_nroram *o, uint64_t leaf, uint3
 /* Bucket indices of path `leaf` into o->pathb. Public: leaf. */
 static inline void NR_F(nr_path_index)(obl_nroram *o, uint64_t leaf)
 {
+#if OBL_CT_AVX512
+    /* eight levels per vector, nr_bucket's formula in lanes; the lanes
+     * past level D - 1 (pathb has NR_MAX_LEVELS = 64 entries, D <= 57)
+     * hold garbage no one reads */
+    const __m512i one = _mm512_set1_epi64(1), lf = _mm512_set1_epi64((long long)leaf);
+    const __m512i lg = _mm512_set1_epi64((long long)o->logL);
+    __m512i k = _mm512_set_epi64(7, 6, 5, 4, 3, 2, 1, 0);
+    for (uint32_t j = 0; j < o->D; j += 8) {
+        __m512i b = _mm512_add_epi64(_mm512_sub_epi64(_mm512_sllv_epi64(one, k), one),
+                                     _mm512_srlv_epi64(lf, _mm512_sub_epi64(lg, k)));
+        _mm512_storeu_si512((void *)&o->pathb[j], b);
+        k = _mm512_add_epi64(k, _mm512_set1_epi64(8));
+    }
+#else
     for (uint32_t k = 0; k < o->D; k++)
         o->pathb[k] = NR_F(nr_bucket)(o, leaf, k);
+#endif
 }
 
 /* Leaf of the g-th eviction: reverse-lexicographic order (public). */
@@ -877,10 +892,24 @@ uint64_t NR_F(nr_fetch)(obl_nroram *o, uint64_t id, uint64_t pos)
 static inline uint64_t NR_F(nr_stash_count)(const obl_nroram *o)
 {
     const NR_META *bm = (const NR_META *)o->bmeta;
+#if OBL_CT_AVX512
+    /* whole vectors (the buffer has 64 bytes of slack after its last
+     * slot), the lanes past the stash dropped from the comparison's mask:
+     * no masked load outside the functions the masked-operand audit lists */
+    uint32_t c = o->P;
+    for (uint32_t j = 0; j < o->P; j += NR_PER) {
+        __m512i v = _mm512_loadu_si512((const void *)&bm[j]);
+        NR_VBARRIER(v);
+        __mmask8 kl = NR_F(nr_chunk_ideq)(v, NR_F(nr_chunk_lanes)(o->P, j), NR_DUMMY);
+        c -= (uint32_t)__builtin_popcount(kl); /* popcnt: no branch */
+    }
+    return c;
+#else
     uint32_t c = 0;
     for (uint32_t s = 0; s < o->P; s++)
         c += bm[s].id != NR_DUMMY; /* a comparison's 0/1, summed: no branch */
     return c;
+#endif
 }
 
 /* One eviction on the next reverse-lexicographic path. Public.
