@@ -280,6 +280,33 @@ static inline __m512i NR_F(nr_chunk_drop)(__m512i v, __mmask8 kl)
 #endif
 }
 
+/* The reaches (nr_slot_reach) of the entries of chunk m, stored as
+ * NR_PER 16-bit values at dst. Secret: m. Public: e, logL. */
+static inline void NR_F(nr_reach_chunk)(__m512i m, uint64_t e, uint32_t logL, uint16_t *dst)
+{
+    /* per lane pair (id, leaf): the reach lands in the leaf lane */
+#if NRW == 64
+    const __m512i one = _mm512_set1_epi64(1);
+    __m512i x = _mm512_sllv_epi64(
+        _mm512_or_si512(_mm512_slli_epi64(_mm512_xor_si512(m, _mm512_set1_epi64((long long)e)), 1), one),
+        _mm512_set1_epi64(63 - logL));
+    __m512i r = _mm512_add_epi64(_mm512_lzcnt_epi64(x), one);
+    __mmask8 isd = _mm512_cmpeq_epi64_mask(m, _mm512_set1_epi64(-1)) << 1; /* id -> leaf lane */
+    r = _mm512_maskz_mov_epi64((__mmask8)(0xaa & ~isd), r);
+    _mm_storel_epi64((__m128i *)dst, _mm512_cvtepi64_epi16(_mm512_maskz_compress_epi64(0xaa, r)));
+#else
+    const __m512i one = _mm512_set1_epi32(1);
+    __m512i x = _mm512_sllv_epi32(
+        _mm512_or_si512(_mm512_slli_epi32(_mm512_xor_si512(m, _mm512_set1_epi32((int)e)), 1), one),
+        _mm512_set1_epi32((int)(31 - logL)));
+    __m512i r = _mm512_add_epi32(_mm512_lzcnt_epi32(x), one);
+    __mmask16 isd = (__mmask16)(_mm512_cmpeq_epi32_mask(m, _mm512_set1_epi32(-1)) << 1);
+    r = _mm512_maskz_mov_epi32((__mmask16)(0xaaaa & ~isd), r);
+    _mm_storeu_si128((__m128i *)dst,
+                     _mm256_castsi256_si128(_mm512_cvtepi32_epi16(_mm512_maskz_compress_epi32(0xaaaa, r))));
+#endif
+}
+
 /* The lanes of the 8-byte values j .. j + 7 of P (public). */
 static inline __mmask8 NR_F(nr_val_lanes)(uint32_t P, uint32_t j)
 {
@@ -305,21 +332,18 @@ static inline __attribute__((always_inline)) void NR_F(nr_evict_core)(obl_nroram
      * length of its leaf and e (see nr_reach). With whole-bucket moves
      * (FB) the path's metadata was not copied into the buffer
      * (nr_evict_next): its slots are read in the tree. */
-    for (uint32_t s = 0; s < (FB ? P : ns); s++)
-        rr[s] = NR_F(nr_slot_reach)(&bm[s], e, logL);
 #if OBL_CT_AVX512
+    /* the buffer's slots in whole vectors (64 bytes of slack after them;
+     * rr has room for the lanes past them) */
+    for (uint32_t j = 0; j < (FB ? P : ns); j += NR_PER) {
+        __m512i m = _mm512_loadu_si512((const void *)&bm[j]);
+        NR_VBARRIER(m);
+        NR_F(nr_reach_chunk)(m, e, logL, &rr[j]);
+    }
     if (FB) { /* public */
-        /* a bucket's metadata [id0 leaf0 id1 leaf1] in 4 lanes, 16 or
-         * 32 bytes: 4 or 2 levels per vector; the reaches land in the
-         * leaf lanes, packed to 16 bits (past the last level: unused) */
-        const uint32_t per = NRW == 64 ? 2 : 4;
-#if NRW == 64
-        const __m512i ev = _mm512_set1_epi64((long long)e), ones = _mm512_set1_epi64(-1);
-        const __m512i one = _mm512_set1_epi64(1), sh = _mm512_set1_epi64(63 - logL);
-#else
-        const __m512i ev = _mm512_set1_epi32((int)e), ones = _mm512_set1_epi32(-1);
-        const __m512i one = _mm512_set1_epi32(1), sh = _mm512_set1_epi32((int)(31 - logL));
-#endif
+        /* a bucket's metadata [id0 leaf0 id1 leaf1] is two entries: 4 or
+         * 2 levels per vector (past the last level: unused) */
+        const uint32_t per = NR_PER / 2;
         for (uint32_t k = 0; k < D; k += per) {
 #if NRW == 64
             __m256i q[2] = {_mm256_setzero_si256(), _mm256_setzero_si256()};
@@ -342,21 +366,7 @@ static inline __attribute__((always_inline)) void NR_F(nr_evict_core)(obl_nroram
             m = _mm512_inserti32x4(m, q[3], 3);
 #endif
             NR_VBARRIER(m);
-#if NRW == 64
-            __m512i x = _mm512_sllv_epi64(_mm512_or_si512(_mm512_slli_epi64(_mm512_xor_si512(m, ev), 1), one), sh);
-            __m512i r = _mm512_add_epi64(_mm512_lzcnt_epi64(x), one);
-            __mmask8 isd = _mm512_cmpeq_epi64_mask(m, ones) << 1; /* id lane -> leaf lane */
-            r = _mm512_maskz_mov_epi64((__mmask8)(0xaa & ~isd), r);
-            __m128i p16 = _mm512_cvtepi64_epi16(_mm512_maskz_compress_epi64(0xaa, r));
-            _mm_storel_epi64((__m128i *)&rr[P + 2 * k], p16);
-#else
-            __m512i x = _mm512_sllv_epi32(_mm512_or_si512(_mm512_slli_epi32(_mm512_xor_si512(m, ev), 1), one), sh);
-            __m512i r = _mm512_add_epi32(_mm512_lzcnt_epi32(x), one);
-            __mmask16 isd = (__mmask16)(_mm512_cmpeq_epi32_mask(m, ones) << 1);
-            r = _mm512_maskz_mov_epi32((__mmask16)(0xaaaa & ~isd), r);
-            __m256i p16 = _mm512_cvtepi32_epi16(_mm512_maskz_compress_epi32(0xaaaa, r));
-            _mm_storeu_si128((__m128i *)&rr[P + 2 * k], _mm256_castsi256_si128(p16));
-#endif
+            NR_F(nr_reach_chunk)(m, e, logL, &rr[P + 2 * k]);
         }
         /* the next eviction's path (nr_evict_next), once this one's
          * metadata has been loaded: issued before those loads, the
@@ -366,6 +376,9 @@ static inline __attribute__((always_inline)) void NR_F(nr_evict_core)(obl_nroram
         for (uint32_t k = D; k-- > o->pf_k0;)
             NR_PREFETCH_BUCKET(o, NR_F(nr_bucket)(o, o->pf_next, k), 1, 2);
     }
+#else
+    for (uint32_t s = 0; s < ns; s++)
+        rr[s] = NR_F(nr_slot_reach)(&bm[s], e, logL);
 #endif
 
     /* The plan: which stash slot EvictFast picks up (sel, 255 for none),
