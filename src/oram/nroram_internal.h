@@ -96,6 +96,8 @@ struct obl_nroram {
     uint64_t nbuckets;  /* 2L - 1 */
     uint64_t evict_ctr; /* reverse-lexicographic eviction counter (public) */
     uint64_t pf_next;   /* the next eviction's leaf, prefetched during this one */
+    uint32_t pfq_n, pfq_i; /* prefetch queue: the accessed path's buckets, */
+    uint64_t pfq[NR_MAX_LEVELS]; /* issued a level at a time by evictions */
     int full;           /* public: extra evictions could not drain the stash */
     int owed;           /* public: the last access's two evictions are still
                            to run (nr_settle) */
