@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 """Instructions per access, by function, with callgrind (docs/bench.md).
 
-    /usr/bin/python3 scripts/profile.py [--type nroram|roram|umap]
+    /usr/bin/python3 scripts/instr_profile.py [--type nroram|roram|umap]
         [--n 2^16,2^20] [--key-bytes K] [--value-bytes V] [--queries Q]
 
 Builds build-prof/ (release, OBL_NATIVE=OFF: x86-64-v3 with AES-NI, -g),
