@@ -56,10 +56,12 @@ def build():
 def read_callgrind(path, ops):
     """Inclusive instructions per function name and the calls into ops.
 
-    Self costs come from the cost lines under fn=; inclusive costs of callees
-    from the line after each calls= line, charged to the callee (cfn=). A
+    Self costs come from the cost lines under fn=. The cost line after each
+    calls= line is the call's inclusive cost, charged to the caller (fn=). A
     function's inclusive cost is its self cost plus what its call lines
-    carry."""
+    carry (a self-recursive function counts its inner calls again, as
+    callgrind_annotate --inclusive does). Functions are told apart by name
+    only."""
     names = {}
     self_ir, call_ir, calls = {}, {}, {}
     fn = cfn = None
@@ -139,7 +141,10 @@ def main():
     print("%s %d/%d, instructions per operation (callgrind, x86-64-v3 build, %s)" %
           (a.type, a.key_bytes, a.value_bytes, ", ".join(ops)))
     print()
-    head = "| function (self; inclusive at the last N) | " + " | ".join("N = 2^%d" % (c[0].bit_length() - 1) for c in cols)
+    def size(n):
+        return "2^%d" % (n.bit_length() - 1) if n & (n - 1) == 0 else str(n)
+
+    head = "| function (self; inclusive at the last N) | " + " | ".join("N = " + size(c[0]) for c in cols)
     print(head + (" | per doubling of N |" if levels > 0 else " |"))
     print("|---" * (len(cols) + 1 + (levels > 0)) + "|")
 

@@ -254,7 +254,7 @@ static inline void nr_plan_target(const uint16_t *dp, const uint16_t *idle, uint
  * the stash has at most 32 slots and the path at most 31 levels (public).
  * What the scalar passes compute level by level, here for all levels at
  * once: each level's deepest-going block and empty slot, PrepareDeepest's
- * running maximum (an inclusive prefix maximum in five shift-and-max steps),
+ * running maximum (an inclusive prefix maximum, nr_scan_max16),
  * and EvictFast's swap decisions from PrepareTarget's targets (the held
  * block's destination is a prefix maximum too: the targets grow with the
  * level, nr_evict_core). Only PrepareTarget's chain stays scalar, over the
@@ -266,8 +266,8 @@ static const uint16_t nr_iota16[32] = {0,  1,  2,  3,  4,  5,  6,  7,  8,  9,  1
 
 /* lane i <- max(x[0..i]). Within each 128-bit lane first (byte shifts,
  * one cycle each), then each lane takes the maximum of the lanes below
- * (their top words, broadcast and shifted by whole lanes): 12 instructions
- * in a chain of about 14 cycles, where five cross-lane word permutes
+ * (their top words, broadcast and shifted by whole lanes): 14 instructions
+ * in a chain of about 16 cycles, where five cross-lane word permutes
  * (vpermw) cost about twice that (perf: the permutes were the eviction's
  * largest item at 2^12). */
 static inline __m512i nr_scan_max16(__m512i x)
@@ -278,10 +278,20 @@ static inline __m512i nr_scan_max16(__m512i x)
     x = _mm512_max_epu16(x, _mm512_bslli_epi128(x, 8));
     /* each lane's maximum (its word 7) in all its words */
     __m512i t = _mm512_shuffle_epi32(_mm512_shufflehi_epi16(x, 0xff), (_MM_PERM_ENUM)0xff);
-    /* lane j <- max of lanes j - 1 .. 0 (alignr by 2 qwords: one lane up) */
+    /* lane j <- max of lanes j - 1 .. 0: the maxima moved one lane up
+     * (alignr by 6 qwords), then a prefix maximum over the four lanes by
+     * a shift of one lane and one of two */
     __m512i u = _mm512_alignr_epi64(t, z, 6);
+    u = _mm512_max_epu16(u, _mm512_alignr_epi64(u, z, 6));
     u = _mm512_max_epu16(u, _mm512_alignr_epi64(u, z, 4));
     return _mm512_max_epu16(x, u);
+}
+
+/* Tests only: out[i] = max(in[0..i]) by nr_scan_max16. */
+int nr_test_scan_max16(const uint16_t in[32], uint16_t out[32])
+{
+    _mm512_storeu_si512((void *)out, nr_scan_max16(_mm512_loadu_si512((const void *)in)));
+    return 1;
 }
 
 /* max(x[0..31]), as a scalar */
@@ -372,6 +382,13 @@ static inline uint32_t nr_plan_swaps(const uint16_t *tg, uint32_t D, uint32_t se
     *m1 = (uint64_t)((dos & s1) >> 1);
     uint32_t t0 = tgl & 1;
     return (uint32_t)obl_ct_select64(t0, best0, 255);
+}
+#else
+int nr_test_scan_max16(const uint16_t in[32], uint16_t out[32])
+{
+    (void)in;
+    (void)out;
+    return 0;
 }
 #endif
 

@@ -174,7 +174,9 @@ static inline void NR_F(nr_meta_cswap)(uint64_t c, NR_META *a, NR_META *b)
 #define NR_NONE ((uint64_t)0xff)
 
 /*
- * Circuit ORAM eviction on the buffer, which holds path e. Section 3.3:
+ * Circuit ORAM eviction of path e: the buffer holds the stash and, except
+ * for whole-bucket evictions (which read the path's metadata from the
+ * tree), the path's metadata. Section 3.3:
  * PrepareDeepest (fig. 3), PrepareTarget (fig. 4), EvictFast (fig. 5).
  * Secret: every id, leaf and value in the buffer. Public: e.
  *
@@ -745,7 +747,8 @@ static inline __attribute__((always_inline)) uint64_t NR_F(nr_fetch_core)(obl_nr
     if (o->owed && NR_F(nr_whole_buckets)(o)) { /* public */
         /* the read path's prefetches are queued and the first eviction's
          * data pass issues one per level, so they do not stall on miss
-         * buffers its own loads fill; the rest after settle (A/B at 2^20
+         * buffers its own loads fill (it has D levels, at least as many as
+         * the queue, so the loop after settle only guards; A/B at 2^20
          * 0.96-0.98 x, at 2^16 0.94-0.98 x; issuing them during the second
          * eviction instead was 1.04-1.13 x) */
         o->pfq_n = 0;

@@ -12,7 +12,9 @@
  * The path buffer holds the metadata of P + Z * D slots:
  * [stash (P slots) | root bucket | ... | leaf bucket], so that the metadata
  * passes of an eviction read one dense array; an eviction copies the path's
- * metadata in and back. The data blocks of the stash (P slots) live in
+ * metadata in and back (whole-bucket evictions, AVX-512 with 8-byte values
+ * in 32- or 64-byte buckets, read the path's metadata from the tree and
+ * write whole buckets, so only the stash part is used). The data blocks of the stash (P slots) live in
  * bdata; those of the path stay in the tree, where the eviction's data pass
  * swaps them in place (copying them out and back would move every byte of
  * the path twice more). The read of the accessed block (ReadAndRemove)
@@ -235,5 +237,9 @@ void nr_build_set_leaf_mask(uint64_t mask);
  * the AVX-512 form (nr_plan_deepest in nroram.c) applies; 0 restores the
  * default. Both must leave the same tree. */
 void nr_set_plan_scalar(int on);
+
+/* Tests only: out[i] = max(in[0..i]) by the vector prefix maximum of the
+ * AVX-512 metadata passes; returns 0 (out untouched) in builds without it. */
+int nr_test_scan_max16(const uint16_t in[32], uint16_t out[32]);
 
 #endif /* OBL_SRC_ORAM_NRORAM_INTERNAL_H */

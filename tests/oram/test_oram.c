@@ -555,10 +555,35 @@ static void nr_check_built(const obl_nroram *o, uint64_t n, const uint64_t *ids,
  * the same seed give the same outputs and, at the end, the same bytes in
  * the tree, the path buffer and the stash. In other builds both are the
  * scalar form. */
+/* The vector prefix maximum (nr_scan_max16) against a scalar loop: one
+ * non-zero word at each position (it must reach every word above it, across
+ * the 128-bit lanes), then random words. */
+static void nroram_scan_max_agrees(void)
+{
+    uint16_t in[32], out[32];
+    memset(in, 0, sizeof(in));
+    if (!nr_test_scan_max16(in, out)) {
+        printf("  (no AVX-512 metadata passes in this build)\n");
+        return;
+    }
+    for (int t = 0; t < 32 + 2000; t++) {
+        for (int i = 0; i < 32; i++)
+            in[i] = t < 32 ? (uint16_t)(i == t ? 0x1234 : 0) : (uint16_t)test_rng_next(&R);
+        nr_test_scan_max16(in, out);
+        uint16_t m = 0;
+        for (int i = 0; i < 32; i++) {
+            m = in[i] > m ? in[i] : m;
+            CHECK_EQ_U64(out[i], m);
+        }
+    }
+}
+
 static void nroram_plan_forms_agree(int ct)
 {
     static const size_t vss[] = {8, 56, 64};
-    static const uint64_t caps[] = {1000, 65536};
+    /* 2^17 blocks: 17 levels, so the vector prefix maxima cross from the
+     * first 16 lanes into the second 16 (nr_scan_max16's cross-lane step) */
+    static const uint64_t caps[] = {1000, 131072};
     static const uint32_t stashes[] = {20, 30, 2};
     for (int pb = 4; pb <= 8; pb += 4)
         for (size_t v = 0; v < 3; v++)
@@ -1247,6 +1272,8 @@ int main(int argc, char **argv)
             roram_model(ct ? 30 : 3000, rs[v], ct ? 30 : 3000 / SAN_DIV, 2, 1);
         }
     }
+    printf("NRORAM evictions: the vector prefix maximum\n");
+    nroram_scan_max_agrees();
     printf("NRORAM evictions: vector and scalar metadata passes agree\n");
     nroram_plan_forms_agree(ct);
     printf("NRORAM stash overflow\n");

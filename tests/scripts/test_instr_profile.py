@@ -14,7 +14,7 @@ version: 1
 creator: callgrind-3.19.0
 positions: line
 events: Ir
-summary: 405
+summary: 305
 
 ob=(1) /bin/obl-bench
 fl=(1) bench.c
