@@ -21,6 +21,14 @@
 #ifndef OBL_BENCH_FLAGS
 #define OBL_BENCH_FLAGS "unknown"
 #endif
+/* OBL_BENCH_GIT: written at build time by bench/git_rev.cmake into the
+ * build's bench/ directory; "unknown" where harness.c is compiled without
+ * it (scripts/ab.sh) */
+#if defined(__has_include)
+#if __has_include("obl_bench_git.h")
+#include "obl_bench_git.h"
+#endif
+#endif
 #ifndef OBL_BENCH_GIT
 #define OBL_BENCH_GIT "unknown"
 #endif
