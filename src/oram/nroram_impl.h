@@ -335,53 +335,56 @@ static inline __attribute__((always_inline)) void NR_F(nr_evict_core)(obl_nroram
      * (FB) the path's metadata was not copied into the buffer
      * (nr_evict_next): its slots are read in the tree. */
 #if OBL_CT_AVX512
-    /* the buffer's slots in whole vectors (64 bytes of slack after them;
-     * rr has room for the lanes past them) */
-    for (uint32_t j = 0; j < (FB ? P : ns); j += NR_PER) {
-        __m512i m = _mm512_loadu_si512((const void *)&bm[j]);
-        NR_VBARRIER(m);
-        NR_F(nr_reach_chunk)(m, e, logL, &rr[j]);
-    }
-    if (FB) { /* public */
-        /* a bucket's metadata [id0 leaf0 id1 leaf1] is two entries: 4 or
-         * 2 levels per vector (past the last level: unused) */
-        const uint32_t per = NR_PER / 2;
-        for (uint32_t k = 0; k < D; k += per) {
-#if NRW == 64
-            __m256i q[2] = {_mm256_setzero_si256(), _mm256_setzero_si256()};
-            for (uint32_t i = 0; i < per && k + i < D; i++) {
-                uint64_t b = o->pathb[k + i];
-                OBL_TRACE_TOUCH(OBL_TRACE_REGION_ORAM_TREE, OBL_TRACE_READ, b, 1);
-                q[i] = _mm256_loadu_si256((const __m256i *)(o->tree + b * o->bstride));
-            }
-            __m512i m = _mm512_inserti64x4(_mm512_castsi256_si512(q[0]), q[1], 1);
-#else
-            __m128i q[4] = {_mm_setzero_si128(), _mm_setzero_si128(), _mm_setzero_si128(),
-                            _mm_setzero_si128()};
-            for (uint32_t i = 0; i < per && k + i < D; i++) {
-                uint64_t b = o->pathb[k + i];
-                OBL_TRACE_TOUCH(OBL_TRACE_REGION_ORAM_TREE, OBL_TRACE_READ, b, 1);
-                q[i] = _mm_loadu_si128((const __m128i *)(o->tree + b * o->bstride));
-            }
-            __m512i m = _mm512_inserti32x4(_mm512_castsi128_si512(q[0]), q[1], 1);
-            m = _mm512_inserti32x4(m, q[2], 2);
-            m = _mm512_inserti32x4(m, q[3], 3);
-#endif
+    if (!nr_plan_scalar) { /* public; tests only: the portable form */
+        /* the buffer's slots in whole vectors (64 bytes of slack after them;
+         * rr has room for the lanes past them) */
+        for (uint32_t j = 0; j < (FB ? P : ns); j += NR_PER) {
+            __m512i m = _mm512_loadu_si512((const void *)&bm[j]);
             NR_VBARRIER(m);
-            NR_F(nr_reach_chunk)(m, e, logL, &rr[P + 2 * k]);
+            NR_F(nr_reach_chunk)(m, e, logL, &rr[j]);
         }
-        /* the next eviction's path (nr_evict_next), once this one's
-         * metadata has been loaded: issued before those loads, the
-         * prefetches waited for miss buffers (NRORAM 8/8 at 2^20, in-process
-         * A/B: 0.91 to 1.00 x the time, four comparisons; issued at the
-         * end of the data pass instead: 1.08 and 1.19 x) */
-        for (uint32_t k = D; k-- > o->pf_k0;)
-            NR_PREFETCH_BUCKET(o, NR_F(nr_bucket)(o, o->pf_next, k), 1, 2);
-    }
+        if (FB) { /* public */
+            /* a bucket's metadata [id0 leaf0 id1 leaf1] is two entries: 4 or
+             * 2 levels per vector (past the last level: unused) */
+            const uint32_t per = NR_PER / 2;
+            for (uint32_t k = 0; k < D; k += per) {
+#if NRW == 64
+                __m256i q[2] = {_mm256_setzero_si256(), _mm256_setzero_si256()};
+                for (uint32_t i = 0; i < per && k + i < D; i++) {
+                    uint64_t b = o->pathb[k + i];
+                    OBL_TRACE_TOUCH(OBL_TRACE_REGION_ORAM_TREE, OBL_TRACE_READ, b, 1);
+                    q[i] = _mm256_loadu_si256((const __m256i *)(o->tree + b * o->bstride));
+                }
+                __m512i m = _mm512_inserti64x4(_mm512_castsi256_si512(q[0]), q[1], 1);
 #else
-    for (uint32_t s = 0; s < ns; s++)
-        rr[s] = NR_F(nr_slot_reach)(&bm[s], e, logL);
+                __m128i q[4] = {_mm_setzero_si128(), _mm_setzero_si128(), _mm_setzero_si128(),
+                                _mm_setzero_si128()};
+                for (uint32_t i = 0; i < per && k + i < D; i++) {
+                    uint64_t b = o->pathb[k + i];
+                    OBL_TRACE_TOUCH(OBL_TRACE_REGION_ORAM_TREE, OBL_TRACE_READ, b, 1);
+                    q[i] = _mm_loadu_si128((const __m128i *)(o->tree + b * o->bstride));
+                }
+                __m512i m = _mm512_inserti32x4(_mm512_castsi128_si512(q[0]), q[1], 1);
+                m = _mm512_inserti32x4(m, q[2], 2);
+                m = _mm512_inserti32x4(m, q[3], 3);
 #endif
+                NR_VBARRIER(m);
+                NR_F(nr_reach_chunk)(m, e, logL, &rr[P + 2 * k]);
+            }
+            /* the next eviction's path (nr_evict_next), once this one's
+             * metadata has been loaded: issued before those loads, the
+             * prefetches waited for miss buffers (NRORAM 8/8 at 2^20, in-process
+             * A/B: 0.91 to 1.00 x the time, four comparisons; issued at the
+             * end of the data pass instead: 1.08 and 1.19 x) */
+            for (uint32_t k = D; k-- > o->pf_k0;)
+                NR_PREFETCH_BUCKET(o, NR_F(nr_bucket)(o, o->pf_next, k), 1, 2);
+        }
+    } else
+#endif
+    {
+        for (uint32_t s = 0; s < ns; s++)
+            rr[s] = NR_F(nr_slot_reach)(&bm[s], e, logL);
+    }
 
     /* The plan: which stash slot EvictFast picks up (sel, 255 for none),
      * and at level k + 1 whether the held block swaps with slot 0 (bit k
@@ -703,7 +706,7 @@ static inline __attribute__((always_inline)) void NR_F(nr_evict_core)(obl_nroram
 static inline int NR_F(nr_whole_buckets)(const obl_nroram *o)
 {
 #if OBL_CT_AVX512
-    return o->vs == 8 && o->bstride == 4 * sizeof(NR_META);
+    return o->vs == 8 && o->bstride == 4 * sizeof(NR_META) && !nr_plan_scalar;
 #else
     (void)o;
     return 0;
@@ -930,6 +933,12 @@ static inline uint64_t NR_F(nr_stash_count)(const obl_nroram *o)
     /* whole vectors (the buffer has 64 bytes of slack after its last
      * slot), the lanes past the stash dropped from the comparison's mask:
      * no masked load outside the functions the masked-operand audit lists */
+    if (nr_plan_scalar) { /* public; tests only: the portable form */
+        uint32_t c = 0;
+        for (uint32_t s = 0; s < o->P; s++)
+            c += bm[s].id != NR_DUMMY;
+        return c;
+    }
     uint32_t c = o->P;
     for (uint32_t j = 0; j < o->P; j += NR_PER) {
         __m512i v = _mm512_loadu_si512((const void *)&bm[j]);

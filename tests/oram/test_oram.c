@@ -550,11 +550,13 @@ static void nr_check_built(const obl_nroram *o, uint64_t n, const uint64_t *ids,
  */
 /* The eviction's metadata passes in vector form (AVX-512 builds: stashes of
  * at most 32 slots, paths of at most 31 levels, and for 8-byte values with
- * 32- or 64-byte buckets the whole-bucket data pass) against the scalar
- * form (nr_set_plan_scalar): the same operations on two structures with
- * the same seed give the same outputs and, at the end, the same bytes in
- * the tree, the path buffer and the stash. In other builds both are the
- * scalar form. */
+ * 32- or 64-byte buckets the whole-bucket data pass with its reaches read
+ * in the tree) against the portable form (nr_set_plan_scalar: scalar
+ * reaches, plan and stash count, metadata copied through the path buffer):
+ * the same operations on two structures with the same seed give the same
+ * outputs and, at the end, the same bytes in the tree, the stash's
+ * metadata and the stash's data. In other builds both are the portable
+ * form. */
 /* The vector prefix maximum (nr_scan_max16) against a scalar loop: one
  * non-zero word at each position (it must reach every word above it, across
  * the 128-bit lanes), then random words. */
@@ -645,7 +647,11 @@ static void nroram_plan_forms_agree(int ct)
                         OBL_DECLASSIFY(o[f]->bdata, o[f]->bdata_bytes);
                     }
                     CHECK_MEM(o[0]->tree, o[1]->tree, o[0]->tree_bytes);
-                    CHECK_MEM(o[0]->bmeta, o[1]->bmeta, o[0]->bmeta_bytes);
+                    /* the stash's metadata (P entries of two position
+                     * words); the path part of the buffer is scratch, and
+                     * whole-bucket evictions, which the scalar form
+                     * switches off, do not use it */
+                    CHECK_MEM(o[0]->bmeta, o[1]->bmeta, (size_t)o[0]->P * 2 * (size_t)pb);
                     CHECK_MEM(o[0]->bdata, o[1]->bdata, o[0]->bdata_bytes);
                     for (int f = 0; f < 2; f++) {
                         obl_nroram_destroy(o[f]);
