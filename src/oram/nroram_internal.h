@@ -232,10 +232,11 @@ void nr_build_set_packing(int allow);
  * UINT64_MAX restores uniform leaves. */
 void nr_build_set_leaf_mask(uint64_t mask);
 
-/* Tests only, not thread-safe: 1 makes every eviction run its metadata
- * passes in scalar code (the portable form, level by level) even where
- * the AVX-512 form (nr_plan_deepest in nroram.c) applies; 0 restores the
- * default. Both must leave the same tree. */
+/* Tests only, not thread-safe: 1 makes every eviction take the portable
+ * form even where the AVX-512 one applies: scalar reaches, metadata passes
+ * (level by level, not nr_plan_deepest in nroram.c) and stash count, and
+ * no whole-bucket evictions (the path's metadata goes through the buffer);
+ * 0 restores the default. Both must leave the same tree and stash. */
 void nr_set_plan_scalar(int on);
 
 /* Tests only: out[i] = max(in[0..i]) by the vector prefix maximum of the
