@@ -814,7 +814,7 @@ static inline __attribute__((always_inline)) uint64_t NR_F(nr_fetch_core)(obl_nr
     if (vs != 8 && !reg64) /* public */
         memset(o->tmp, 0, vs);
 #if OBL_CT_AVX512
-    if (P <= 64) { /* public */
+    if (P <= 64 && !nr_plan_scalar) { /* public (the switch: tests only) */
         /* the stash's ids compared in chunks; the matches as a bit mask */
         uint64_t mt = 0;
         for (uint32_t j = 0; j < P; j += NR_PER) {
@@ -849,7 +849,8 @@ static inline __attribute__((always_inline)) uint64_t NR_F(nr_fetch_core)(obl_nr
         }
     }
 #if OBL_CT_AVX512
-    if (vs == 8 && bstride == 4 * sizeof(NR_META)) { /* public: one-vector buckets */
+    /* public: one-vector buckets (the switch: tests only) */
+    if (vs == 8 && bstride == 4 * sizeof(NR_META) && !nr_plan_scalar) {
         /* ids compared in their lanes; a match's value lane taken, its id
          * lane set to all ones; the metadata stored back whole */
         __m512i acc = _mm512_setzero_si512();
@@ -1007,7 +1008,7 @@ static inline __attribute__((always_inline)) void NR_F(nr_stash_in)(obl_nroram *
     NR_WORD nid = NR_SEL(keep, (NR_WORD)id, NR_DUMMY);
     NR_WORD nleaf = (NR_WORD)(new_pos & (o->L - 1));
 #if OBL_CT_AVX512
-    if (o->P <= 64) { /* public */
+    if (o->P <= 64 && !nr_plan_scalar) { /* public (the switch: tests only) */
         /* The empty slots as a bit mask (a comparison per entry, no
          * branch), its lowest bit isolated: the slot to fill. */
         const uint32_t P = o->P;

@@ -234,8 +234,9 @@ void nr_build_set_leaf_mask(uint64_t mask);
 
 /* Tests only, not thread-safe: 1 makes every eviction take the portable
  * form even where the AVX-512 one applies: scalar reaches, metadata passes
- * (level by level, not nr_plan_deepest in nroram.c) and stash count, and
- * no whole-bucket evictions (the path's metadata goes through the buffer);
+ * (level by level, not nr_plan_deepest in nroram.c) and stash count, no
+ * whole-bucket evictions (the path's metadata goes through the buffer),
+ * and ReadAndRemove and the stash insertion slot by slot;
  * 0 restores the default. Both must leave the same tree and stash. */
 void nr_set_plan_scalar(int on);
 
