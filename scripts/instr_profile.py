@@ -110,7 +110,7 @@ def main():
     ap.add_argument("--key-bytes", type=int, default=8)
     ap.add_argument("--value-bytes", type=int, default=8)
     ap.add_argument("--queries", type=int, default=20000)
-    ap.add_argument("--top", type=int, default=12, help="functions shown (by inclusive count)")
+    ap.add_argument("--top", type=int, default=12, help="functions shown (by their own count)")
     a = ap.parse_args()
     ns = parse_n(a.n)
     exe = build()

@@ -758,16 +758,13 @@ static inline __attribute__((always_inline)) uint64_t NR_F(nr_fetch_core)(obl_nr
         o->pfq_i = 0;
         for (uint32_t k = o->D; k-- > o->pf_k0;)
             o->pfq[o->pfq_n++] = o->pathb[k];
+    } else
+        NR_F(nr_prefetch_access)(o);
+    if (o->owed) { /* public */
         NR_F(nr_settle)(o);
         while (o->pfq_i < o->pfq_n)
             NR_PREFETCH_BUCKET(o, o->pfq[o->pfq_i++], 0, 3);
         NR_F(nr_path_index)(o, pos);
-    } else {
-        NR_F(nr_prefetch_access)(o);
-        if (o->owed) { /* public */
-            NR_F(nr_settle)(o);
-            NR_F(nr_path_index)(o, pos);
-        }
     }
     OBL_TRACE_TOUCH(OBL_TRACE_REGION_ORAM_STASH, OBL_TRACE_RW, 0, P);
     /* ReadAndRemove over the stash and then the path, in place: the block
@@ -934,26 +931,21 @@ static inline uint64_t NR_F(nr_stash_count)(const obl_nroram *o)
     /* whole vectors (the buffer has 64 bytes of slack after its last
      * slot), the lanes past the stash dropped from the comparison's mask:
      * no masked load outside the functions the masked-operand audit lists */
-    if (nr_plan_scalar) { /* public; tests only: the portable form */
-        uint32_t c = 0;
-        for (uint32_t s = 0; s < o->P; s++)
-            c += bm[s].id != NR_DUMMY;
+    if (!nr_plan_scalar) { /* public; the switch: tests only */
+        uint32_t c = o->P;
+        for (uint32_t j = 0; j < o->P; j += NR_PER) {
+            __m512i v = _mm512_loadu_si512((const void *)&bm[j]);
+            NR_VBARRIER(v);
+            __mmask8 kl = NR_F(nr_chunk_ideq)(v, NR_F(nr_chunk_lanes)(o->P, j), NR_DUMMY);
+            c -= (uint32_t)__builtin_popcount(kl); /* popcnt: no branch */
+        }
         return c;
     }
-    uint32_t c = o->P;
-    for (uint32_t j = 0; j < o->P; j += NR_PER) {
-        __m512i v = _mm512_loadu_si512((const void *)&bm[j]);
-        NR_VBARRIER(v);
-        __mmask8 kl = NR_F(nr_chunk_ideq)(v, NR_F(nr_chunk_lanes)(o->P, j), NR_DUMMY);
-        c -= (uint32_t)__builtin_popcount(kl); /* popcnt: no branch */
-    }
-    return c;
-#else
+#endif
     uint32_t c = 0;
     for (uint32_t s = 0; s < o->P; s++)
         c += bm[s].id != NR_DUMMY; /* a comparison's 0/1, summed: no branch */
     return c;
-#endif
 }
 
 /* One eviction on the next reverse-lexicographic path. Public.

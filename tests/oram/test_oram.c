@@ -541,22 +541,6 @@ static void nr_check_built(const obl_nroram *o, uint64_t n, const uint64_t *ids,
     free(seen);
 }
 
-/*
- * The two forms of the build's first fit (one packed word, or id and slot
- * and leaf in two words) and the two key layouts of its payload sort (aux
- * word, or leaf in the key with explicit ids) must build the same tree:
- * with one seed, every byte of the tree, the stash and the leaves must
- * agree.
- */
-/* The eviction's metadata passes in vector form (AVX-512 builds: stashes of
- * at most 32 slots, paths of at most 31 levels, and for 8-byte values with
- * 32- or 64-byte buckets the whole-bucket data pass with its reaches read
- * in the tree) against the portable form (nr_set_plan_scalar: scalar
- * reaches, plan and stash count, metadata copied through the path buffer):
- * the same operations on two structures with the same seed give the same
- * outputs and, at the end, the same bytes in the tree, the stash's
- * metadata and the stash's data. In other builds both are the portable
- * form. */
 /* The vector prefix maximum (nr_scan_max16) against a scalar loop: one
  * non-zero word at each position (it must reach every word above it, across
  * the 128-bit lanes), then random words. */
@@ -580,6 +564,16 @@ static void nroram_scan_max_agrees(void)
     }
 }
 
+/* The eviction's metadata passes in vector form (AVX-512 builds: stashes of
+ * at most 32 slots, paths of at most 31 levels, and for 8-byte values with
+ * 32- or 64-byte buckets the whole-bucket data pass with its reaches read
+ * in the tree) against the portable form (nr_set_plan_scalar: scalar
+ * reaches, plan and stash count, metadata copied through the path buffer,
+ * ReadAndRemove and the stash insertion slot by slot):
+ * the same operations on two structures with the same seed give the same
+ * outputs and, at the end, the same bytes in the tree, the stash's
+ * metadata and the stash's data. In other builds both are the portable
+ * form. */
 static void nroram_plan_forms_agree(int ct)
 {
     static const size_t vss[] = {8, 56, 64};
@@ -660,6 +654,13 @@ static void nroram_plan_forms_agree(int ct)
                 }
 }
 
+/*
+ * The two forms of the build's first fit (one packed word, or id and slot
+ * and leaf in two words) and the two key layouts of its payload sort (aux
+ * word, or leaf in the key with explicit ids) must build the same tree:
+ * with one seed, every byte of the tree, the stash and the leaves must
+ * agree.
+ */
 static void nr_build_forms_agree(int ct)
 {
     static const uint64_t ns[] = {1, 2, 7, 100, 1000, 5003};
