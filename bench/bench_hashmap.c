@@ -21,8 +21,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "harness.h"
-#include "plain_hashmap.h"
+#include "bench_hashmap.h"
 
 /* Bytes of the table for n keys: power of two >= 4n/3 slots of 1+K+V. */
 static double hashmap_table_bytes(uint64_t n, uint64_t kb, uint64_t vb)
@@ -52,6 +51,24 @@ static void *hashmap_setup(const bench_case *c)
     return bench_map_workload_new(&c->p, 0);
 }
 
+/* see bench_hashmap.h */
+uint64_t bench_plain_hashmap_gets(const plain_hashmap *m, const unsigned char *miss,
+                                  const unsigned char *hit, uint64_t q, size_t kb, size_t vb,
+                                  unsigned char *buf, uint64_t *t0, uint64_t *t1)
+{
+    uint64_t found = 0, acc = 0;
+    for (uint64_t i = 0; i < q; i++)
+        acc += (uint64_t)plain_hashmap_get(m, miss + i * kb, buf);
+    *t0 = bench_now_ns();
+    for (uint64_t i = 0; i < q; i++) {
+        found += (uint64_t)plain_hashmap_get(m, hit + i * kb, buf);
+        acc += buf[0] ^ buf[vb - 1];
+    }
+    *t1 = bench_now_ns();
+    bench_consume(acc);
+    return found;
+}
+
 static int hashmap_run(bench_case *c, void *state)
 {
     const bench_map_workload *s = (const bench_map_workload *)state;
@@ -79,17 +96,10 @@ static int hashmap_run(bench_case *c, void *state)
     bench_build_done(c, &b);
     size_t mem = plain_hashmap_memory_bytes(m);
 
-    /* untimed warm-up: Q gets of absent keys, as for the oblivious map */
-    uint64_t found = 0, acc = 0;
-    for (uint64_t i = 0; i < q; i++)
-        acc += (uint64_t)plain_hashmap_get(m, s->miss + i * kb, buf);
-    uint64_t t0 = bench_now_ns();
-    for (uint64_t i = 0; i < q; i++) {
-        found += (uint64_t)plain_hashmap_get(m, s->hit + i * kb, buf);
-        acc += buf[0] ^ buf[vb - 1];
-    }
-    uint64_t t1 = bench_now_ns();
-    bench_consume(acc);
+    /* after an untimed warm-up of Q gets of absent keys, as for the
+     * oblivious map */
+    uint64_t t0, t1;
+    uint64_t found = bench_plain_hashmap_gets(m, s->miss, s->hit, q, kb, vb, buf, &t0, &t1);
     failed |= found != q;
     /* the gets of present keys, under the issue's name and under the public
      * harness's name for a UMAP lookup (peers' REPORT lines use Read_*) */

@@ -109,6 +109,40 @@ foreach(type_rt array:RORAM:baseline_array hashmap:UMAP:baseline_hashmap)
   endif()
 endforeach()
 
+# the oblivious types time their baseline in the same run: the plain array
+# on the same reads (nroram, roram) or the plain hash map on the same gets
+# (umap); each record carries the baseline's latency and the ratio, which
+# must be above 1 (no ORAM access is as cheap as a plain read)
+foreach(spec "nroram:Baseline_read_latency_us:Read_slowdown_ratio"
+             "roram:Baseline_read_latency_us:Read_slowdown_ratio"
+             "umap:Baseline_get_latency_us:Get_slowdown_ratio")
+  string(REPLACE ":" ";" parts ${spec})
+  list(GET parts 0 type)
+  list(GET parts 1 base)
+  list(GET parts 2 ratio)
+  set(json ${WORK}/${type}.jsonl)
+  file(REMOVE ${json})
+  run_bench(out rc ${type} --n 1024 --reps 2 --queries 1000 --json ${json})
+  if(NOT rc EQUAL 0)
+    fail("${type}: exit ${rc}: ${last_err}")
+    continue()
+  endif()
+  if(NOT out MATCHES "\\| ${base} := [0-9.]+ \\| ${ratio} := [0-9.]+")
+    fail("${type}: REPORT line lacks ${base} and ${ratio}: ${out}")
+  endif()
+  file(STRINGS ${json} rec LIMIT_COUNT 1)
+  foreach(m ${base} ${ratio})
+    string(JSON nsamp ERROR_VARIABLE jerr LENGTH "${rec}" metrics ${m} samples)
+    if(jerr OR NOT nsamp EQUAL 2)
+      fail("${type}: metric ${m} missing or without 2 repetitions")
+    endif()
+  endforeach()
+  string(JSON r ERROR_VARIABLE jerr GET "${rec}" metrics ${ratio} median)
+  if(jerr OR NOT r GREATER 1)
+    fail("${type}: ${ratio} ${r} is not above 1")
+  endif()
+endforeach()
+
 # bad usage and impossible sizes: a message and exit status 2
 foreach(bad "array;--bogus;1" "array;--n;0" "array;--n;banana" "array;--reps;0"
             "array;--key-bytes;1;--n;100000" "hashmap;--key-bytes;1;--n;1024"
