@@ -596,14 +596,14 @@ static inline __attribute__((always_inline)) void NR_F(nr_evict_core)(obl_nroram
         /* 32-bit lanes of a bucket: slot 0's id, leaf and value (FB_M0),
          * slot 1's (FB_M1); the held block sits in slot 0's lanes */
 #if NRW == 64
-        const __mmask16 ld = 0xffff, FB_M0 = 0x030f, FB_M1 = 0x0cf0;
+        const __mmask16 FB_M0 = 0x030f, FB_M1 = 0x0cf0;
         static const int32_t p01[16] = {0, 1, 2, 3, 0, 1, 2, 3, 8, 9, 8, 9, 12, 13, 14, 15};
         static const int32_t p10[16] = {4, 5, 6, 7, 4, 5, 6, 7, 10, 11, 10, 11, 12, 13, 14, 15};
         __m512i h = _mm512_maskz_set1_epi64(1, (long long)hm.id);
         h = _mm512_mask_set1_epi64(h, 2, (long long)hm.leaf);
         h = _mm512_mask_set1_epi64(h, 16, (long long)h8);
 #else
-        const __mmask16 ld = 0x00ff, FB_M0 = 0x33, FB_M1 = 0xcc;
+        const __mmask16 FB_M0 = 0x33, FB_M1 = 0xcc;
         static const int32_t p01[16] = {0, 1, 0, 1, 4, 5, 4, 5, 8, 9, 10, 11, 12, 13, 14, 15};
         static const int32_t p10[16] = {2, 3, 2, 3, 6, 7, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15};
         __m512i h = _mm512_maskz_set1_epi32(1, (int)hm.id);
@@ -623,7 +623,17 @@ static inline __attribute__((always_inline)) void NR_F(nr_evict_core)(obl_nroram
             if (o->pfq_i < o->pfq_n) /* public */
                 NR_PREFETCH_BUCKET(o, o->pfq[o->pfq_i++], 0, 3);
             OBL_TRACE_TOUCH(OBL_TRACE_REGION_ORAM_TREE, OBL_TRACE_WRITE, b, 1);
-            __m512i bv = _mm512_maskz_loadu_epi32(ld, (const void *)bp);
+            /* whole buckets by plain loads and stores, no masked ones (a
+             * 32-byte bucket moved with a 512-bit load and store masked to
+             * its 8 lanes made NRORAM 4/8 at 2^20 1.5 x slower: in-process
+             * A/B 0.603 and 0.686 x the time with these, 2026-12-06; the
+             * next eviction or access reads the top levels' buckets again
+             * soon after, and a masked store seems not to forward to them) */
+#if NRW == 64
+            __m512i bv = _mm512_loadu_si512((const void *)bp);
+#else
+            __m512i bv = _mm512_zextsi256_si512(_mm256_loadu_si256((const __m256i *)bp));
+#endif
             NR_VBARRIER(bv);
             /* the held block's chain is one blend per level: the slot it
              * takes is moved into slot 0's lanes beside the chain */
@@ -632,7 +642,11 @@ static inline __attribute__((always_inline)) void NR_F(nr_evict_core)(obl_nroram
             nb = _mm512_mask_permutexvar_epi32(nb, k1, i01, h);
             h = _mm512_mask_mov_epi32(h, k0 | k1h, take);
             NR_VBARRIER(nb);
-            _mm512_mask_storeu_epi32((void *)bp, ld, nb);
+#if NRW == 64
+            _mm512_storeu_si512((void *)bp, nb);
+#else
+            _mm256_storeu_si256((__m256i *)bp, _mm512_castsi512_si256(nb));
+#endif
         }
         h8 = (uint64_t)_mm_cvtsi128_si64(_mm512_extracti32x4_epi32(h, NRW == 64 ? 2 : 1));
         memcpy(hold, &h8, 8);
@@ -860,27 +874,31 @@ static inline __attribute__((always_inline)) uint64_t NR_F(nr_fetch_core)(obl_nr
             uint64_t b = o->pathb[k];
             unsigned char *bp = o->tree + b * bstride;
             OBL_TRACE_TOUCH(OBL_TRACE_REGION_ORAM_TREE, OBL_TRACE_RW, b, 1);
+            /* plain loads and stores, as in the eviction's whole-bucket
+             * pass (nr_evict_core); the metadata stored back alone: NRORAM
+             * 8/8 at 2^20 0.908 and 0.965 x the time of the masked 48-byte
+             * load and 32-byte store, 2^16 0.999 and 1.003 x */
 #if NRW == 64
-            /* lanes: id0 leaf0 id1 leaf1 value0 value1 */
-            __m512i v = _mm512_maskz_loadu_epi64(0x3f, (const void *)bp);
+            /* lanes: id0 leaf0 id1 leaf1 value0 value1, padding */
+            __m512i v = _mm512_loadu_si512((const void *)bp);
             NR_VBARRIER(v);
             uint32_t kk = _mm512_mask_cmpeq_epi64_mask(0x05, v, _mm512_set1_epi64((long long)wid));
             uint32_t dm = (kk & 1) << 4 | (kk & 4) << 3;
             acc = _mm512_mask_or_epi64(acc, (__mmask8)dm, acc, v);
             v = _mm512_mask_mov_epi64(v, (__mmask8)kk, ones);
             NR_VBARRIER(v);
-            _mm512_mask_storeu_epi64((void *)bp, 0x0f, v);
+            _mm256_storeu_si256((__m256i *)bp, _mm512_castsi512_si256(v));
 #else
             /* 32-bit lanes: id0 leaf0 id1 leaf1, then 64-bit lanes 2, 3:
              * value0 value1 */
-            __m512i v = _mm512_maskz_loadu_epi32(0xff, (const void *)bp);
+            __m512i v = _mm512_zextsi256_si512(_mm256_loadu_si256((const __m256i *)bp));
             NR_VBARRIER(v);
             uint32_t kk = _mm512_mask_cmpeq_epi32_mask(0x05, v, _mm512_set1_epi32((int)wid));
             uint32_t dm = (kk & 1) << 2 | (kk & 4) << 1;
             acc = _mm512_mask_or_epi64(acc, (__mmask8)dm, acc, v);
             v = _mm512_mask_mov_epi32(v, (__mmask16)kk, ones);
             NR_VBARRIER(v);
-            _mm512_mask_storeu_epi32((void *)bp, 0x0f, v);
+            _mm_storeu_si128((__m128i *)bp, _mm512_castsi512_si128(v));
 #endif
             any |= kk;
         }
