@@ -220,19 +220,27 @@ static inline __mmask8 NR_F(nr_chunk_lanes)(uint32_t P, uint32_t j)
     return (__mmask8)((1u << (NRW == 64 ? 2 * left : left)) - 1);
 }
 
-/* A chunk of ld lanes, loaded behind the barrier (no secret mask may fold
- * into its load: docs/oram.md, "Masked memory operands"). */
+/* A whole chunk, loaded behind the barrier (no secret mask may fold into
+ * its load: docs/oram.md, "Masked memory operands"). Only its ld lanes are
+ * the stash's: every user masks its comparisons and changes with ld (or
+ * with masks inside it), and nr_chunk_store writes the other lanes back as
+ * they were loaded (slots past the stash, or the buffer's 64 bytes of
+ * slack). Plain loads and stores, not masked ones: the scans that follow
+ * read the chunk again soon (in-process A/B, 2026-12-06: see
+ * docs/oram.md, "Masked memory operands"). */
 static inline __m512i NR_F(nr_chunk_load)(const NR_META *bm, uint32_t j, __mmask8 ld)
 {
-    __m512i v = _mm512_maskz_loadu_epi64(ld, (const void *)&bm[j]);
+    (void)ld;
+    __m512i v = _mm512_loadu_si512((const void *)&bm[j]);
     NR_VBARRIER(v);
     return v;
 }
 
 static inline void NR_F(nr_chunk_store)(NR_META *bm, uint32_t j, __mmask8 ld, __m512i v)
 {
+    (void)ld;
     NR_VBARRIER(v);
-    _mm512_mask_storeu_epi64((void *)&bm[j], ld, v);
+    _mm512_storeu_si512((void *)&bm[j], v);
 }
 
 /* The id lanes of chunk v (lanes ld) whose id is `id`: with 64-bit words
@@ -1050,13 +1058,14 @@ static inline __attribute__((always_inline)) void NR_F(nr_stash_in)(obl_nroram *
             memcpy(&t, o->tmp, 8);
             const __m512i tv = _mm512_set1_epi64((long long)t);
             for (uint32_t j = 0; j < P; j += 8) {
-                __mmask8 ld = NR_F(nr_val_lanes)(P, j);
+                /* whole vectors, the lanes past P written back as loaded
+                 * (nr_chunk_load) */
                 unsigned char *dp = o->bdata + (size_t)j * 8;
-                __m512i v = _mm512_maskz_loadu_epi64(ld, (const void *)dp);
+                __m512i v = _mm512_loadu_si512((const void *)dp);
                 NR_VBARRIER(v);
                 v = _mm512_mask_mov_epi64(v, (__mmask8)(one >> j), tv);
                 NR_VBARRIER(v);
-                _mm512_mask_storeu_epi64((void *)dp, ld, v);
+                _mm512_storeu_si512((void *)dp, v);
             }
         } else {
             for (uint32_t s = 0; s < P; s++)
