@@ -317,11 +317,6 @@ static inline void NR_F(nr_reach_chunk)(__m512i m, uint64_t e, uint32_t logL, ui
 #endif
 }
 
-/* The lanes of the 8-byte values j .. j + 7 of P (public). */
-static inline __mmask8 NR_F(nr_val_lanes)(uint32_t P, uint32_t j)
-{
-    return (__mmask8)(P - j >= 8 ? 0xff : (1u << (P - j)) - 1);
-}
 #endif
 
 static inline __attribute__((always_inline)) void NR_F(nr_evict_core)(obl_nroram *o, uint64_t e,
@@ -575,8 +570,9 @@ static inline __attribute__((always_inline)) void NR_F(nr_evict_core)(obl_nroram
             const __m512i vsel = _mm512_set1_epi64((long long)sel);
             __m512i acc = _mm512_setzero_si512();
             for (uint32_t j = 0; j < P; j += 8) {
-                __mmask8 ld = NR_F(nr_val_lanes)(P, j);
-                __m512i v = _mm512_maskz_loadu_epi64(ld, (const void *)(o->bdata + (size_t)j * 8));
+                /* whole vectors (the buffer has 64 bytes of slack); only
+                 * lanes below P can match the chosen slot */
+                __m512i v = _mm512_loadu_si512((const void *)(o->bdata + (size_t)j * 8));
                 NR_VBARRIER(v);
                 __mmask8 k = _mm512_cmpeq_epi64_mask(
                     _mm512_add_epi64(lane, _mm512_set1_epi64((long long)j)), vsel);
@@ -850,8 +846,9 @@ static inline __attribute__((always_inline)) uint64_t NR_F(nr_fetch_core)(obl_nr
         if (vs == 8) { /* public */
             __m512i acc = _mm512_setzero_si512();
             for (uint32_t j = 0; j < P; j += 8) {
-                __mmask8 ld = NR_F(nr_val_lanes)(P, j);
-                __m512i v = _mm512_maskz_loadu_epi64(ld, (const void *)(o->bdata + (size_t)j * 8));
+                /* whole vectors, as in nr_evict_core; mt has no bit at
+                 * or past P */
+                __m512i v = _mm512_loadu_si512((const void *)(o->bdata + (size_t)j * 8));
                 NR_VBARRIER(v);
                 acc = _mm512_mask_or_epi64(acc, (__mmask8)(mt >> j), acc, v);
             }
