@@ -321,9 +321,9 @@ static inline void nr_plan_deepest(const uint16_t *rr, uint32_t P, uint32_t D, u
     /* the stash: the deepest-going block (reach << 8 | slot, the largest
      * wins) and whether a slot is empty (255 - slot for the empty ones).
      * rr and tg are read as whole vectors (both have room) and masked in
-     * registers, not by masked loads (docs/oram.md, "Masked memory
-     * operands": in-process 2^20 0.967, 0.928, 0.861, 0.994 x; 2^16 and
-     * 2^12 0.974-1.006 x) */
+     * registers (docs/oram.md, "Masked memory operands": in-process 2^20
+     * 0.967, 0.928, 0.861, 0.994 x; 2^16 and 2^12 0.974-1.006 x); gcc 12
+     * folds these masks, public lengths, back into masked loads */
     __m512i rs = _mm512_maskz_mov_epi16(pm, _mm512_loadu_si512((const void *)rr));
     __m512i bkey = _mm512_maskz_mov_epi16(pm, _mm512_or_si512(_mm512_slli_epi16(rs, 8), iota));
     __m512i ekey = _mm512_maskz_mov_epi16(pm & _mm512_cmpeq_epi16_mask(rs, zero),

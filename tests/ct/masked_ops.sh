@@ -23,7 +23,11 @@ case "${2:-GNU}" in
   # the vector stash scans and one-vector bucket scans of nr_fetch, nr_put
   # and the eviction (2026-12-05): loads and stores masked by the stash's
   # length or a bucket's fixed lanes (public); the secret masks act on
-  # registers only, behind NR_VBARRIER (src/oram/nroram_impl.h)
+  # registers only, behind NR_VBARRIER (src/oram/nroram_impl.h); since
+  # 2026-12-06 the buckets and stash chunks move by plain loads and stores
+  # (docs/oram.md), and what is left in these functions are masked loads
+  # of the plan's stack arrays (gcc folds nr_plan_deepest's register masks,
+  # public lengths, back into the loads) and gcc's own vectorised loops
   GNU) allow='nr_evict_buf32 nr_evict_buf64 nr_put32 nr_put64 nr_fetch32 nr_fetch64 ro_access' ;;
   # clang 14: obl_ct_memeq's tail (a load masked by the public key size) in
   # the map build's duplicate check
