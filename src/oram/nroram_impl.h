@@ -1053,7 +1053,11 @@ static inline __attribute__((always_inline)) void NR_F(nr_stash_in)(obl_nroram *
         if (vs == 8) { /* public */
             uint64_t t;
             memcpy(&t, o->tmp, 8);
-            const __m512i tv = _mm512_set1_epi64((long long)t);
+            /* behind the barrier: else gcc 12 folds the broadcast into a
+             * load of o->tmp masked by the secret slot (found by review,
+             * 2026-12-06) */
+            __m512i tv = _mm512_set1_epi64((long long)t);
+            NR_VBARRIER(tv);
             for (uint32_t j = 0; j < P; j += 8) {
                 /* whole vectors, the lanes past P written back as loaded
                  * (nr_chunk_load) */

@@ -580,11 +580,16 @@ static void nroram_plan_forms_agree(int ct)
     /* 2^17 blocks: 17 levels, so the vector prefix maxima cross from the
      * first 16 lanes into the second 16 (nr_scan_max16's cross-lane step) */
     static const uint64_t caps[] = {1000, 131072};
-    static const uint32_t stashes[] = {20, 30, 2};
+    /* stashes of every chunk remainder (P = S + 2: 4, 5, 7, 22, 32, 35,
+     * 43, 65, 66), so the whole-chunk loads and stores meet slots past P
+     * in the last chunk, and the stash scans run in vector form (P <= 64)
+     * and slot by slot (P > 64) */
+    static const uint32_t stashes[] = {20, 30, 2, 3, 5, 33, 41, 63, 64};
+    const size_t nst = sizeof(stashes) / sizeof(stashes[0]);
     for (int pb = 4; pb <= 8; pb += 4)
         for (size_t v = 0; v < 3; v++)
             for (size_t c = 0; c < 2; c++)
-                for (size_t si = 0; si < 3; si++) {
+                for (size_t si = 0; si < nst; si++) {
                     uint64_t cap = caps[c];
                     size_t vs = vss[v];
                     if ((cap > 1000 && (vs != 8 || si != 0)) || (ct && cap > 1000))
