@@ -8,6 +8,10 @@
 # is kN, masked or not, comments ignored; a scatter or gather, which clears
 # its mask), a branch, call or return, or a jump target: the knowledge
 # never crosses a basic block boundary.
+# With -v detail=1 it prints `function:mnemonic:load` or
+# `function:mnemonic:store` instead (store: the memory operand is the
+# destination, the last operand), so that an allowlist can name the kind
+# of masked operand a function may have, not only the function.
 # Pass 1 collects the jump targets of each object file of the listing
 # (numbered in order: an archive may hold two members of one name).
 FNR == 1 { nobj = 0 }
@@ -38,8 +42,19 @@ NR == FNR {
   }
   if (match(line, /\{%k[1-7]\}/)) {
     k = substr(line, RSTART + 1, RLENGTH - 2)
-    if (line ~ /\(%/ && line !~ /\(%rip\)/ && !(k in ones))
-      print fn
+    if (line ~ /\(%/ && line !~ /\(%rip\)/ && !(k in ones)) {
+      if (detail) {
+        ins = line
+        sub(/^ *[0-9a-f]+:\t/, "", ins)
+        mn = ins
+        sub(/[ \t].*/, "", mn)
+        last = ins
+        sub(/\{%k[0-7]\}(\{z\})?$/, "", last)
+        sub(/.*,/, "", last)
+        print fn ":" mn ":" (last ~ /\(/ ? "store" : "load")
+      } else
+        print fn
+    }
     if (line ~ /scatter|gather/)
       delete ones[k]
   }
