@@ -220,27 +220,40 @@ static inline __mmask8 NR_F(nr_chunk_lanes)(uint32_t P, uint32_t j)
     return (__mmask8)((1u << (NRW == 64 ? 2 * left : left)) - 1);
 }
 
-/* A whole chunk, loaded behind the barrier (no secret mask may fold into
- * its load: docs/oram.md, "Masked memory operands"). Only its ld lanes are
- * the stash's: every user masks its comparisons and changes with ld (or
- * with masks inside it), and nr_chunk_store writes the other lanes back as
- * they were loaded (slots past the stash, or the buffer's 64 bytes of
- * slack). Plain loads and stores, not masked ones: the scans that follow
- * read the chunk again soon (in-process A/B, 2026-12-06: see
- * docs/oram.md, "Masked memory operands"). */
-static inline __m512i NR_F(nr_chunk_load)(const NR_META *bm, uint32_t j, __mmask8 ld)
+/* The whole chunk at entry j, loaded behind the barrier (no secret mask may
+ * fold into its load: docs/oram.md, "Masked memory operands"). Only its
+ * nr_chunk_lanes are the stash's: every user masks its comparisons and
+ * changes with them (or with masks inside them), and nr_chunk_store writes
+ * the other lanes back as they were loaded (slots past the stash, or the
+ * buffer's 64 bytes of slack). Plain loads and stores, not masked ones:
+ * the scans that follow read the chunk again soon (in-process A/B,
+ * 2026-12-06: see docs/oram.md, "Masked memory operands"). */
+static inline __m512i NR_F(nr_chunk_load)(const NR_META *bm, uint32_t j)
 {
-    (void)ld;
     __m512i v = _mm512_loadu_si512((const void *)&bm[j]);
     NR_VBARRIER(v);
     return v;
 }
 
-static inline void NR_F(nr_chunk_store)(NR_META *bm, uint32_t j, __mmask8 ld, __m512i v)
+static inline void NR_F(nr_chunk_store)(NR_META *bm, uint32_t j, __m512i v)
 {
-    (void)ld;
     NR_VBARRIER(v);
     _mm512_storeu_si512((void *)&bm[j], v);
+}
+
+/* The stash's 8-byte values j .. j + 7 (o->bdata) as one vector, the same
+ * way: the lanes past P are the buffer's slack, changed by no user. */
+static inline __m512i NR_F(nr_vals_load)(const obl_nroram *o, uint32_t j)
+{
+    __m512i v = _mm512_loadu_si512((const void *)(o->bdata + (size_t)j * 8));
+    NR_VBARRIER(v);
+    return v;
+}
+
+static inline void NR_F(nr_vals_store)(obl_nroram *o, uint32_t j, __m512i v)
+{
+    NR_VBARRIER(v);
+    _mm512_storeu_si512((void *)(o->bdata + (size_t)j * 8), v);
 }
 
 /* The id lanes of chunk v (lanes ld) whose id is `id`: with 64-bit words
@@ -341,11 +354,8 @@ static inline __attribute__((always_inline)) void NR_F(nr_evict_core)(obl_nroram
     if (!nr_plan_scalar) { /* public; tests only: the portable form */
         /* the buffer's slots in whole vectors (64 bytes of slack after them;
          * rr has room for the lanes past them) */
-        for (uint32_t j = 0; j < (FB ? P : ns); j += NR_PER) {
-            __m512i m = _mm512_loadu_si512((const void *)&bm[j]);
-            NR_VBARRIER(m);
-            NR_F(nr_reach_chunk)(m, e, logL, &rr[j]);
-        }
+        for (uint32_t j = 0; j < (FB ? P : ns); j += NR_PER)
+            NR_F(nr_reach_chunk)(NR_F(nr_chunk_load)(bm, j), e, logL, &rr[j]);
         if (FB) { /* public */
             /* a bucket's metadata [id0 leaf0 id1 leaf1] is two entries: 4 or
              * 2 levels per vector (past the last level: unused) */
@@ -521,12 +531,12 @@ static inline __attribute__((always_inline)) void NR_F(nr_evict_core)(obl_nroram
             const __mmask8 idl = NRW == 64 ? 0x55 : 0xff;
             __m512i acc = _mm512_setzero_si512();
             for (uint32_t j = 0; j < P; j += NR_PER) {
-                __mmask8 ld = NR_F(nr_chunk_lanes)(P, j);
-                __m512i v = NR_F(nr_chunk_load)(bm, j, ld);
+                /* only lanes below P can match the chosen slot */
+                __m512i v = NR_F(nr_chunk_load)(bm, j);
                 __mmask8 k = _mm512_cmpeq_epi64_mask(
                     _mm512_add_epi64(slot, _mm512_set1_epi64((long long)j)), vsel);
                 acc = _mm512_mask_or_epi64(acc, k, acc, v);
-                NR_F(nr_chunk_store)(bm, j, ld, _mm512_mask_or_epi64(v, k & idl, v, idw));
+                NR_F(nr_chunk_store)(bm, j, _mm512_mask_or_epi64(v, k & idl, v, idw));
             }
             NR_WORD any = (NR_WORD)0 - (NR_WORD)nr_lt(sel, P);
 #if NRW == 64
@@ -570,10 +580,8 @@ static inline __attribute__((always_inline)) void NR_F(nr_evict_core)(obl_nroram
             const __m512i vsel = _mm512_set1_epi64((long long)sel);
             __m512i acc = _mm512_setzero_si512();
             for (uint32_t j = 0; j < P; j += 8) {
-                /* whole vectors (the buffer has 64 bytes of slack); only
-                 * lanes below P can match the chosen slot */
-                __m512i v = _mm512_loadu_si512((const void *)(o->bdata + (size_t)j * 8));
-                NR_VBARRIER(v);
+                /* only lanes below P can match the chosen slot */
+                __m512i v = NR_F(nr_vals_load)(o, j);
                 __mmask8 k = _mm512_cmpeq_epi64_mask(
                     _mm512_add_epi64(lane, _mm512_set1_epi64((long long)j)), vsel);
                 acc = _mm512_mask_or_epi64(acc, k, acc, v);
@@ -837,19 +845,17 @@ static inline __attribute__((always_inline)) uint64_t NR_F(nr_fetch_core)(obl_nr
         uint64_t mt = 0;
         for (uint32_t j = 0; j < P; j += NR_PER) {
             __mmask8 ld = NR_F(nr_chunk_lanes)(P, j);
-            __m512i v = NR_F(nr_chunk_load)(bm, j, ld);
+            __m512i v = NR_F(nr_chunk_load)(bm, j);
             __mmask8 kl = NR_F(nr_chunk_ideq)(v, ld, wid);
-            NR_F(nr_chunk_store)(bm, j, ld, NR_F(nr_chunk_drop)(v, kl));
+            NR_F(nr_chunk_store)(bm, j, NR_F(nr_chunk_drop)(v, kl));
             mt |= (uint64_t)NR_F(nr_lanes_entries)(kl) << j;
         }
         f = (NR_WORD)0 - (NR_WORD)((mt | (0 - mt)) >> 63);
         if (vs == 8) { /* public */
             __m512i acc = _mm512_setzero_si512();
             for (uint32_t j = 0; j < P; j += 8) {
-                /* whole vectors, as in nr_evict_core; mt has no bit at
-                 * or past P */
-                __m512i v = _mm512_loadu_si512((const void *)(o->bdata + (size_t)j * 8));
-                NR_VBARRIER(v);
+                /* mt has no bit at or past P */
+                __m512i v = NR_F(nr_vals_load)(o, j);
                 acc = _mm512_mask_or_epi64(acc, (__mmask8)(mt >> j), acc, v);
             }
             acc8 = (uint64_t)_mm512_reduce_or_epi64(acc);
@@ -954,15 +960,13 @@ static inline uint64_t NR_F(nr_stash_count)(const obl_nroram *o)
 {
     const NR_META *bm = (const NR_META *)o->bmeta;
 #if OBL_CT_AVX512
-    /* whole vectors (the buffer has 64 bytes of slack after its last
-     * slot), the lanes past the stash dropped from the comparison's mask:
-     * no masked load outside the functions the masked-operand audit lists */
+    /* whole chunks, the lanes past the stash dropped from the
+     * comparison's mask */
     if (!nr_plan_scalar) { /* public; the switch: tests only */
         uint32_t c = o->P;
         for (uint32_t j = 0; j < o->P; j += NR_PER) {
-            __m512i v = _mm512_loadu_si512((const void *)&bm[j]);
-            NR_VBARRIER(v);
-            __mmask8 kl = NR_F(nr_chunk_ideq)(v, NR_F(nr_chunk_lanes)(o->P, j), NR_DUMMY);
+            __mmask8 kl = NR_F(nr_chunk_ideq)(NR_F(nr_chunk_load)(bm, j), NR_F(nr_chunk_lanes)(o->P, j),
+                                              NR_DUMMY);
             c -= (uint32_t)__builtin_popcount(kl); /* popcnt: no branch */
         }
         return c;
@@ -1040,15 +1044,14 @@ static inline __attribute__((always_inline)) void NR_F(nr_stash_in)(obl_nroram *
         uint64_t emp = 0;
         for (uint32_t j = 0; j < P; j += NR_PER) {
             __mmask8 ld = NR_F(nr_chunk_lanes)(P, j);
-            __mmask8 kl = NR_F(nr_chunk_ideq)(NR_F(nr_chunk_load)(bm, j, ld), ld, NR_DUMMY);
+            __mmask8 kl = NR_F(nr_chunk_ideq)(NR_F(nr_chunk_load)(bm, j), ld, NR_DUMMY);
             emp |= (uint64_t)NR_F(nr_lanes_entries)(kl) << j;
         }
         uint64_t one = emp & (0 - emp); /* one exists: nr_settle */
         for (uint32_t j = 0; j < P; j += NR_PER) {
-            __mmask8 ld = NR_F(nr_chunk_lanes)(P, j);
             uint32_t k = (uint32_t)(one >> j) & ((1u << NR_PER) - 1);
-            __m512i v = NR_F(nr_chunk_load)(bm, j, ld);
-            NR_F(nr_chunk_store)(bm, j, ld, _mm512_mask_mov_epi64(v, NR_F(nr_entry_lanes)(k), nv));
+            __m512i v = NR_F(nr_chunk_load)(bm, j);
+            NR_F(nr_chunk_store)(bm, j, _mm512_mask_mov_epi64(v, NR_F(nr_entry_lanes)(k), nv));
         }
         if (vs == 8) { /* public */
             uint64_t t;
@@ -1059,14 +1062,8 @@ static inline __attribute__((always_inline)) void NR_F(nr_stash_in)(obl_nroram *
             __m512i tv = _mm512_set1_epi64((long long)t);
             NR_VBARRIER(tv);
             for (uint32_t j = 0; j < P; j += 8) {
-                /* whole vectors, the lanes past P written back as loaded
-                 * (nr_chunk_load) */
-                unsigned char *dp = o->bdata + (size_t)j * 8;
-                __m512i v = _mm512_loadu_si512((const void *)dp);
-                NR_VBARRIER(v);
-                v = _mm512_mask_mov_epi64(v, (__mmask8)(one >> j), tv);
-                NR_VBARRIER(v);
-                _mm512_storeu_si512((void *)dp, v);
+                __m512i v = NR_F(nr_vals_load)(o, j);
+                NR_F(nr_vals_store)(o, j, _mm512_mask_mov_epi64(v, (__mmask8)(one >> j), tv));
             }
         } else {
             for (uint32_t s = 0; s < P; s++)

@@ -15,10 +15,11 @@
  * metadata in and back (whole-bucket evictions, AVX-512 with 8-byte values
  * in 32- or 64-byte buckets, read the path's metadata from the tree and
  * write whole buckets, so only the stash part is used). The data blocks of
- * the stash (P slots) live in bdata; those of the path stay in the tree, where the eviction's data pass
- * swaps them in place (copying them out and back would move every byte of
- * the path twice more). The read of the accessed block (ReadAndRemove)
- * scans the path in place: it changes one id only.
+ * the stash (P slots) live in bdata; those of the path stay in the tree,
+ * where the eviction's data pass swaps them in place (copying them out and
+ * back would move every byte of the path twice more). The read of the
+ * accessed block (ReadAndRemove) scans the path in place: it changes one
+ * id only.
  *
  * P = stash_size + 2: stash_size blocks may stay in the stash after an
  * access's evictions; one more slot receives the next accessed block, and
