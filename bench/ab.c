@@ -146,13 +146,19 @@ typedef struct {
     uint64_t n;
     size_t vs;
     uint32_t pb;
+    uint64_t next[2]; /* the id each version reads next */
 } ab_nr;
 
+/* Reads the id drawn at the call before and prefetches the position of the
+ * one drawn now, as obl-bench's nroram type does (docs/bench.md, "The
+ * caller's positions"). */
 static int ab_nroram_read(void *ctx, int v, uint64_t rnd)
 {
     ab_nr *c = (ab_nr *)ctx;
-    uint64_t id = rnd % c->n, np, f;
+    uint64_t id = c->next[v], np, f;
     obl_err e;
+    c->next[v] = rnd % c->n;
+    __builtin_prefetch(&c->pos[v][c->next[v]]);
     if (v) {
         np = obl_nroram_random_pos(c->o[1]);
         e = obl_nroram_access(c->o[1], id, c->pos[1][id], np, OBL_ORAM_READ, NULL, c->buf, &f);
@@ -196,7 +202,7 @@ static void ab_nroram_drop(void *ctx, int v)
 
 static int ab_nroram(uint64_t n, size_t vs, uint32_t pb, int R)
 {
-    ab_nr c = {{NULL, NULL}, {NULL, NULL}, calloc(1, vs < 8 ? 8 : vs), n, vs, pb};
+    ab_nr c = {{NULL, NULL}, {NULL, NULL}, calloc(1, vs < 8 ? 8 : vs), n, vs, pb, {0, 0}};
     static double t[2][AB_MAX_ROUNDS];
     int rc = 1;
     if (!c.buf)
