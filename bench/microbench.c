@@ -19,6 +19,13 @@
  *           to every line of its path)? An ORAM access that touches K lines
  *           outside the caches cannot take less than K over that rate
  *           (docs/oram.md, "What limits us: compute plus memory").
+ *   layout  Would the tree's paths cost less if its levels were stored as
+ *           blocked subtrees of G levels (the van Emde Boas idea: a path's
+ *           G consecutive buckets in one 2^G-bucket block) instead of heap
+ *           order? Per NRORAM 8/8 access at 2^20 (20 levels of 64-byte
+ *           buckets, the top 10 left to the caches as pf_k0 does): three
+ *           random paths, their lines prefetched for writing deepest level
+ *           first, then each read-modify-written.
  *
  * Method: every number is the median over R repetitions (default 11) with
  * its quartiles and range, never a best-of. A repetition times a loop of
@@ -28,7 +35,7 @@
  * specialise the call for a constant length. Buffers are small enough to
  * stay in L1/L2 for cmov: it measures the instruction cost, not memory.
  *
- * usage: obl-microbench [cmov|lookup|memory|all] [--reps R] [--max-mib M] [--json FILE]
+ * usage: obl-microbench [cmov|lookup|memory|layout|all] [--reps R] [--max-mib M] [--json FILE]
  */
 #include <inttypes.h>
 #include <stdlib.h>
@@ -397,18 +404,163 @@ static int mb_memory(int reps, size_t max_mib, FILE *json)
     return 0;
 }
 
+/* The tree layouts of mb_layout: G = 0 is heap order (level k's 2^k
+ * buckets contiguous, root first); G > 0 groups the levels by G from the
+ * leaves up (the top group takes the remainder) and stores each group as
+ * 2^top subtrees of h levels, each in a block of 2^h buckets (one bucket
+ * of padding), in heap order inside. */
+typedef struct {
+    uint32_t D, logL, G, ng;
+    uint32_t group[64]; /* group of each level */
+    uint32_t top[64];   /* first level of each group */
+    uint32_t h[64];     /* levels in each group */
+    uint64_t off[64];   /* first bucket of each group */
+    uint64_t buckets;   /* buckets in all */
+} mb_tree;
+
+static void mb_tree_init(mb_tree *t, uint32_t D, uint32_t G)
+{
+    memset(t, 0, sizeof(*t));
+    t->D = D;
+    t->logL = D - 1;
+    t->G = G;
+    if (!G) {
+        t->buckets = (UINT64_C(1) << D) - 1;
+        return;
+    }
+    uint32_t k = 0, rem = D % G;
+    if (rem) {
+        t->top[0] = 0;
+        t->h[0] = rem;
+        t->ng = 1;
+        k = rem;
+    }
+    for (; k < D; k += G, t->ng++) {
+        t->top[t->ng] = k;
+        t->h[t->ng] = G;
+    }
+    for (uint32_t g = 0; g < t->ng; g++) {
+        for (uint32_t j = 0; j < t->h[g]; j++)
+            t->group[t->top[g] + j] = g;
+        t->off[g] = t->buckets;
+        t->buckets += (UINT64_C(1) << t->top[g]) << t->h[g];
+    }
+}
+
+/* Bucket of level k on the path to `leaf`. */
+static inline uint64_t mb_tree_bucket(const mb_tree *t, uint64_t leaf, uint32_t k)
+{
+    uint64_t node = leaf >> (t->logL - k);
+    if (!t->G)
+        return ((UINT64_C(1) << k) - 1) + node;
+    uint32_t g = t->group[k], r = k - t->top[g];
+    uint64_t in = ((UINT64_C(1) << r) - 1) + (node & ((UINT64_C(1) << r) - 1));
+    return t->off[g] + ((node >> r) << t->h[g]) + in;
+}
+
+/* q accesses of three paths of w levels each, their buckets listed in
+ * `bk` (drawn before timing, so every layout runs the same instructions):
+ * prefetches for writing (deepest first), then read-modify-writes. */
+static __attribute__((noinline)) uint64_t mb_tree_paths(unsigned char *base, const uint32_t *bk,
+                                                        uint64_t q, uint32_t w)
+{
+    for (uint64_t i = 0; i < q; i++, bk += 3 * w) {
+        for (uint32_t j = 3 * w; j-- > 0;)
+            __builtin_prefetch(base + (size_t)bk[j] * 64, 1, 3);
+        for (uint32_t j = 0; j < 3 * w; j++)
+            base[(size_t)bk[j] * 64 + 8]++;
+    }
+    return base[8];
+}
+
+static int mb_layout(int reps, size_t max_mib, FILE *json)
+{
+    static const uint32_t gs[] = {0, 2, 3, 4, 5};
+    enum { NL = 5 };
+    const uint64_t q = UINT64_C(1) << 16;
+    uint32_t D = 20, k0 = 10; /* NRORAM 8/8 at 2^20: 2^19 leaves, pf_k0 = 10 */
+    while (D > 12 && ((UINT64_C(1) << D) * 64 * 3 / 2) > ((uint64_t)max_mib << 20))
+        D--; /* the test suite's --max-mib 16 */
+    obl_allocator al = obl_default_allocator();
+    const uint32_t w = D - k0;
+    uint32_t *leaves = malloc(3 * q * sizeof(uint32_t));
+    uint32_t *bk = malloc(3 * q * w * sizeof(uint32_t));
+    if (!leaves || !bk) {
+        free(leaves);
+        free(bk);
+        return 1;
+    }
+    bench_rng r;
+    bench_rng_seed(&r, 13);
+    for (uint64_t i = 0; i < 3 * q; i++)
+        leaves[i] = (uint32_t)bench_rng_below(&r, UINT64_C(1) << (D - 1));
+    printf("# question: do three random paths of a %u-level tree of 64-byte buckets (levels %u..%u;\n"
+           "# the top %u levels stay cached) cost less stored as blocked subtrees of G levels than in\n"
+           "# heap order (G = 0)? ns per access (3 paths: prefetchw deepest first, then a\n"
+           "# read-modify-write of every line), %" PRIu64 " accesses, medians over %d repetitions [q1, q3].\n",
+           D, k0, D - 1, k0, q, reps);
+    printf("%4s %10s %22s %12s\n", "G", "MiB", "ns per access", "/ heap");
+    double heap = 0, best = 0;
+    uint32_t best_g = 0;
+    for (int l = 0; l < NL; l++) {
+        mb_tree t;
+        mb_tree_init(&t, D, gs[l]);
+        size_t bytes = (size_t)t.buckets * 64 + 64;
+        unsigned char *base = al.alloc(al.opaque, bytes, 64);
+        if (!base) {
+            free(leaves);
+            free(bk);
+            return 1;
+        }
+        memset(base, 0, bytes);
+        /* each path's buckets deepest level last, as the library's pathb */
+        for (uint64_t i = 0; i < 3 * q; i++)
+            for (uint32_t k = k0; k < D; k++)
+                bk[i * w + (k - k0)] = (uint32_t)mb_tree_bucket(&t, leaves[i], k);
+        double s[BENCH_MAX_REPS];
+        uint64_t acc = 0;
+        for (int rep = -1; rep < reps; rep++) {
+            uint64_t t0 = bench_now_ns();
+            acc += mb_tree_paths(base, bk, q, w);
+            if (rep >= 0)
+                s[rep] = (double)(bench_now_ns() - t0) / (double)q;
+        }
+        bench_consume(acc);
+        bench_stats st = bench_summarize(s, reps);
+        if (!gs[l])
+            heap = st.median;
+        else if (!best_g || st.median < best) {
+            best = st.median;
+            best_g = gs[l];
+        }
+        char name[16];
+        snprintf(name, sizeof(name), gs[l] ? "blocked-%u" : "heap", gs[l]);
+        printf("%4u %10.1f %10.1f [%.1f-%.1f] %12.3f\n", gs[l], (double)bytes / 1048576.0, st.median,
+               st.q1, st.q3, st.median / heap);
+        mb_json_row(json, "layout", name, bytes, t.buckets, "ns_per_access", s, reps);
+        al.free(al.opaque, base, bytes);
+    }
+    printf("# answer: the best blocked layout (G = %u) takes %.3f of heap order's time per access\n",
+           best_g, best / heap);
+    free(leaves);
+    free(bk);
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     const char *what = "all", *json_path = NULL;
     uint64_t reps = 11, max_mib = 256;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
-            printf("usage: obl-microbench [cmov|lookup|memory|all] [--reps R] [--max-mib M] [--json FILE]\n"
+            printf("usage: obl-microbench [cmov|lookup|memory|layout|all] [--reps R] [--max-mib M] [--json FILE]\n"
                    "  cmov    cost of obl_ct_cmov per block size (8 B .. 4 KiB) and variant\n"
                    "  lookup  cost of obl_ct_lookup against a direct index, 16 .. 65536 entries\n"
                    "  memory  random cache lines per us from 1 .. 256 MiB: chain, loads, prefetches,\n"
                    "          read-modify-writes (the memory floor of an ORAM access);\n"
-                   "          --max-mib M stops at the largest region of at most M MiB (1..256)\n");
+                   "          --max-mib M stops at the largest region of at most M MiB (1..256)\n"
+                   "  layout  three random paths of a 2^20 tree (heap order against blocked subtrees of\n"
+                   "          G levels), ns per access; --max-mib M shrinks the tree to fit M MiB\n");
             return 0;
         } else if (!strcmp(argv[i], "--reps") && i + 1 < argc) {
             char *end;
@@ -427,7 +579,8 @@ int main(int argc, char **argv)
         } else if (!strcmp(argv[i], "--json") && i + 1 < argc) {
             json_path = argv[++i];
         } else if (!strcmp(argv[i], "cmov") || !strcmp(argv[i], "lookup") ||
-                   !strcmp(argv[i], "memory") || !strcmp(argv[i], "all")) {
+                   !strcmp(argv[i], "memory") || !strcmp(argv[i], "layout") ||
+                   !strcmp(argv[i], "all")) {
             what = argv[i];
         } else {
             fprintf(stderr, "obl-microbench: unknown argument '%s' (see --help)\n", argv[i]);
@@ -449,6 +602,8 @@ int main(int argc, char **argv)
         rc |= mb_lookup((int)reps, json);
     if (!strcmp(what, "memory") || !strcmp(what, "all"))
         rc |= mb_memory((int)reps, (size_t)max_mib, json);
+    if (!strcmp(what, "layout") || !strcmp(what, "all"))
+        rc |= mb_layout((int)reps, (size_t)max_mib, json);
     if (json)
         fclose(json);
     return rc;

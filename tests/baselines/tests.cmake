@@ -27,11 +27,12 @@ endif()
 # obl-microbench (bench/microbench.c): every micro-benchmark runs once and
 # prints its answer; the memory one, cut at 16 MiB so that the sanitize build
 # stays within its time (1 .. 256 MiB took over 120 s there on CI), writes a
-# JSON row per region size and pattern (5 x 5); an unknown argument and an
+# JSON row per region size and pattern (5 x 5), the layout one (shrunk to
+# 2^17 buckets by the same cut) a row per layout (5); an unknown argument and an
 # out-of-range --max-mib are usage errors (exit 2).
 if(TARGET obl-microbench)
   set(mbj ${CMAKE_CURRENT_BINARY_DIR}/microbench.jsonl)
   add_test(NAME test_microbench
-           COMMAND sh -c "rm -f ${mbj} && out=$($<TARGET_FILE:obl-microbench> all --reps 1 --max-mib 16 --json ${mbj}) && echo \"$out\" | grep -q '^# answer: 64-byte entries' && echo \"$out\" | grep -q '^# answer: from 16 MiB one core moves about [0-9]* random lines per us' && test $(grep -c '\"bench\": \"memory\"' ${mbj}) -eq 25 && test $(grep -c '\"bench\": \"cmov\"' ${mbj}) -ge 9 && { $<TARGET_FILE:obl-microbench> bogus >/dev/null 2>&1; test $? -eq 2; } && { $<TARGET_FILE:obl-microbench> memory --max-mib 0 >/dev/null 2>&1; test $? -eq 2; }")
+           COMMAND sh -c "rm -f ${mbj} && out=$($<TARGET_FILE:obl-microbench> all --reps 1 --max-mib 16 --json ${mbj}) && echo \"$out\" | grep -q '^# answer: 64-byte entries' && echo \"$out\" | grep -q '^# answer: from 16 MiB one core moves about [0-9]* random lines per us' && echo \"$out\" | grep -q '^# answer: the best blocked layout (G = [2-5]) takes [0-9.]* of heap' && test $(grep -c '\"bench\": \"memory\"' ${mbj}) -eq 25 && test $(grep -c '\"bench\": \"layout\"' ${mbj}) -eq 5 && test $(grep -c '\"bench\": \"cmov\"' ${mbj}) -ge 9 && { $<TARGET_FILE:obl-microbench> bogus >/dev/null 2>&1; test $? -eq 2; } && { $<TARGET_FILE:obl-microbench> memory --max-mib 0 >/dev/null 2>&1; test $? -eq 2; }")
   set_tests_properties(test_microbench PROPERTIES LABELS "${lab};bench" TIMEOUT 120)
 endif()
