@@ -981,15 +981,16 @@ static inline uint64_t NR_F(nr_stash_count)(const obl_nroram *o)
 /* One eviction on the next reverse-lexicographic path. Public.
  * It first prefetches (with whole-bucket moves: once this eviction's
  * metadata is loaded, nr_evict_core), to L2 for writing, the path of the
- * eviction after it (known in advance): those misses then overlap this
- * eviction, or the next
- * access's read of its path, instead of stalling the next eviction's loads
- * (measured: prefetching both eviction paths when the access starts left
- * their loads as the largest stall). */
+ * eviction o->pf_lead after it (the order is public and known in advance):
+ * those misses then overlap this eviction and what follows it, instead of
+ * stalling that eviction's loads (measured: prefetching both eviction
+ * paths when the access starts left their loads as the largest stall; the
+ * lead: obl_nroram_create). With a lead of 2 the first two evictions of a
+ * tree find their paths not prefetched. */
 static void NR_F(nr_evict_next)(obl_nroram *o)
 {
     uint64_t e = NR_F(nr_evict_leaf)(o, o->evict_ctr++);
-    uint64_t next = NR_F(nr_evict_leaf)(o, o->evict_ctr);
+    uint64_t next = NR_F(nr_evict_leaf)(o, o->evict_ctr + o->pf_lead - 1);
     if (!NR_F(nr_whole_buckets)(o)) /* public; else nr_evict_core prefetches */
         for (uint32_t k = o->D; k-- > o->pf_k0;)
             NR_PREFETCH_BUCKET(o, NR_F(nr_bucket)(o, next, k), 1, 2);

@@ -98,7 +98,11 @@ struct obl_nroram {
     uint64_t L;         /* leaves */
     uint64_t nbuckets;  /* 2L - 1 */
     uint64_t evict_ctr; /* reverse-lexicographic eviction counter (public) */
-    uint64_t pf_next;   /* the next eviction's leaf, prefetched during this one */
+    uint64_t pf_next;   /* the leaf prefetched during this eviction: that of
+                           the eviction pf_lead after it */
+    uint32_t pf_lead;   /* public: 2 for a tree used alone (obl_nroram_create),
+                           1 for the trees of a RORAM or a map (nr_create),
+                           whose next access comes after the other trees' */
     uint32_t pfq_n, pfq_i; /* prefetch queue: the accessed path's buckets, */
     uint64_t pfq[NR_MAX_LEVELS]; /* issued a level at a time by evictions */
     int full;           /* public: extra evictions could not drain the stash */
