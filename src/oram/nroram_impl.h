@@ -391,7 +391,8 @@ static inline __attribute__((always_inline)) void NR_F(nr_evict_core)(obl_nroram
              * end of the data pass instead: 1.08 and 1.19 x; queued and
              * issued one per level of the data pass, as the read path's
              * are: 1.065 and 1.056 x; as reads to L2 instead of prefetchw:
-             * 1.010 and 0.982 x, 2026-12-06) */
+             * 1.010 and 0.982 x, 2026-12-06; with pf_lead 2, queued one per
+             * level: 1.015 and 1.018 x at 2^20, 1.028 and 1.026 x at 2^16) */
             for (uint32_t k = D; k-- > o->pf_k0;)
                 NR_PREFETCH_BUCKET(o, NR_F(nr_bucket)(o, o->pf_next, k), 1, 2);
         }
