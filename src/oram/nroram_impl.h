@@ -777,13 +777,18 @@ static inline __attribute__((always_inline)) uint64_t NR_F(nr_fetch_core)(obl_nr
     NR_F(nr_path_index)(o, pos);
     /* the previous access's evictions, while the path arrives; they load
      * their own paths into o->pathb, so the access's is computed again */
-    if (o->owed && NR_F(nr_whole_buckets)(o)) { /* public */
+    if (o->pf_lead == 1 && o->owed && NR_F(nr_whole_buckets)(o)) { /* public */
         /* the read path's prefetches are queued and the first eviction's
          * data pass issues one per level, so they do not stall on miss
          * buffers its own loads fill (it has D levels, at least as many as
          * the queue, so the loop after settle only guards; A/B at 2^20
          * 0.96-0.98 x, at 2^16 0.94-0.98 x; issuing them during the second
-         * eviction instead was 1.04-1.13 x) */
+         * eviction instead was 1.04-1.13 x). With a lead of 2 (a tree used
+         * alone, obl_nroram_create) the evictions' paths are in cache by
+         * then, their loads hold no miss buffers, and the read path is
+         * prefetched at once (NRORAM 8/8 at 2^20 0.928 and 0.951 x, 4/8
+         * 0.900 and 0.964 x, 2^22 0.983 and 0.907 x, 2^16 0.996-1.013 x;
+         * RORAM trees, lead 1, unchanged: 0.994 and 1.001 x). */
         o->pfq_n = 0;
         o->pfq_i = 0;
         for (uint32_t k = o->D; k-- > o->pf_k0;)
