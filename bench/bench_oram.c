@@ -8,7 +8,8 @@
  *   reads (warm-up), Q reads at shuffled ids (each with its position and a
  *   fresh one), Q writes at other shuffled ids. The harness keeps the
  *   positions in a table and prefetches the next access's entry
- *   (pos_prefetch).
+ *   (nroram_reads); Read_latency_plain_caller_us times the same reads
+ *   again without that prefetch.
  * `roram` (REPORT type RORAM, impl obl): the recursive ORAM over N values;
  *   Initialization_time_us is the complete oblivious build from the
  *   caller's array (every tree filled, no lazy initialisation), and
@@ -136,20 +137,33 @@ static int oram_finish(bench_case *c, const oram_state *s, double read_us, int o
 }
 
 /*
- * Starts the load of the next access's position. The position table is the
+ * Q reads at ids idx[0 .. q): each with the caller's position and a fresh
+ * one, folded into *acc; clears *ok on an error. With pf, the loop first
+ * starts the load of the next access's position. The position table is the
  * caller's (8 bytes per id, 8 MiB at 2^20) and one random line of it misses
- * the caches once the tree is large; unhidden, that miss came before every
- * access and delayed its first step (the read path's prefetch needs the
+ * the caches once the tree is large; unhidden, that miss comes before the
+ * access and delays its first step (the read path's prefetch needs the
  * position), although it is no work of the ORAM. A caller like the RORAM
  * has the position in a register from the level above. The ids are public
  * here (the harness's own pre-drawn sequence), so the prefetch one access
- * ahead is what such a loop would do. docs/bench.md, "The caller's
- * positions", has the measurement.
+ * ahead is what such a loop would do. Without pf the loop is what a plain
+ * caller gets (Read_latency_plain_caller_us). docs/bench.md, "The
+ * caller's positions".
  */
-static inline void pos_prefetch(const uint64_t *pos, const uint64_t *idx, uint64_t i, uint64_t q)
+static int nroram_reads(obl_nroram *o, oram_state *s, size_t vb, const uint64_t *idx, uint64_t q,
+                        int pf, uint64_t *acc)
 {
-    if (i + 1 < q)
-        __builtin_prefetch(&pos[idx[i + 1]]);
+    unsigned char *buf = s->buf;
+    int ok = 1;
+    for (uint64_t i = 0; i < q; i++) {
+        uint64_t id = idx[i], np = obl_nroram_random_pos(o);
+        if (pf && i + 1 < q) /* public: the harness's switch */
+            __builtin_prefetch(&s->pos[idx[i + 1]]);
+        ok &= obl_nroram_access(o, id, s->pos[id], np, OBL_ORAM_READ, NULL, buf, NULL) == OBL_OK;
+        s->pos[id] = np;
+        *acc += buf[0] ^ buf[vb - 1];
+    }
+    return ok;
 }
 
 static int nroram_run(bench_case *c, void *state)
@@ -182,24 +196,17 @@ static int nroram_run(bench_case *c, void *state)
 
     /* untimed warm-up: Q reads at the write phase's indices (docs/bench.md) */
     uint64_t acc = 0;
-    for (uint64_t i = 0; i < q; i++) {
-        uint64_t id = w->write_idx[i], np = obl_nroram_random_pos(o);
-        pos_prefetch(s->pos, w->write_idx, i, q);
-        ok &= obl_nroram_access(o, id, s->pos[id], np, OBL_ORAM_READ, NULL, buf, NULL) == OBL_OK;
-        s->pos[id] = np;
-        acc += buf[0];
-    }
+    ok &= nroram_reads(o, s, vb, w->write_idx, q, 1, &acc);
     uint64_t t0 = bench_now_ns();
-    for (uint64_t i = 0; i < q; i++) {
-        uint64_t id = w->read_idx[i], np = obl_nroram_random_pos(o);
-        pos_prefetch(s->pos, w->read_idx, i, q);
-        ok &= obl_nroram_access(o, id, s->pos[id], np, OBL_ORAM_READ, NULL, buf, NULL) == OBL_OK;
-        s->pos[id] = np;
-        acc += buf[0] ^ buf[vb - 1];
-    }
+    ok &= nroram_reads(o, s, vb, w->read_idx, q, 1, &acc);
     uint64_t t1 = bench_now_ns();
-    bench_consume(acc);
     double rl = bench_record_phase(c, "Read_latency_us", "Read_throughput_qps", t0, t1, q);
+    /* the same reads again, the caller's position lookup not prefetched */
+    t0 = bench_now_ns();
+    ok &= nroram_reads(o, s, vb, w->read_idx, q, 0, &acc);
+    t1 = bench_now_ns();
+    bench_consume(acc);
+    bench_record(c, "Read_latency_plain_caller_us", (double)(t1 - t0) / 1000.0 / (double)q);
     /* the reads above must have returned the initial values */
     for (uint64_t i = 0; i < 64 && i < q; i++) {
         uint64_t id = w->read_idx[q - 1 - i], np = obl_nroram_random_pos(o);
@@ -211,7 +218,8 @@ static int nroram_run(bench_case *c, void *state)
     t0 = bench_now_ns();
     for (uint64_t i = 0; i < q; i++) {
         uint64_t id = w->write_idx[i], np = obl_nroram_random_pos(o);
-        pos_prefetch(s->pos, w->write_idx, i, q);
+        if (i + 1 < q) /* as nroram_reads */
+            __builtin_prefetch(&s->pos[w->write_idx[i + 1]]);
         ok &= obl_nroram_access(o, id, s->pos[id], np, OBL_ORAM_WRITE,
                                 w->pool + (i % BENCH_POOL) * vb, NULL, NULL) == OBL_OK;
         s->pos[id] = np;
