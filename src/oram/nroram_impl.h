@@ -101,7 +101,7 @@ static inline uint64_t NR_F(nr_evict_leaf)(const obl_nroram *o, uint64_t g)
  * on every path and stay in cache (prefetching them cost instructions for
  * nothing: skipping them took NRORAM 8/8 from 1.46 to 1.26 us at 2^20 and
  * 1.23 to 1.12 us at 2^16, in-process A/B). The eviction paths are
- * prefetched one eviction ahead (nr_evict_next). All path prefetches go
+ * prefetched o->pf_lead evictions ahead (nr_evict_next). All path prefetches go
  * deepest level first: the deep buckets are the ones likely to come from
  * DRAM, and the prefetches stall once the miss buffers are full, so the
  * slowest start first (in-process A/B, NRORAM 8/8 at 2^20: 0.965, 0.983,
@@ -384,7 +384,8 @@ static inline __attribute__((always_inline)) void NR_F(nr_evict_core)(obl_nroram
                 NR_VBARRIER(m);
                 NR_F(nr_reach_chunk)(m, e, logL, &rr[P + 2 * k]);
             }
-            /* the next eviction's path (nr_evict_next), once this one's
+            /* the path of the eviction pf_lead after this one
+             * (nr_evict_next), once this one's
              * metadata has been loaded: issued before those loads, the
              * prefetches waited for miss buffers (NRORAM 8/8 at 2^20, in-process
              * A/B: 0.91 to 1.00 x the time, four comparisons; issued at the
