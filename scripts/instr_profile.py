@@ -4,7 +4,7 @@
     /usr/bin/python3 scripts/instr_profile.py [--type nroram|roram|umap]
         [--n 2^16,2^20] [--key-bytes K] [--value-bytes V] [--queries Q]
 
-Builds build-prof/ (release, OBL_NATIVE=OFF: x86-64-v3 with AES-NI, -g),
+Builds build-prof/ (release, OBL_NATIVE=OFF plus -march=x86-64-v3: AVX2, AES-NI, -g),
 since valgrind 3.19 cannot run the AVX-512 release build, and runs obl-bench
 once per N under callgrind with collection switched on only inside the
 measured operation (--toggle-collect): nroram obl_nroram_access, roram
