@@ -393,9 +393,19 @@ static inline __attribute__((always_inline)) void NR_F(nr_evict_core)(obl_nroram
              * issued one per level of the data pass, as the read path's
              * are: 1.065 and 1.056 x; as reads to L2 instead of prefetchw:
              * 1.010 and 0.982 x, 2026-12-06; with pf_lead 2, queued one per
-             * level: 1.015 and 1.018 x at 2^20, 1.028 and 1.026 x at 2^16) */
-            for (uint32_t k = D; k-- > o->pf_k0;)
-                NR_PREFETCH_BUCKET(o, NR_F(nr_bucket)(o, o->pf_next, k), 1, 2);
+             * level: 1.015 and 1.018 x at 2^20, 1.028 and 1.026 x at 2^16).
+             * With a lead of two, to L1 (locality 3) instead of L2: NRORAM
+             * 8/8 at 2^20 0.933, 0.985, 0.919, 0.938 x; 4/8 0.966, 0.977 x;
+             * 2^22 0.958, 0.953 x; 2^16 0.998, 1.011 x. The RORAM's and the
+             * map's trees (lead one) keep L2: for them L1 measured RORAM
+             * 1.001, 0.996 x (8/8) and 0.997, 0.993 x (8/56), map get
+             * 1.030, 0.979 x. */
+            if (o->pf_lead > 1) /* public */
+                for (uint32_t k = D; k-- > o->pf_k0;)
+                    NR_PREFETCH_BUCKET(o, NR_F(nr_bucket)(o, o->pf_next, k), 1, 3);
+            else
+                for (uint32_t k = D; k-- > o->pf_k0;)
+                    NR_PREFETCH_BUCKET(o, NR_F(nr_bucket)(o, o->pf_next, k), 1, 2);
         }
     } else
 #endif
