@@ -136,9 +136,18 @@ static int oram_finish(bench_case *c, const oram_state *s, double read_us, int o
     return bench_rep_status(c, !ok, cnt);
 }
 
+/* Starts the load of the caller's position for the access after the i-th
+ * of q at ids idx (nroram_reads says why). */
+static inline void pos_prefetch_next(const uint64_t *pos, const uint64_t *idx, uint64_t i,
+                                     uint64_t q)
+{
+    if (i + 1 < q)
+        __builtin_prefetch(&pos[idx[i + 1]]);
+}
+
 /*
  * Q reads at ids idx[0 .. q): each with the caller's position and a fresh
- * one, folded into *acc; clears *ok on an error. With pf, the loop first
+ * one, folded into *acc; returns 0 on an error. With pf, the loop first
  * starts the load of the next access's position. The position table is the
  * caller's (8 bytes per id, 8 MiB at 2^20) and one random line of it misses
  * the caches once the tree is large; unhidden, that miss comes before the
@@ -157,8 +166,8 @@ static int nroram_reads(obl_nroram *o, oram_state *s, size_t vb, const uint64_t 
     int ok = 1;
     for (uint64_t i = 0; i < q; i++) {
         uint64_t id = idx[i], np = obl_nroram_random_pos(o);
-        if (pf && i + 1 < q) /* public: the harness's switch */
-            __builtin_prefetch(&s->pos[idx[i + 1]]);
+        if (pf) /* public: the harness's switch */
+            pos_prefetch_next(s->pos, idx, i, q);
         ok &= obl_nroram_access(o, id, s->pos[id], np, OBL_ORAM_READ, NULL, buf, NULL) == OBL_OK;
         s->pos[id] = np;
         *acc += buf[0] ^ buf[vb - 1];
@@ -218,8 +227,7 @@ static int nroram_run(bench_case *c, void *state)
     t0 = bench_now_ns();
     for (uint64_t i = 0; i < q; i++) {
         uint64_t id = w->write_idx[i], np = obl_nroram_random_pos(o);
-        if (i + 1 < q) /* as nroram_reads */
-            __builtin_prefetch(&s->pos[w->write_idx[i + 1]]);
+        pos_prefetch_next(s->pos, w->write_idx, i, q);
         ok &= obl_nroram_access(o, id, s->pos[id], np, OBL_ORAM_WRITE,
                                 w->pool + (i % BENCH_POOL) * vb, NULL, NULL) == OBL_OK;
         s->pos[id] = np;

@@ -67,6 +67,15 @@ static inline uint64_t NR_F(nr_bucket)(const obl_nroram *o, uint64_t leaf, uint3
             __builtin_prefetch((const void *)a_, rw, locality);                       \
     } while (0)
 
+/* Prefetches for writing the buckets of an eviction path `leaf` below the
+ * cached top (pf_k0), deepest first (nr_prefetch_access says why), with
+ * the __builtin_prefetch locality given (a constant). Public: leaf. */
+#define NR_PREFETCH_EVICT_PATH(o, leaf, locality)                                     \
+    do {                                                                              \
+        for (uint32_t k_ = (o)->D; k_-- > (o)->pf_k0;)                                \
+            NR_PREFETCH_BUCKET(o, NR_F(nr_bucket)(o, leaf, k_), 1, locality);         \
+    } while (0)
+
 /* Bucket indices of path `leaf` into o->pathb. Public: leaf. */
 static inline void NR_F(nr_path_index)(obl_nroram *o, uint64_t leaf)
 {
@@ -401,11 +410,9 @@ static inline __attribute__((always_inline)) void NR_F(nr_evict_core)(obl_nroram
              * 1.001, 0.996 x (8/8) and 0.997, 0.993 x (8/56), map get
              * 1.030, 0.979 x. */
             if (o->pf_lead > 1) /* public */
-                for (uint32_t k = D; k-- > o->pf_k0;)
-                    NR_PREFETCH_BUCKET(o, NR_F(nr_bucket)(o, o->pf_next, k), 1, 3);
+                NR_PREFETCH_EVICT_PATH(o, o->pf_next, 3);
             else
-                for (uint32_t k = D; k-- > o->pf_k0;)
-                    NR_PREFETCH_BUCKET(o, NR_F(nr_bucket)(o, o->pf_next, k), 1, 2);
+                NR_PREFETCH_EVICT_PATH(o, o->pf_next, 2);
         }
     } else
 #endif
@@ -1009,8 +1016,7 @@ static void NR_F(nr_evict_next)(obl_nroram *o)
     uint64_t e = NR_F(nr_evict_leaf)(o, o->evict_ctr++);
     uint64_t next = NR_F(nr_evict_leaf)(o, o->evict_ctr + o->pf_lead - 1);
     if (!NR_F(nr_whole_buckets)(o)) /* public; else nr_evict_core prefetches */
-        for (uint32_t k = o->D; k-- > o->pf_k0;)
-            NR_PREFETCH_BUCKET(o, NR_F(nr_bucket)(o, next, k), 1, 2);
+        NR_PREFETCH_EVICT_PATH(o, next, 2);
     if (NR_F(nr_whole_buckets)(o)) { /* public: nr_evict_core reads the path in the tree */
         NR_F(nr_path_index)(o, e);
         o->pf_next = next;
