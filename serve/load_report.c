@@ -1,0 +1,403 @@
+/*
+ * obl-load's report (load.h): per step group, the offered and achieved
+ * rate, latency from the intended send time (average, p50, p90, p99,
+ * p99.9, max by exact sort), the batches the server ran while the group's
+ * requests were due (size average, p50, p99, max and a histogram), lost
+ * and failed requests, how late the generator itself sent (its p99 lag)
+ * and the server's own time per request. REPORT lines follow the public
+ * harness's envelope; --summary adds JSON records and a per-second timeline.
+ */
+#define _GNU_SOURCE
+#include <inttypes.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <obl/obl.h>
+
+#include "load.h"
+
+#if defined(__has_include)
+#if __has_include("obl_bench_git.h")
+#include "obl_bench_git.h"
+#endif
+#endif
+#ifndef OBL_BENCH_GIT
+#define OBL_BENCH_GIT "unknown"
+#endif
+
+#define NMETRICS 20
+#define HIST_BINS 18
+
+typedef struct batch {
+    uint64_t dispatch;
+    uint32_t size;
+} batch;
+
+typedef struct group_stats {
+    double m[NMETRICS];
+    uint64_t hist[HIST_BINS];
+} group_stats;
+
+static const char *const metric_names[NMETRICS] = {
+    "Offered_qps", "Achieved_qps", "Latency_avg_us", "Latency_p50_us", "Latency_p90_us",
+    "Latency_p99_us", "Latency_p999_us", "Latency_max_us", "Batch_size_avg", "Batch_size_p50",
+    "Batch_size_p99", "Batch_size_max", "Batches", "Requests", "Answered", "Lost", "Errors",
+    "Send_lag_p99_us", "Server_avg_us", "Server_p99_us"};
+
+static int cmp_batch(const void *a, const void *b)
+{
+    const batch *x = a, *y = b;
+    return (x->dispatch > y->dispatch) - (x->dispatch < y->dispatch);
+}
+
+/* The distinct batches seen in the answers, by dispatch time. */
+static size_t collect_batches(const load_run *r, batch **out)
+{
+    batch *b = malloc((r->answered + 1) * sizeof(batch));
+    size_t n = 0;
+    for (size_t i = 0; b && i < r->count; i++)
+        if (r->rec[i].recv && r->rec[i].status == SERVE_OK)
+            b[n++] = (batch){r->rec[i].dispatch, r->rec[i].batch};
+    if (!b)
+        return 0;
+    qsort(b, n, sizeof(batch), cmp_batch);
+    size_t u = 0;
+    for (size_t i = 0; i < n; i++)
+        if (!u || b[i].dispatch != b[u - 1].dispatch)
+            b[u++] = b[i];
+    *out = b;
+    return u;
+}
+
+/* The step whose stretch holds absolute time t (bounds: nsteps + 1 step
+ * starts, absolute ns), or -1 outside them. */
+static int step_at(const uint64_t *bounds, unsigned nsteps, uint64_t t)
+{
+    if (t < bounds[0] || t >= bounds[nsteps])
+        return -1;
+    unsigned lo = 0, hi = nsteps - 1; /* the last step starting at or before t */
+    while (lo < hi) {
+        unsigned mid = (lo + hi + 1) / 2;
+        if (bounds[mid] <= t)
+            lo = mid;
+        else
+            hi = mid - 1;
+    }
+    return (int)lo;
+}
+
+static int group_at(const load_run *r, const uint64_t *bounds, uint64_t t)
+{
+    int s = step_at(bounds, r->plan.nsteps, t);
+    return s < 0 ? -1 : (int)r->plan.steps[s].group;
+}
+
+static unsigned hist_bin(uint32_t size)
+{
+    unsigned lg = 0;
+    while (lg + 1 < HIST_BINS && ((uint64_t)2 << lg) <= size)
+        lg++;
+    return lg;
+}
+
+/* Sorts x[0..n) and stores avg, p50, p90, p99, p999, max at out[0..6). */
+static void summarize(double *x, size_t n, double *out)
+{
+    double sum = 0;
+    for (size_t i = 0; i < n; i++)
+        sum += x[i];
+    load_sort(x, n);
+    out[0] = n ? sum / (double)n : NAN;
+    out[1] = load_quantile(x, n, 0.5);
+    out[2] = load_quantile(x, n, 0.9);
+    out[3] = load_quantile(x, n, 0.99);
+    out[4] = load_quantile(x, n, 0.999);
+    out[5] = n ? x[n - 1] : NAN;
+}
+
+static void group_requests(const load_run *r, unsigned g, group_stats *gs, double *lat,
+                           double *lag, double *srv)
+{
+    size_t nl = 0, ng = 0, req = 0, lost = 0, errs = 0;
+    double srv_sum = 0;
+    for (size_t i = 0; i < r->count; i++) {
+        if (r->step[i] == LOAD_WARMUP || r->plan.steps[r->step[i]].group != g)
+            continue;
+        const load_rec *x = &r->rec[i];
+        req++;
+        if (x->send)
+            lag[ng++] = (double)(x->send - r->t0 - r->intended[i]) / 1e3;
+        if (!x->recv) {
+            lost++;
+            continue;
+        }
+        errs += !x->ok;
+        lat[nl] = (double)(x->recv - r->t0 - r->intended[i]) / 1e3;
+        srv[nl] = (double)(x->complete - x->arrival) / 1e3;
+        srv_sum += srv[nl++];
+    }
+    double q[6];
+    summarize(lat, nl, &gs->m[2]);
+    summarize(lag, ng, q);
+    gs->m[17] = q[3];
+    summarize(srv, nl, q);
+    gs->m[18] = nl ? srv_sum / (double)nl : NAN;
+    gs->m[19] = q[3];
+    gs->m[13] = (double)req;
+    gs->m[14] = (double)nl;
+    gs->m[15] = (double)lost;
+    gs->m[16] = (double)errs;
+}
+
+/* Offered and achieved rate (answers received while the group's steps
+ * ran, per second of them); the batches dispatched meanwhile. */
+static void group_rates_batches(const load_run *r, unsigned g, uint64_t got, const batch *b,
+                                const int *bgroup, size_t nb, group_stats *gs, double *sizes)
+{
+    double dur = 0, offered = 0;
+    for (unsigned i = 0; i < r->plan.nsteps; i++)
+        if (r->plan.steps[i].group == g) {
+            dur += r->plan.steps[i].seconds;
+            offered += r->plan.steps[i].rate * r->plan.steps[i].seconds;
+        }
+    gs->m[0] = offered / dur;
+    gs->m[1] = (double)got / dur;
+    size_t n = 0;
+    for (size_t i = 0; i < nb; i++)
+        if (bgroup[i] == (int)g) {
+            sizes[n++] = b[i].size;
+            gs->hist[hist_bin(b[i].size)]++;
+        }
+    double q[6];
+    summarize(sizes, n, q);
+    gs->m[8] = q[0];
+    gs->m[9] = q[1];
+    gs->m[10] = q[3];
+    gs->m[11] = q[5];
+    gs->m[12] = (double)n;
+}
+
+/* ------------------------------------------------------------ output -- */
+
+static void read_cpu(char *out, size_t len)
+{
+    snprintf(out, len, "unknown");
+    FILE *f = fopen("/proc/cpuinfo", "r");
+    char line[512];
+    while (f && fgets(line, sizeof(line), f)) {
+        char *v = strchr(line, ':');
+        if (strncmp(line, "model name", 10) || !v)
+            continue;
+        v += 1 + strspn(v + 1, " \t");
+        v[strcspn(v, "\n")] = 0;
+        snprintf(out, len, "%s", v);
+        break;
+    }
+    if (f)
+        fclose(f);
+}
+
+/* The REPORT line's version field, as obl-bench's: cpu/cores/variant/git,
+ * with no '|', ':=' or spaces. */
+static void make_tag(char *tag, size_t len, const char *cpu, long cores)
+{
+    char c[96];
+    size_t j = 0;
+    for (size_t i = 0; cpu[i] && cpu[i] != '@' && j + 1 < sizeof(c); i++) {
+        char ch = cpu[i];
+        int keep = (ch >= '0' && ch <= '9') || (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') ||
+                   ch == '.' || ch == '_';
+        if (keep)
+            c[j++] = ch;
+        else if (j && c[j - 1] != '-')
+            c[j++] = '-';
+    }
+    while (j && c[j - 1] == '-')
+        j--;
+    c[j] = 0;
+    snprintf(tag, len, "%s/%ldc/%s/%s", j ? c : "cpu", cores, obl_ct_variant(), OBL_BENCH_GIT);
+}
+
+/* About six significant digits, never exponent notation (as obl-bench). */
+static void fmt(char *buf, size_t len, double x)
+{
+    if (!isfinite(x)) {
+        snprintf(buf, len, "nan");
+        return;
+    }
+    int dec = 0;
+    if (x != 0) {
+        dec = 5 - (int)floor(log10(fabs(x)));
+        dec = dec < 0 ? 0 : dec > 6 ? 6 : dec;
+    }
+    snprintf(buf, len, "%.*f", dec, x);
+}
+
+static void json_num(FILE *f, double x)
+{
+    if (!isfinite(x))
+        fputs("null", f);
+    else if (x == floor(x) && fabs(x) < 1e15)
+        fprintf(f, "%.0f", x);
+    else
+        fprintf(f, "%.9g", x);
+}
+
+static void report_line(const load_run *r, unsigned g, const group_stats *gs, const char *tag,
+                        char *out, size_t len)
+{
+    size_t at = (size_t)snprintf(
+        out, len,
+        "REPORT_123Ramp-UMAP|obl|%s| N:=%" PRIu64 " | Key_bytes := %u | Value_bytes := %u"
+        " | Max_batch := %u | Pad := %u | Connections := %u | Hit_pct := %.0f | Step := %u",
+        tag, r->hello.n, r->hello.key_bytes, r->hello.value_bytes, r->hello.max_batch,
+        r->hello.pad, r->conns, r->hit_ratio * 100, g + 1);
+    for (int i = 0; i < NMETRICS && at < len; i++) {
+        char num[64];
+        fmt(num, sizeof(num), gs->m[i]);
+        at += (size_t)snprintf(out + at, len - at, " | %s := %s", metric_names[i], num);
+    }
+    if (at < len)
+        snprintf(out + at, len - at, " REPORT_123");
+}
+
+static void json_record(FILE *f, const load_run *r, unsigned g, const group_stats *gs,
+                        const char *cpu, const char *tag, const char *report)
+{
+    fprintf(f,
+            "{\"schema\": \"obl-bench/1\", \"bench\": \"ramp\", \"report_type\": \"Ramp-UMAP\", "
+            "\"impl\": \"obl\", \"params\": {\"N\": %" PRIu64 ", \"Key_bytes\": %u, "
+            "\"Value_bytes\": %u, \"Max_batch\": %u, \"Pad\": %u, \"Connections\": %u, "
+            "\"Hit_pct\": %.0f, \"Step\": %u}, \"queries\": %.0f, \"reps\": 1, \"seed\": %" PRIu64,
+            r->hello.n, r->hello.key_bytes, r->hello.value_bytes, r->hello.max_batch, r->hello.pad,
+            r->conns, r->hit_ratio * 100, g + 1, gs->m[13], r->plan.seed);
+    fprintf(f, ", \"env\": {\"cpu\": \"%s\", \"cores\": %ld, \"git\": \"%s\", \"obl_version\": "
+               "\"%s\", \"ct_variant\": \"%s\", \"tag\": \"%s\"}, \"metrics\": {",
+            cpu, sysconf(_SC_NPROCESSORS_ONLN), OBL_BENCH_GIT, obl_version(), obl_ct_variant(), tag);
+    for (int i = 0; i < NMETRICS; i++) {
+        fprintf(f, "%s\"%s\": {", i ? ", " : "", metric_names[i]);
+        const char *k[] = {"median", "min", "max", "q1", "q3"};
+        for (int j = 0; j < 5; j++) {
+            fprintf(f, "\"%s\": ", k[j]);
+            json_num(f, gs->m[i]);
+            fputs(", ", f);
+        }
+        fputs("\"reps\": 1, \"samples\": [", f);
+        json_num(f, gs->m[i]);
+        fputs("]}", f);
+    }
+    fputs("}, \"batch_hist\": {", f);
+    for (unsigned b = 0, first = 1; b < HIST_BINS; b++)
+        if (gs->hist[b]) {
+            fprintf(f, "%s\"%u\": %" PRIu64, first ? "" : ", ", 1u << b, gs->hist[b]);
+            first = 0;
+        }
+    fprintf(f, "}, \"report\": \"%s\"}\n", report);
+}
+
+/* One JSON line per second of the schedule (warm-up included, flagged):
+ * requests due, answered, latency p50/p99/max of those due, and the
+ * batches dispatched in that second. */
+static void timeline(FILE *f, const load_run *r, const uint64_t *bounds, const batch *b,
+                     size_t nb, double *lat)
+{
+    size_t i = 0, j = 0;
+    for (uint64_t sec = 0; i < r->count; sec++) {
+        uint64_t lo = sec * 1000000000u, hi = lo + 1000000000u;
+        size_t due = 0, nl = 0, nbat = 0;
+        double bsum = 0;
+        for (; i < r->count && r->intended[i] < hi; i++, due++)
+            if (r->rec[i].recv)
+                lat[nl++] = (double)(r->rec[i].recv - r->t0 - r->intended[i]) / 1e3;
+        for (; j < nb && b[j].dispatch < r->t0 + hi; j++)
+            if (b[j].dispatch >= r->t0 + lo) {
+                nbat++;
+                bsum += b[j].size;
+            }
+        double q[6];
+        summarize(lat, nl, q);
+        int s = step_at(bounds, r->plan.nsteps, r->t0 + lo + 500000000u);
+        fprintf(f, "{\"schema\": \"obl-load-second/1\", \"second\": %" PRIu64
+                   ", \"warmup\": %s, \"step\": %d, \"rate_qps\": ",
+                sec, r->t0 + lo < bounds[0] ? "true" : "false", s + 1);
+        json_num(f, s >= 0 ? r->plan.steps[s].rate : r->plan.steps[0].rate);
+        fprintf(f, ", \"due\": %zu, \"answered\": %zu, \"latency_p50_us\": ", due, nl);
+        json_num(f, q[1]);
+        fputs(", \"latency_p99_us\": ", f);
+        json_num(f, q[3]);
+        fputs(", \"latency_max_us\": ", f);
+        json_num(f, q[5]);
+        fprintf(f, ", \"batches\": %zu, \"batch_size_avg\": ", nbat);
+        json_num(f, nbat ? bsum / (double)nbat : NAN);
+        fputs("}\n", f);
+    }
+}
+
+int load_report(const load_run *r, FILE *summary)
+{
+    char cpu[128], tag[256], line[4096];
+    read_cpu(cpu, sizeof(cpu));
+    make_tag(tag, sizeof(tag), cpu, sysconf(_SC_NPROCESSORS_ONLN));
+    unsigned ns = r->plan.nsteps, ng = r->plan.ngroups;
+    uint64_t *bounds = malloc((ns + 1) * sizeof(uint64_t));
+    uint64_t *got = calloc(ng, sizeof(uint64_t));
+    double *lat = malloc((r->count + 1) * sizeof(double));
+    double *lag = malloc((r->count + 1) * sizeof(double));
+    double *srv = malloc((r->count + 1) * sizeof(double));
+    batch *b = NULL;
+    size_t nb = collect_batches(r, &b);
+    int *bgroup = malloc((nb + 1) * sizeof(int));
+    double *sizes = malloc((nb + 1) * sizeof(double));
+    if (!bounds || !got || !lat || !lag || !srv || !b || !bgroup || !sizes) {
+        fprintf(stderr, "obl-load: out of memory for the report\n");
+    } else {
+        for (unsigned i = 0; i <= ns; i++)
+            bounds[i] = r->t0 + (uint64_t)llround((r->plan.warmup_s + load_step_start(&r->plan, i)) * 1e9);
+        for (size_t i = 0; i < r->count; i++) {
+            int g = r->rec[i].recv ? group_at(r, bounds, r->rec[i].recv) : -1;
+            if (g >= 0)
+                got[g]++;
+        }
+        for (size_t i = 0; i < nb; i++)
+            bgroup[i] = group_at(r, bounds, b[i].dispatch);
+        for (unsigned g = 0; g < ng; g++) {
+            group_stats gs = {0};
+            group_requests(r, g, &gs, lat, lag, srv);
+            group_rates_batches(r, g, got[g], b, bgroup, nb, &gs, sizes);
+            report_line(r, g, &gs, tag, line, sizeof(line));
+            printf("%s\n", line);
+            if (summary)
+                json_record(summary, r, g, &gs, cpu, tag, line);
+        }
+        fflush(stdout);
+        if (summary)
+            timeline(summary, r, bounds, b, nb, lat);
+    }
+    free(bounds);
+    free(got);
+    free(lat);
+    free(lag);
+    free(srv);
+    free(b);
+    free(bgroup);
+    free(sizes);
+    return 0;
+}
+
+void load_write_raw(const load_run *r, FILE *f)
+{
+    for (size_t i = 0; i < r->count; i++) {
+        const load_rec *x = &r->rec[i];
+        fprintf(f,
+                "{\"id\": %zu, \"step\": %d, \"key_id\": %" PRIu64 ", \"hit\": %d, "
+                "\"intended_ns\": %" PRIu64 ", \"send_ns\": %" PRIu64 ", \"recv_ns\": %" PRIu64
+                ", \"arrival_ns\": %" PRIu64 ", \"dispatch_ns\": %" PRIu64
+                ", \"complete_ns\": %" PRIu64 ", \"batch\": %u, \"status\": %d, \"found\": %d"
+                ", \"ok\": %d}\n",
+                i, r->step[i] == LOAD_WARMUP ? 0 : r->step[i] + 1, x->key_id,
+                x->key_id < r->hello.n, r->t0 + r->intended[i], x->send, x->recv, x->arrival,
+                x->dispatch, x->complete, x->batch, x->recv ? x->status : -1, x->found, x->ok);
+    }
+}
