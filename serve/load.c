@@ -52,7 +52,8 @@ typedef struct loader {
 static int out_append(lconn *c, size_t n)
 {
     if (c->out_head + c->out_len + n > c->out_cap) {
-        memmove(c->out, c->out + c->out_head, c->out_len);
+        if (c->out_head)
+            memmove(c->out, c->out + c->out_head, c->out_len);
         c->out_head = 0;
         size_t cap = c->out_cap ? c->out_cap : 65536;
         while (cap < c->out_len + n)

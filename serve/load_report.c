@@ -245,15 +245,26 @@ static void json_num(FILE *f, double x)
         fprintf(f, "%.9g", x);
 }
 
+/* The plan's public description: first and last rate, seconds, steps. */
+static void plan_shape(const load_run *r, double *from, double *to, double *secs)
+{
+    *from = r->plan.steps[0].rate;
+    *to = r->plan.steps[r->plan.nsteps - 1].rate;
+    *secs = load_step_start(&r->plan, r->plan.nsteps);
+}
+
 static void report_line(const load_run *r, unsigned g, const group_stats *gs, const char *tag,
                         char *out, size_t len)
 {
+    double from, to, secs;
+    plan_shape(r, &from, &to, &secs);
     size_t at = (size_t)snprintf(
         out, len,
         "REPORT_123Ramp-UMAP|obl|%s| N:=%" PRIu64 " | Key_bytes := %u | Value_bytes := %u"
-        " | Max_batch := %u | Pad := %u | Connections := %u | Hit_pct := %.0f | Step := %u",
+        " | Max_batch := %u | Pad := %u | Connections := %u | Hit_pct := %.0f"
+        " | Rate_from := %.0f | Rate_to := %.0f | Seconds := %.0f | Steps := %u | Step := %u",
         tag, r->hello.n, r->hello.key_bytes, r->hello.value_bytes, r->hello.max_batch,
-        r->hello.pad, r->conns, r->hit_ratio * 100, g + 1);
+        r->hello.pad, r->conns, r->hit_ratio * 100, from, to, secs, r->plan.nsteps, g + 1);
     for (int i = 0; i < NMETRICS && at < len; i++) {
         char num[64];
         fmt(num, sizeof(num), gs->m[i]);
@@ -263,49 +274,72 @@ static void report_line(const load_run *r, unsigned g, const group_stats *gs, co
         snprintf(out + at, len - at, " REPORT_123");
 }
 
-static void json_record(FILE *f, const load_run *r, unsigned g, const group_stats *gs,
-                        const char *cpu, const char *tag, const char *report)
+/* The head of an obl-bench/1 record up to "metrics": {; `what`/`value`
+ * name the row (Step or Second). */
+static void json_head(FILE *f, const load_run *r, const char *type, const char *what,
+                      unsigned value, double queries, const char *cpu, const char *tag)
 {
+    double from, to, secs;
+    plan_shape(r, &from, &to, &secs);
     fprintf(f,
-            "{\"schema\": \"obl-bench/1\", \"bench\": \"ramp\", \"report_type\": \"Ramp-UMAP\", "
+            "{\"schema\": \"obl-bench/1\", \"bench\": \"ramp\", \"report_type\": \"%s\", "
             "\"impl\": \"obl\", \"params\": {\"N\": %" PRIu64 ", \"Key_bytes\": %u, "
             "\"Value_bytes\": %u, \"Max_batch\": %u, \"Pad\": %u, \"Connections\": %u, "
-            "\"Hit_pct\": %.0f, \"Step\": %u}, \"queries\": %.0f, \"reps\": 1, \"seed\": %" PRIu64,
-            r->hello.n, r->hello.key_bytes, r->hello.value_bytes, r->hello.max_batch, r->hello.pad,
-            r->conns, r->hit_ratio * 100, g + 1, gs->m[13], r->plan.seed);
+            "\"Hit_pct\": %.0f, \"Rate_from\": %.0f, \"Rate_to\": %.0f, \"Seconds\": %.0f, "
+            "\"Steps\": %u, \"%s\": %u}, \"queries\": %.0f, \"reps\": 1, \"seed\": %" PRIu64,
+            type, r->hello.n, r->hello.key_bytes, r->hello.value_bytes, r->hello.max_batch,
+            r->hello.pad, r->conns, r->hit_ratio * 100, from, to, secs, r->plan.nsteps, what,
+            value, queries, r->plan.seed);
     fprintf(f, ", \"env\": {\"cpu\": \"%s\", \"cores\": %ld, \"git\": \"%s\", \"obl_version\": "
                "\"%s\", \"ct_variant\": \"%s\", \"tag\": \"%s\"}, \"metrics\": {",
             cpu, sysconf(_SC_NPROCESSORS_ONLN), OBL_BENCH_GIT, obl_version(), obl_ct_variant(), tag);
-    for (int i = 0; i < NMETRICS; i++) {
-        fprintf(f, "%s\"%s\": {", i ? ", " : "", metric_names[i]);
-        const char *k[] = {"median", "min", "max", "q1", "q3"};
-        for (int j = 0; j < 5; j++) {
-            fprintf(f, "\"%s\": ", k[j]);
-            json_num(f, gs->m[i]);
-            fputs(", ", f);
-        }
-        fputs("\"reps\": 1, \"samples\": [", f);
-        json_num(f, gs->m[i]);
-        fputs("]}", f);
+}
+
+/* One metric of one sample, as obl-bench writes it. */
+static void json_metric(FILE *f, int first, const char *name, double x)
+{
+    fprintf(f, "%s\"%s\": {", first ? "" : ", ", name);
+    const char *k[] = {"median", "min", "max", "q1", "q3"};
+    for (int j = 0; j < 5; j++) {
+        fprintf(f, "\"%s\": ", k[j]);
+        json_num(f, x);
+        fputs(", ", f);
     }
-    fputs("}, \"batch_hist\": {", f);
-    for (unsigned b = 0, first = 1; b < HIST_BINS; b++)
+    fputs("\"reps\": 1, \"samples\": [", f);
+    json_num(f, x);
+    fputs("]}", f);
+}
+
+/* The group's record: its metrics, and the batch-size histogram as
+ * Batches_size_<lo> metrics (batches of lo .. 2 lo - 1). */
+static void json_record(FILE *f, const load_run *r, unsigned g, const group_stats *gs,
+                        const char *cpu, const char *tag, const char *report)
+{
+    json_head(f, r, "Ramp-UMAP", "Step", g + 1, gs->m[13], cpu, tag);
+    for (int i = 0; i < NMETRICS; i++)
+        json_metric(f, i == 0, metric_names[i], gs->m[i]);
+    for (unsigned b = 0; b < HIST_BINS; b++)
         if (gs->hist[b]) {
-            fprintf(f, "%s\"%u\": %" PRIu64, first ? "" : ", ", 1u << b, gs->hist[b]);
-            first = 0;
+            char name[48];
+            snprintf(name, sizeof(name), "Batches_size_%u", 1u << b);
+            json_metric(f, 0, name, (double)gs->hist[b]);
         }
     fprintf(f, "}, \"report\": \"%s\"}\n", report);
 }
 
-/* One JSON line per second of the schedule (warm-up included, flagged):
- * requests due, answered, latency p50/p99/max of those due, and the
- * batches dispatched in that second. */
-static void timeline(FILE *f, const load_run *r, const uint64_t *bounds, const batch *b,
-                     size_t nb, double *lat)
+/* One record per second of the schedule (type Ramp-UMAP-timeline, warm-up
+ * included as Step 0; -1: a second with no request due): the offered rate, requests due and answered, latency
+ * p50/p99/max of those due, and the batches dispatched in that second. */
+static void timeline(FILE *f, const load_run *r, const batch *b, size_t nb, double *lat,
+                     const char *cpu, const char *tag)
 {
     size_t i = 0, j = 0;
-    for (uint64_t sec = 0; i < r->count; sec++) {
-        uint64_t lo = sec * 1000000000u, hi = lo + 1000000000u;
+    for (unsigned sec = 0; i < r->count; sec++) {
+        /* the step of the second's first request (a second may hold none) */
+        int s = r->intended[i] >= (uint64_t)sec * 1000000000u + 1000000000u ? -2
+                : r->step[i] == LOAD_WARMUP                             ? -1
+                                                                        : r->step[i];
+        uint64_t lo = sec * UINT64_C(1000000000), hi = lo + 1000000000u;
         size_t due = 0, nl = 0, nbat = 0;
         double bsum = 0;
         for (; i < r->count && r->intended[i] < hi; i++, due++)
@@ -318,20 +352,18 @@ static void timeline(FILE *f, const load_run *r, const uint64_t *bounds, const b
             }
         double q[6];
         summarize(lat, nl, q);
-        int s = step_at(bounds, r->plan.nsteps, r->t0 + lo + 500000000u);
-        fprintf(f, "{\"schema\": \"obl-load-second/1\", \"second\": %" PRIu64
-                   ", \"warmup\": %s, \"step\": %d, \"rate_qps\": ",
-                sec, r->t0 + lo < bounds[0] ? "true" : "false", s + 1);
-        json_num(f, s >= 0 ? r->plan.steps[s].rate : r->plan.steps[0].rate);
-        fprintf(f, ", \"due\": %zu, \"answered\": %zu, \"latency_p50_us\": ", due, nl);
-        json_num(f, q[1]);
-        fputs(", \"latency_p99_us\": ", f);
-        json_num(f, q[3]);
-        fputs(", \"latency_max_us\": ", f);
-        json_num(f, q[5]);
-        fprintf(f, ", \"batches\": %zu, \"batch_size_avg\": ", nbat);
-        json_num(f, nbat ? bsum / (double)nbat : NAN);
-        fputs("}\n", f);
+        json_head(f, r, "Ramp-UMAP-timeline", "Second", sec, (double)due, cpu, tag);
+        json_metric(f, 1, "Step", s + 1);
+        json_metric(f, 0, "Offered_qps", s >= 0 ? r->plan.steps[s].rate
+                                         : s == -1 ? r->plan.steps[0].rate : 0);
+        json_metric(f, 0, "Due", (double)due);
+        json_metric(f, 0, "Answered", (double)nl);
+        json_metric(f, 0, "Latency_p50_us", q[1]);
+        json_metric(f, 0, "Latency_p99_us", q[3]);
+        json_metric(f, 0, "Latency_max_us", q[5]);
+        json_metric(f, 0, "Batches", (double)nbat);
+        json_metric(f, 0, "Batch_size_avg", nbat ? bsum / (double)nbat : NAN);
+        fputs("}}\n", f);
     }
 }
 
@@ -373,7 +405,7 @@ int load_report(const load_run *r, FILE *summary)
         }
         fflush(stdout);
         if (summary)
-            timeline(summary, r, bounds, b, nb, lat);
+            timeline(summary, r, b, nb, lat, cpu, tag);
     }
     free(bounds);
     free(got);
