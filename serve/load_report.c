@@ -295,10 +295,14 @@ static void json_head(FILE *f, const load_run *r, const char *type, const char *
             cpu, sysconf(_SC_NPROCESSORS_ONLN), OBL_BENCH_GIT, obl_version(), obl_ct_variant(), tag);
 }
 
-/* One metric of one sample, as obl-bench writes it. */
-static void json_metric(FILE *f, int first, const char *name, double x)
+/* One metric of one sample, as obl-bench writes it; a metric without a
+ * value (no request answered in a step) is left out. *count: metrics
+ * written so far in this record. */
+static void json_metric(FILE *f, int *count, const char *name, double x)
 {
-    fprintf(f, "%s\"%s\": {", first ? "" : ", ", name);
+    if (!isfinite(x))
+        return;
+    fprintf(f, "%s\"%s\": {", (*count)++ ? ", " : "", name);
     const char *k[] = {"median", "min", "max", "q1", "q3"};
     for (int j = 0; j < 5; j++) {
         fprintf(f, "\"%s\": ", k[j]);
@@ -316,13 +320,14 @@ static void json_record(FILE *f, const load_run *r, unsigned g, const group_stat
                         const char *cpu, const char *tag, const char *report)
 {
     json_head(f, r, "Ramp-UMAP", "Step", g + 1, gs->m[13], cpu, tag);
+    int count = 0;
     for (int i = 0; i < NMETRICS; i++)
-        json_metric(f, i == 0, metric_names[i], gs->m[i]);
+        json_metric(f, &count, metric_names[i], gs->m[i]);
     for (unsigned b = 0; b < HIST_BINS; b++)
         if (gs->hist[b]) {
             char name[48];
             snprintf(name, sizeof(name), "Batches_size_%u", 1u << b);
-            json_metric(f, 0, name, (double)gs->hist[b]);
+            json_metric(f, &count, name, (double)gs->hist[b]);
         }
     fprintf(f, "}, \"report\": \"%s\"}\n", report);
 }
@@ -353,16 +358,17 @@ static void timeline(FILE *f, const load_run *r, const batch *b, size_t nb, doub
         double q[6];
         summarize(lat, nl, q);
         json_head(f, r, "Ramp-UMAP-timeline", "Second", sec, (double)due, cpu, tag);
-        json_metric(f, 1, "Step", s + 1);
-        json_metric(f, 0, "Offered_qps", s >= 0 ? r->plan.steps[s].rate
+        int count = 0;
+        json_metric(f, &count, "Step", s + 1);
+        json_metric(f, &count, "Offered_qps", s >= 0 ? r->plan.steps[s].rate
                                          : s == -1 ? r->plan.steps[0].rate : 0);
-        json_metric(f, 0, "Due", (double)due);
-        json_metric(f, 0, "Answered", (double)nl);
-        json_metric(f, 0, "Latency_p50_us", q[1]);
-        json_metric(f, 0, "Latency_p99_us", q[3]);
-        json_metric(f, 0, "Latency_max_us", q[5]);
-        json_metric(f, 0, "Batches", (double)nbat);
-        json_metric(f, 0, "Batch_size_avg", nbat ? bsum / (double)nbat : NAN);
+        json_metric(f, &count, "Due", (double)due);
+        json_metric(f, &count, "Answered", (double)nl);
+        json_metric(f, &count, "Latency_p50_us", q[1]);
+        json_metric(f, &count, "Latency_p99_us", q[3]);
+        json_metric(f, &count, "Latency_max_us", q[5]);
+        json_metric(f, &count, "Batches", (double)nbat);
+        json_metric(f, &count, "Batch_size_avg", nbat ? bsum / (double)nbat : NAN);
         fputs("}}\n", f);
     }
 }
