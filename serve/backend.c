@@ -35,8 +35,7 @@ static void omap_destroy(void *state)
     free(s);
 }
 
-/* Fills keys and values of entries 0..n-1 (malloc'd; NULL on failure). */
-static obl_err make_entries(const serve_map_params *p, unsigned char **keys,
+obl_err serve_map_entries(const serve_map_params *p, unsigned char **keys,
                             unsigned char **vals)
 {
     *keys = malloc((size_t)p->n * p->key_bytes);
@@ -62,7 +61,7 @@ obl_err serve_backend_omap(serve_backend *out, const serve_map_params *p)
     if (!s)
         return OBL_ERR_NOMEM;
     unsigned char *keys, *vals;
-    obl_err e = make_entries(p, &keys, &vals);
+    obl_err e = serve_map_entries(p, &keys, &vals);
     if (e == OBL_OK) {
         obl_omap_params mp = {0};
         mp.capacity = p->capacity;
@@ -83,6 +82,15 @@ obl_err serve_backend_omap(serve_backend *out, const serve_map_params *p)
     *out = (serve_backend){"omap", s, p->key_bytes, p->value_bytes, omap_answer, omap_destroy};
     return OBL_OK;
 }
+
+#ifndef OBL_SERVE_HAVE_SHARD
+obl_err serve_backend_shard(serve_backend *out, const serve_map_params *p, uint32_t shards,
+                            uint32_t threads, int gets_only)
+{
+    (void)out, (void)p, (void)shards, (void)threads, (void)gets_only;
+    return OBL_ERR_UNSUPPORTED;
+}
+#endif
 
 void serve_backend_destroy(serve_backend *b)
 {

@@ -15,6 +15,7 @@
 #include <netdb.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
@@ -178,10 +179,11 @@ static void conn_parse(server *s, conn *c)
         const unsigned char *f = c->in + off;
         uint64_t id = serve_get64(f + 4);
         uint32_t op = serve_get32(f + 12);
-        /* LEAK: an op code outside GET/PUT/ERASE is rejected here, before
-         * the batch; it reveals only that the client sent a malformed
-         * request (docs/server.md, "What the host learns"). */
-        if (op > SERVE_OP_ERASE) {
+        /* LEAK: an op code outside GET/PUT/ERASE (or, on a server of GETs
+         * only, any other op) is rejected here, before the batch; it reveals
+         * only that the client sent a malformed request (docs/server.md,
+         * "What the host learns"). */
+        if (op > SERVE_OP_ERASE || (s->cfg->gets_only && op != SERVE_OP_GET)) {
             s->tot->bad_ops++;
             reply_error(s, c, id, SERVE_BAD_OP);
             off += s->req_bytes;
@@ -514,6 +516,15 @@ static int add_fd(int ep, int fd, uint64_t tag)
     return epoll_ctl(ep, EPOLL_CTL_ADD, fd, &ev);
 }
 
+int serve_block_signals(void)
+{
+    sigset_t set;
+    sigemptyset(&set);
+    sigaddset(&set, SIGTERM);
+    sigaddset(&set, SIGINT);
+    return pthread_sigmask(SIG_BLOCK, &set, NULL);
+}
+
 int serve_run(const serve_config *cfg, serve_backend *be, FILE *ready, serve_totals *tot)
 {
     server s = {.cfg = cfg, .be = be, .tot = tot, .k = be->key_bytes, .v = be->value_bytes,
@@ -530,7 +541,7 @@ int serve_run(const serve_config *cfg, serve_backend *be, FILE *ready, serve_tot
     signal(SIGPIPE, SIG_IGN);
     unsigned port = 0;
     int rc = -1;
-    if (sigprocmask(SIG_BLOCK, &set, NULL) != 0 || server_alloc(&s) != 0)
+    if (serve_block_signals() != 0 || server_alloc(&s) != 0)
         fprintf(stderr, "obl-server: out of memory\n");
     else if ((s.sfd = signalfd(-1, &set, SFD_NONBLOCK | SFD_CLOEXEC)) < 0 ||
              (s.ep = epoll_create1(EPOLL_CLOEXEC)) < 0)

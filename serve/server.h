@@ -21,6 +21,7 @@ typedef struct serve_config {
     uint32_t max_batch; /* 1 .. SERVE_MAX_BATCH */
     uint32_t pad;       /* SERVE_PAD_* */
     uint32_t max_conns;
+    int gets_only;      /* public: only GETs are served (--ops get) */
     uint64_t n, capacity, key_seed;
 } serve_config;
 
@@ -31,6 +32,11 @@ typedef struct serve_totals {
     uint64_t batches, requests, dummies, bad_frames, bad_ops, map_errors, conns;
     uint64_t size_log2[18]; /* batches by executed size: [floor(log2 size)] */
 } serve_totals;
+
+/* Blocks SIGTERM and SIGINT in the calling thread and so in every thread it
+ * starts afterwards (a backend's workers): serve_run reads them through a
+ * signalfd, which only works if no thread takes them. 0 on success. */
+int serve_block_signals(void);
 
 /* Runs until SIGTERM or SIGINT (blocked here and read via a signalfd):
  * prints "obl-server: listening on HOST:PORT" on `ready` once accepting,

@@ -16,7 +16,8 @@ static void usage(FILE *f)
 {
     fputs("usage: obl-server [--host ADDR] [--port P] [--n N] [--key-bytes K]\n"
           "                  [--value-bytes V] [--max-batch M] [--pad none|pow2]\n"
-          "                  [--capacity C] [--seed S] [--map-seed S] [--backend omap]\n"
+          "                  [--capacity C] [--seed S] [--map-seed S]\n"
+          "                  [--backend omap|shard] [--shards S] [--threads T] [--ops all|get]\n"
           "                  [--max-conns C]\n\n"
           "Builds an oblivious map of N entries (key i and its value derived from\n"
           "i and --seed, see docs/server.md) and answers length-prefixed binary\n"
@@ -34,7 +35,12 @@ static void usage(FILE *f)
           "  --capacity C     most entries the map may hold (N + N/4)\n"
           "  --seed S         the key/value derivation seed (1)\n"
           "  --map-seed S     the map's own randomness (2)\n"
-          "  --backend NAME   omap: obl_omap, one request at a time (omap)\n"
+          "  --backend NAME   omap: obl_omap, one request at a time; shard: the sharded\n"
+          "                   map, a batch at a time, where built (omap)\n"
+          "  --shards S       shards of the shard backend (4)\n"
+          "  --threads T      its worker threads, 0 = the online cores (0)\n"
+          "  --ops KIND       all: GET, PUT, ERASE; get: GETs only, the others get\n"
+          "                   BAD_OP (the shard backend then uses its get path) (all)\n"
           "  --max-conns C    simultaneous connections (1024)\n",
           f);
 }
@@ -43,6 +49,7 @@ typedef struct opts {
     serve_config cfg;
     serve_map_params map;
     const char *backend;
+    uint64_t shards, threads;
 } opts;
 
 /* 0 ok, 1 --help, 2 bad usage (message printed). */
@@ -53,6 +60,7 @@ static int parse(int argc, char **argv, opts *o)
     o->map = (serve_map_params){.n = 1u << 20, .key_bytes = 8, .value_bytes = 56,
                                 .key_seed = 1, .map_seed = 2};
     o->backend = "omap";
+    o->shards = 4;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         uint64_t kb = o->map.key_bytes, vb = o->map.value_bytes;
@@ -86,7 +94,13 @@ static int parse(int argc, char **argv, opts *o)
         else if (!strcmp(a, "--map-seed"))
             ok = serve_parse_u64(v, &o->map.map_seed);
         else if (!strcmp(a, "--backend"))
-            ok = !strcmp(v, "omap"), o->backend = v;
+            ok = !strcmp(v, "omap") || !strcmp(v, "shard"), o->backend = v;
+        else if (!strcmp(a, "--shards"))
+            ok = serve_parse_u64(v, &o->shards) && o->shards >= 1 && o->shards <= 4096;
+        else if (!strcmp(a, "--ops"))
+            ok = !strcmp(v, "all") || !strcmp(v, "get"), o->cfg.gets_only = !strcmp(v, "get");
+        else if (!strcmp(a, "--threads"))
+            ok = serve_parse_u64(v, &o->threads) && o->threads <= 1024;
         else if (!strcmp(a, "--max-conns"))
             ok = serve_parse_u64(v, &conns) && conns >= 1 && conns <= 65536;
         else {
@@ -139,8 +153,15 @@ int main(int argc, char **argv)
     if (rc)
         return 2;
     serve_backend be;
+    if (serve_block_signals() != 0) {
+        fprintf(stderr, "obl-server: cannot block SIGTERM/SIGINT\n");
+        return 1;
+    }
     uint64_t t0 = serve_now_ns();
-    obl_err e = serve_backend_omap(&be, &o.map);
+    obl_err e = strcmp(o.backend, "shard")
+                    ? serve_backend_omap(&be, &o.map)
+                    : serve_backend_shard(&be, &o.map, (uint32_t)o.shards, (uint32_t)o.threads,
+                                          o.cfg.gets_only);
     if (e != OBL_OK) {
         fprintf(stderr, "obl-server: map build failed: %s\n", obl_strerror(e));
         return 1;
