@@ -15,3 +15,25 @@ if(NOT OBL_SANITIZE)
                    $<TARGET_FILE:obl_shared> ${PROJECT_SOURCE_DIR}/include)
   set_tests_properties(symbols_check symbols_negative PROPERTIES LABELS "unit;pkg" TIMEOUT 60)
 endif()
+
+# The example programs (examples/), each run as a test; in the ct build
+# under memcheck like every test.
+foreach(ex ${OBL_EXAMPLES})
+  if(OBL_CT_CHECK)
+    add_test(NAME example_${ex}
+             COMMAND sh ${OBL_MEMCHECK} expect-clean $<TARGET_FILE:example_${ex}>)
+  else()
+    add_test(NAME example_${ex} COMMAND example_${ex})
+  endif()
+  set_tests_properties(example_${ex} PROPERTIES LABELS "unit;pkg;example" TIMEOUT 300)
+endforeach()
+
+# The library installed to a scratch prefix and used from there
+# (pkg/check_install.sh). Not where the library carries the sanitizers'
+# or memcheck's instrumentation, which an outside program would not link.
+if(NOT OBL_SANITIZE AND NOT OBL_CT_CHECK)
+  add_test(NAME pkg_install
+           COMMAND sh ${CMAKE_CURRENT_LIST_DIR}/check_install.sh ${PROJECT_BINARY_DIR}
+                   ${PROJECT_SOURCE_DIR} ${CMAKE_CURRENT_BINARY_DIR}/pkg_install ${CMAKE_C_COMPILER})
+  set_tests_properties(pkg_install PROPERTIES LABELS "unit;pkg" TIMEOUT 300)
+endif()
