@@ -37,3 +37,19 @@ if(NOT OBL_SANITIZE AND NOT OBL_CT_CHECK)
                    ${PROJECT_SOURCE_DIR} ${CMAKE_CURRENT_BINARY_DIR}/pkg_install ${CMAKE_C_COMPILER})
   set_tests_properties(pkg_install PROPERTIES LABELS "unit;pkg" TIMEOUT 300)
 endif()
+
+# The licence line (scripts/spdx.sh): spdx_script tests the script on a
+# scratch repository; spdx_headers checks this tree. spdx_headers is
+# registered disabled until the tree is stamped (`sh scripts/spdx.sh`, then
+# set OBL_SPDX_STAMPED to ON here). Source checks: release build only.
+set(OBL_SPDX_STAMPED OFF)
+if(NOT OBL_SANITIZE AND NOT OBL_CT_CHECK AND CMAKE_C_COMPILER_ID STREQUAL "GNU")
+  add_test(NAME spdx_script
+           COMMAND sh ${CMAKE_CURRENT_LIST_DIR}/check_spdx_script.sh ${PROJECT_SOURCE_DIR}
+                   ${CMAKE_CURRENT_BINARY_DIR}/spdx_script)
+  add_test(NAME spdx_headers COMMAND sh ${PROJECT_SOURCE_DIR}/scripts/spdx.sh --check)
+  set_tests_properties(spdx_script spdx_headers PROPERTIES LABELS "unit;pkg" TIMEOUT 60)
+  if(NOT OBL_SPDX_STAMPED)
+    set_tests_properties(spdx_headers PROPERTIES DISABLED TRUE)
+  endif()
+endif()
