@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The README's example: an oblivious array and an oblivious map. */
 #include <obl/omap.h>
 #include <obl/oram.h>
