@@ -339,11 +339,13 @@ def refresh(text, tables, env=""):
 
 SUMMARY_KEY = "SUMMARY"
 MAP_TYPES = ("UMAP", "UnorderedMap")
-# (report types, fixed parameters, metric, row label): the plain caller's
-# NRORAM read first, as the headline (docs/bench.md, "The caller's positions").
+# (report types, fixed parameters, metric, row label[, metric whose baseline
+# applies]): the plain caller's NRORAM read first, as the headline
+# (docs/bench.md, "The caller's positions"); the array baseline has no plain
+# caller metric, its plain read is the comparison.
 SUMMARY_ROWS = (
     (("NRORAM",), "Key_bytes=8,Value_bytes=8", "Read_latency_plain_caller_us",
-     "NRORAM 8/8 read, plain caller (us)"),
+     "NRORAM 8/8 read, plain caller (us)", "Read_latency_us"),
     (("NRORAM",), "Key_bytes=8,Value_bytes=8", "Read_latency_us",
      "NRORAM 8/8 read, positions prefetched (us)"),
     (("RORAM",), "Key_bytes=8,Value_bytes=8", "Read_latency_us", "RORAM 8/8 read (us)"),
@@ -359,26 +361,37 @@ def summary_table(tables):
     obl's cell, the peers' cells of the same row, the baseline and the ratio.
     None when no entry is found."""
     by_key = {t.key: t for t in tables}
+
+    def find(types, params, metric):
+        return next((by_key[k] for k in (f"{ty} | {params} | {metric}" for ty in types)
+                     if k in by_key), None)
+
     picked, peers = [], []
-    for types, params, metric, label in SUMMARY_ROWS:
-        t = next((by_key[k] for k in (f"{ty} | {params} | {metric}" for ty in types)
-                  if k in by_key), None)
+    for types, params, metric, label, *base_metric in SUMMARY_ROWS:
+        t = find(types, params, metric)
         if t is None or "obl" not in t.header:
             continue
-        col = {h: i for i, h in enumerate(t.header)}
-        rows = [r for r in t.rows if r[col["obl"]]]
+        rows = [r for r in t.rows if r[t.header.index("obl")]]
         if not rows:
             continue
-        picked.append((label, t, col, rows[-1]))
+        bt = find(types, params, base_metric[0]) if base_metric else t
+        picked.append((label, t, rows[-1], bt))
         peers += [h for h in t.header[1:] if h != "obl" and h not in BASELINES
                   and "÷" not in h and h not in peers]
     if not picked:
         return None
     header = ["Benchmark", "N", "obl"] + peers + ["non-oblivious baseline", "obl ÷ baseline"]
     out = []
-    for label, t, col, row in picked:
-        base = next((row[col[b]] for b in BASELINES if b in col), "")
+    for label, t, row, bt in picked:
+        col = {h: i for i, h in enumerate(t.header)}
+        base = ""
+        if bt is not None:
+            brow = next((r for r in bt.rows if r[0] == row[0]), None)
+            base = next((brow[bt.header.index(b)] for b in BASELINES
+                         if brow and b in bt.header), "")
         ratio = next((row[i] for h, i in col.items() if h.startswith("obl ÷")), "")
+        if base and bt is not t:
+            ratio = stats.fmt(float(row[col["obl"]].split()[0]) / float(base.split()[0]), 3)
         out.append([label, row[0], row[col["obl"]]] + [row[col[p]] if p in col else ""
                                                         for p in peers] + [base, ratio])
     return Table(SUMMARY_KEY, "Summary", "", "Summary at the largest N", header, out,
