@@ -150,6 +150,7 @@ def run_case(bench_bin, case, timeout_s):
                     reason = f"obl-load exit status {code}" + (f": {last[-1]}" if last else "")
         finally:
             srv_code = _stop(server)
+            server.stdout.close()
         if outcome == "ok" and srv_code != 0:
             outcome, reason = "failed", f"obl-server exit status {srv_code} after SIGTERM"
         result["elapsed_s"] = round(time.monotonic() - start, 3)
@@ -221,7 +222,8 @@ def knee(steps):
 def batch_hist_text(rec):
     bins = sorted((int(m.rsplit("_", 1)[1]), s["median"]) for m, s in rec["metrics"].items()
                   if m.startswith("Batches_size_") and s.get("median"))
-    return " ".join(f"{lo}{'' if lo == 1 else '+'}:{stats.fmt(c, 3)}" for lo, c in bins)
+    return " ".join(f"{lo}{'' if lo == 1 else '+'}:{int(c) if c == int(c) else stats.fmt(c, 3)}"
+                    for lo, c in bins)
 
 
 def tables(records):
