@@ -51,20 +51,7 @@ typedef struct loader {
 
 static int out_append(lconn *c, size_t n)
 {
-    if (c->out_head + c->out_len + n > c->out_cap) {
-        if (c->out_head)
-            memmove(c->out, c->out + c->out_head, c->out_len);
-        c->out_head = 0;
-        size_t cap = c->out_cap ? c->out_cap : 65536;
-        while (cap < c->out_len + n)
-            cap *= 2;
-        unsigned char *p = realloc(c->out, cap);
-        if (!p)
-            return -1;
-        c->out = p;
-        c->out_cap = cap;
-    }
-    return 0;
+    return serve_buf_reserve(&c->out, &c->out_cap, &c->out_head, c->out_len, n);
 }
 
 /* Writes what the socket takes; stamps the send time of every request

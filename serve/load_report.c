@@ -5,7 +5,8 @@
  * requests were due (size average, p50, p99, max and a histogram), lost
  * and failed requests, how late the generator itself sent (its p99 lag)
  * and the server's own time per request. REPORT lines follow the public
- * harness's envelope; --summary adds JSON records and a per-second timeline.
+ * harness's envelope, with obl-bench's version field and environment
+ * (bench/harness.c); --summary adds JSON records and a per-second timeline.
  */
 #define _GNU_SOURCE
 #include <inttypes.h>
@@ -16,16 +17,9 @@
 
 #include <obl/obl.h>
 
+#include "harness.h"
 #include "load.h"
 
-#if defined(__has_include)
-#if __has_include("obl_bench_git.h")
-#include "obl_bench_git.h"
-#endif
-#endif
-#ifndef OBL_BENCH_GIT
-#define OBL_BENCH_GIT "unknown"
-#endif
 
 #define NMETRICS 20
 #define HIST_BINS 18
@@ -181,45 +175,6 @@ static void group_rates_batches(const load_run *r, unsigned g, uint64_t got, con
 
 /* ------------------------------------------------------------ output -- */
 
-static void read_cpu(char *out, size_t len)
-{
-    snprintf(out, len, "unknown");
-    FILE *f = fopen("/proc/cpuinfo", "r");
-    char line[512];
-    while (f && fgets(line, sizeof(line), f)) {
-        char *v = strchr(line, ':');
-        if (strncmp(line, "model name", 10) || !v)
-            continue;
-        v += 1 + strspn(v + 1, " \t");
-        v[strcspn(v, "\n")] = 0;
-        snprintf(out, len, "%s", v);
-        break;
-    }
-    if (f)
-        fclose(f);
-}
-
-/* The REPORT line's version field, as obl-bench's: cpu/cores/variant/git,
- * with no '|', ':=' or spaces. */
-static void make_tag(char *tag, size_t len, const char *cpu, long cores)
-{
-    char c[96];
-    size_t j = 0;
-    for (size_t i = 0; cpu[i] && cpu[i] != '@' && j + 1 < sizeof(c); i++) {
-        char ch = cpu[i];
-        int keep = (ch >= '0' && ch <= '9') || (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') ||
-                   ch == '.' || ch == '_';
-        if (keep)
-            c[j++] = ch;
-        else if (j && c[j - 1] != '-')
-            c[j++] = '-';
-    }
-    while (j && c[j - 1] == '-')
-        j--;
-    c[j] = 0;
-    snprintf(tag, len, "%s/%ldc/%s/%s", j ? c : "cpu", cores, obl_ct_variant(), OBL_BENCH_GIT);
-}
-
 /* About six significant digits, never exponent notation (as obl-bench). */
 static void fmt(char *buf, size_t len, double x)
 {
@@ -235,16 +190,6 @@ static void fmt(char *buf, size_t len, double x)
     snprintf(buf, len, "%.*f", dec, x);
 }
 
-static void json_num(FILE *f, double x)
-{
-    if (!isfinite(x))
-        fputs("null", f);
-    else if (x == floor(x) && fabs(x) < 1e15)
-        fprintf(f, "%.0f", x);
-    else
-        fprintf(f, "%.9g", x);
-}
-
 /* The plan's public description: first and last rate, seconds, steps. */
 static void plan_shape(const load_run *r, double *from, double *to, double *secs)
 {
@@ -253,8 +198,8 @@ static void plan_shape(const load_run *r, double *from, double *to, double *secs
     *secs = load_step_start(&r->plan, r->plan.nsteps);
 }
 
-static void report_line(const load_run *r, unsigned g, const group_stats *gs, const char *tag,
-                        char *out, size_t len)
+static void report_line(const load_run *r, unsigned g, const group_stats *gs, char *out,
+                        size_t len)
 {
     double from, to, secs;
     plan_shape(r, &from, &to, &secs);
@@ -263,7 +208,7 @@ static void report_line(const load_run *r, unsigned g, const group_stats *gs, co
         "REPORT_123Ramp-UMAP|obl|%s| N:=%" PRIu64 " | Key_bytes := %u | Value_bytes := %u"
         " | Max_batch := %u | Pad := %u | Connections := %u | Hit_pct := %.0f"
         " | Rate_from := %.0f | Rate_to := %.0f | Seconds := %.0f | Steps := %u | Step := %u",
-        tag, r->hello.n, r->hello.key_bytes, r->hello.value_bytes, r->hello.max_batch,
+        bench_get_env()->tag, r->hello.n, r->hello.key_bytes, r->hello.value_bytes, r->hello.max_batch,
         r->hello.pad, r->conns, r->hit_ratio * 100, from, to, secs, r->plan.nsteps, g + 1);
     for (int i = 0; i < NMETRICS && at < len; i++) {
         char num[64];
@@ -277,7 +222,7 @@ static void report_line(const load_run *r, unsigned g, const group_stats *gs, co
 /* The head of an obl-bench/1 record up to "metrics": {; `what`/`value`
  * name the row (Step or Second). */
 static void json_head(FILE *f, const load_run *r, const char *type, const char *what,
-                      unsigned value, double queries, const char *cpu, const char *tag)
+                      unsigned value, double queries)
 {
     double from, to, secs;
     plan_shape(r, &from, &to, &secs);
@@ -290,9 +235,9 @@ static void json_head(FILE *f, const load_run *r, const char *type, const char *
             type, r->hello.n, r->hello.key_bytes, r->hello.value_bytes, r->hello.max_batch,
             r->hello.pad, r->conns, r->hit_ratio * 100, from, to, secs, r->plan.nsteps, what,
             value, queries, r->plan.seed);
-    fprintf(f, ", \"env\": {\"cpu\": \"%s\", \"cores\": %ld, \"git\": \"%s\", \"obl_version\": "
-               "\"%s\", \"ct_variant\": \"%s\", \"tag\": \"%s\"}, \"metrics\": {",
-            cpu, sysconf(_SC_NPROCESSORS_ONLN), OBL_BENCH_GIT, obl_version(), obl_ct_variant(), tag);
+    fputs(", \"env\": ", f);
+    bench_json_env(f, bench_get_env()); /* the machine and build, as obl-bench */
+    fputs(", \"metrics\": {", f);
 }
 
 /* One metric of one sample, as obl-bench writes it; a metric without a
@@ -306,20 +251,20 @@ static void json_metric(FILE *f, int *count, const char *name, double x)
     const char *k[] = {"median", "min", "max", "q1", "q3"};
     for (int j = 0; j < 5; j++) {
         fprintf(f, "\"%s\": ", k[j]);
-        json_num(f, x);
+        bench_json_number(f, x);
         fputs(", ", f);
     }
     fputs("\"reps\": 1, \"samples\": [", f);
-    json_num(f, x);
+    bench_json_number(f, x);
     fputs("]}", f);
 }
 
 /* The group's record: its metrics, and the batch-size histogram as
  * Batches_size_<lo> metrics (batches of lo .. 2 lo - 1). */
 static void json_record(FILE *f, const load_run *r, unsigned g, const group_stats *gs,
-                        const char *cpu, const char *tag, const char *report)
+                        const char *report)
 {
-    json_head(f, r, "Ramp-UMAP", "Step", g + 1, gs->m[13], cpu, tag);
+    json_head(f, r, "Ramp-UMAP", "Step", g + 1, gs->m[13]);
     int count = 0;
     for (int i = 0; i < NMETRICS; i++)
         json_metric(f, &count, metric_names[i], gs->m[i]);
@@ -335,8 +280,7 @@ static void json_record(FILE *f, const load_run *r, unsigned g, const group_stat
 /* One record per second of the schedule (type Ramp-UMAP-timeline, warm-up
  * included as Step 0; -1: a second with no request due): the offered rate, requests due and answered, latency
  * p50/p99/max of those due, and the batches dispatched in that second. */
-static void timeline(FILE *f, const load_run *r, const batch *b, size_t nb, double *lat,
-                     const char *cpu, const char *tag)
+static void timeline(FILE *f, const load_run *r, const batch *b, size_t nb, double *lat)
 {
     size_t i = 0, j = 0;
     for (unsigned sec = 0; i < r->count; sec++) {
@@ -357,7 +301,7 @@ static void timeline(FILE *f, const load_run *r, const batch *b, size_t nb, doub
             }
         double q[6];
         summarize(lat, nl, q);
-        json_head(f, r, "Ramp-UMAP-timeline", "Second", sec, (double)due, cpu, tag);
+        json_head(f, r, "Ramp-UMAP-timeline", "Second", sec, (double)due);
         int count = 0;
         json_metric(f, &count, "Step", s + 1);
         json_metric(f, &count, "Offered_qps", s >= 0 ? r->plan.steps[s].rate
@@ -375,9 +319,7 @@ static void timeline(FILE *f, const load_run *r, const batch *b, size_t nb, doub
 
 int load_report(const load_run *r, FILE *summary)
 {
-    char cpu[128], tag[256], line[4096];
-    read_cpu(cpu, sizeof(cpu));
-    make_tag(tag, sizeof(tag), cpu, sysconf(_SC_NPROCESSORS_ONLN));
+    char line[4096];
     unsigned ns = r->plan.nsteps, ng = r->plan.ngroups;
     uint64_t *bounds = malloc((ns + 1) * sizeof(uint64_t));
     uint64_t *got = calloc(ng, sizeof(uint64_t));
@@ -404,14 +346,14 @@ int load_report(const load_run *r, FILE *summary)
             group_stats gs = {0};
             group_requests(r, g, &gs, lat, lag, srv);
             group_rates_batches(r, g, got[g], b, bgroup, nb, &gs, sizes);
-            report_line(r, g, &gs, tag, line, sizeof(line));
+            report_line(r, g, &gs, line, sizeof(line));
             printf("%s\n", line);
             if (summary)
-                json_record(summary, r, g, &gs, cpu, tag, line);
+                json_record(summary, r, g, &gs, line);
         }
         fflush(stdout);
         if (summary)
-            timeline(summary, r, b, nb, lat, cpu, tag);
+            timeline(summary, r, b, nb, lat);
     }
     free(bounds);
     free(got);

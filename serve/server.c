@@ -94,23 +94,7 @@ static void conn_interest(server *s, conn *c)
 
 static int out_reserve(conn *c, size_t more)
 {
-    if (c->out_head + c->out_len + more <= c->out_cap)
-        return 0;
-    if (c->out_head) {
-        memmove(c->out, c->out + c->out_head, c->out_len);
-        c->out_head = 0;
-        if (c->out_len + more <= c->out_cap)
-            return 0;
-    }
-    size_t cap = c->out_cap ? c->out_cap : 4096;
-    while (cap < c->out_len + more)
-        cap *= 2;
-    unsigned char *p = realloc(c->out, cap);
-    if (!p)
-        return -1;
-    c->out = p;
-    c->out_cap = cap;
-    return 0;
+    return serve_buf_reserve(&c->out, &c->out_cap, &c->out_head, c->out_len, more);
 }
 
 static void conn_send_resp(server *s, conn *c, const serve_resp *r)

@@ -2,6 +2,7 @@
 #define _GNU_SOURCE
 #include "wire.h"
 
+#include <stdlib.h>
 #include <time.h>
 
 uint64_t serve_now_ns(void)
@@ -9,6 +10,27 @@ uint64_t serve_now_ns(void)
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+int serve_buf_reserve(unsigned char **buf, size_t *cap, size_t *head, size_t len, size_t more)
+{
+    if (*head + len + more <= *cap)
+        return 0;
+    if (*head) {
+        memmove(*buf, *buf + *head, len);
+        *head = 0;
+        if (len + more <= *cap)
+            return 0;
+    }
+    size_t n = *cap ? *cap : 4096;
+    while (n < len + more)
+        n *= 2;
+    unsigned char *p = realloc(*buf, n);
+    if (!p)
+        return -1;
+    *buf = p;
+    *cap = n;
+    return 0;
 }
 
 void serve_hello_encode(unsigned char out[SERVE_HELLO_BYTES], const serve_hello *h)

@@ -90,6 +90,11 @@ void serve_value(unsigned char *value, size_t v, uint64_t id, uint64_t seed);
 /* The largest id + 1 that serve_key can encode in k bytes. */
 uint64_t serve_key_space(size_t k);
 
+/* Room for `more` bytes after the len bytes at *buf + *head (an output
+ * queue): moves them to the front or grows the buffer. 0, or -1 out of
+ * memory (the buffer unchanged). */
+int serve_buf_reserve(unsigned char **buf, size_t *cap, size_t *head, size_t len, size_t more);
+
 /* CLOCK_MONOTONIC in nanoseconds (the clock of every timestamp). */
 uint64_t serve_now_ns(void);
 
