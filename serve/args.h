@@ -4,8 +4,10 @@
 
 #include <stdint.h>
 
-/* "1024" or "2^10" -> *out; 0 on a malformed number. */
-int serve_parse_u64(const char *s, uint64_t *out);
+#include "harness.h"
+
+/* Integers: bench_parse_u64 ("1024" or "2^10", harness.h). */
+
 /* A finite number >= 0 ("1.5", "2e5") -> *out; 0 on a malformed one. */
 int serve_parse_double(const char *s, double *out);
 

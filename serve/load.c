@@ -321,18 +321,18 @@ static int parse_opts(int argc, char **argv, load_opts *o)
         i++;
         int ok = 1;
         if (!strcmp(a, "--host")) o->host = v;
-        else if (!strcmp(a, "--port")) ok = serve_parse_u64(v, &o->port) && o->port <= 65535;
+        else if (!strcmp(a, "--port")) ok = bench_parse_u64(v, &o->port) && o->port <= 65535;
         else if (!strcmp(a, "--rate")) ok = serve_parse_double(v, &o->rate) && o->rate > 0;
         else if (!strcmp(a, "--duration")) ok = serve_parse_double(v, &o->duration) && o->duration > 0;
         else if (!strcmp(a, "--ramp")) o->ramp = v;
         else if (!strcmp(a, "--bursts")) o->bursts = v;
         else if (!strcmp(a, "--spacing")) ok = !strcmp(v, "poisson") || !strcmp(v, "uniform"), o->spacing = v;
-        else if (!strcmp(a, "--seed")) ok = serve_parse_u64(v, &o->seed);
+        else if (!strcmp(a, "--seed")) ok = bench_parse_u64(v, &o->seed);
         else if (!strcmp(a, "--warmup")) ok = serve_parse_double(v, &o->warmup);
         else if (!strcmp(a, "--drain")) ok = serve_parse_double(v, &o->drain);
         else if (!strcmp(a, "--hit-ratio")) ok = serve_parse_double(v, &o->hit_ratio) && o->hit_ratio <= 1;
         else if (!strcmp(a, "--keys")) o->keys = v;
-        else if (!strcmp(a, "--connections")) ok = serve_parse_u64(v, &o->conns) && o->conns >= 1 && o->conns <= LOAD_MAX_CONNS;
+        else if (!strcmp(a, "--connections")) ok = bench_parse_u64(v, &o->conns) && o->conns >= 1 && o->conns <= LOAD_MAX_CONNS;
         else if (!strcmp(a, "--json")) o->json = v;
         else if (!strcmp(a, "--summary")) o->summary = v;
         else {

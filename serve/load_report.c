@@ -175,21 +175,6 @@ static void group_rates_batches(const load_run *r, unsigned g, uint64_t got, con
 
 /* ------------------------------------------------------------ output -- */
 
-/* About six significant digits, never exponent notation (as obl-bench). */
-static void fmt(char *buf, size_t len, double x)
-{
-    if (!isfinite(x)) {
-        snprintf(buf, len, "nan");
-        return;
-    }
-    int dec = 0;
-    if (x != 0) {
-        dec = 5 - (int)floor(log10(fabs(x)));
-        dec = dec < 0 ? 0 : dec > 6 ? 6 : dec;
-    }
-    snprintf(buf, len, "%.*f", dec, x);
-}
-
 /* The plan's public description: first and last rate, seconds, steps. */
 static void plan_shape(const load_run *r, double *from, double *to, double *secs)
 {
@@ -212,7 +197,7 @@ static void report_line(const load_run *r, unsigned g, const group_stats *gs, ch
         r->hello.pad, r->conns, r->hit_ratio * 100, from, to, secs, r->plan.nsteps, g + 1);
     for (int i = 0; i < NMETRICS && at < len; i++) {
         char num[64];
-        fmt(num, sizeof(num), gs->m[i]);
+        bench_fmt(num, sizeof(num), gs->m[i]);
         at += (size_t)snprintf(out + at, len - at, " | %s := %s", metric_names[i], num);
     }
     if (at < len)

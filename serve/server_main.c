@@ -75,34 +75,34 @@ static int parse(int argc, char **argv, opts *o)
         if (!strcmp(a, "--host"))
             o->cfg.host = v;
         else if (!strcmp(a, "--port"))
-            ok = serve_parse_u64(v, &port) && port <= 65535;
+            ok = bench_parse_u64(v, &port) && port <= 65535;
         else if (!strcmp(a, "--n"))
-            ok = serve_parse_u64(v, &o->map.n) && o->map.n >= 1 && o->map.n <= (UINT64_C(1) << 32);
+            ok = bench_parse_u64(v, &o->map.n) && o->map.n >= 1 && o->map.n <= (UINT64_C(1) << 32);
         else if (!strcmp(a, "--key-bytes"))
-            ok = serve_parse_u64(v, &kb) && kb >= 1 && kb <= 1024;
+            ok = bench_parse_u64(v, &kb) && kb >= 1 && kb <= 1024;
         else if (!strcmp(a, "--value-bytes"))
-            ok = serve_parse_u64(v, &vb) && vb >= 1 && vb <= 65536;
+            ok = bench_parse_u64(v, &vb) && vb >= 1 && vb <= 65536;
         else if (!strcmp(a, "--max-batch"))
-            ok = serve_parse_u64(v, &mb) && mb >= 1 && mb <= SERVE_MAX_BATCH;
+            ok = bench_parse_u64(v, &mb) && mb >= 1 && mb <= SERVE_MAX_BATCH;
         else if (!strcmp(a, "--pad"))
             ok = !strcmp(v, "none") || !strcmp(v, "pow2"),
             o->cfg.pad = !strcmp(v, "pow2") ? SERVE_PAD_POW2 : SERVE_PAD_NONE;
         else if (!strcmp(a, "--capacity"))
-            ok = serve_parse_u64(v, &cap);
+            ok = bench_parse_u64(v, &cap);
         else if (!strcmp(a, "--seed"))
-            ok = serve_parse_u64(v, &o->map.key_seed);
+            ok = bench_parse_u64(v, &o->map.key_seed);
         else if (!strcmp(a, "--map-seed"))
-            ok = serve_parse_u64(v, &o->map.map_seed);
+            ok = bench_parse_u64(v, &o->map.map_seed);
         else if (!strcmp(a, "--backend"))
             ok = !strcmp(v, "omap") || !strcmp(v, "shard"), o->backend = v;
         else if (!strcmp(a, "--shards"))
-            ok = serve_parse_u64(v, &o->shards) && o->shards >= 1 && o->shards <= 4096;
+            ok = bench_parse_u64(v, &o->shards) && o->shards >= 1 && o->shards <= 4096;
         else if (!strcmp(a, "--ops"))
             ok = !strcmp(v, "all") || !strcmp(v, "get"), o->cfg.gets_only = !strcmp(v, "get");
         else if (!strcmp(a, "--threads"))
-            ok = serve_parse_u64(v, &o->threads) && o->threads <= 1024;
+            ok = bench_parse_u64(v, &o->threads) && o->threads <= 1024;
         else if (!strcmp(a, "--max-conns"))
-            ok = serve_parse_u64(v, &conns) && conns >= 1 && conns <= 65536;
+            ok = bench_parse_u64(v, &conns) && conns >= 1 && conns <= 65536;
         else {
             fprintf(stderr, "obl-server: unknown flag '%s' (see --help)\n", a);
             return 2;
