@@ -267,7 +267,13 @@ static void json_record(FILE *f, const load_run *r, unsigned g, const group_stat
  * p50/p99/max of those due, and the batches dispatched in that second. */
 static void timeline(FILE *f, const load_run *r, const batch *b, size_t nb, double *lat)
 {
-    size_t i = 0, j = 0;
+    size_t nsec = (size_t)(r->intended[r->count - 1] / 1000000000u) + 1, i = 0, j = 0;
+    uint64_t *got = calloc(nsec, sizeof(uint64_t)); /* answers received per second */
+    if (!got)
+        return;
+    for (size_t k = 0; k < r->count; k++)
+        if (r->rec[k].recv >= r->t0 && (r->rec[k].recv - r->t0) / 1000000000u < nsec)
+            got[(r->rec[k].recv - r->t0) / 1000000000u]++;
     for (unsigned sec = 0; i < r->count; sec++) {
         /* the step of the second's first request (a second may hold none) */
         int s = r->intended[i] >= (uint64_t)sec * 1000000000u + 1000000000u ? -2
@@ -293,6 +299,7 @@ static void timeline(FILE *f, const load_run *r, const batch *b, size_t nb, doub
                                          : s == -1 ? r->plan.steps[0].rate : 0);
         json_metric(f, &count, "Due", (double)due);
         json_metric(f, &count, "Answered", (double)nl);
+        json_metric(f, &count, "Received", (double)got[sec]);
         json_metric(f, &count, "Latency_p50_us", q[1]);
         json_metric(f, &count, "Latency_p99_us", q[3]);
         json_metric(f, &count, "Latency_max_us", q[5]);
@@ -300,6 +307,7 @@ static void timeline(FILE *f, const load_run *r, const batch *b, size_t nb, doub
         json_metric(f, &count, "Batch_size_avg", nbat ? bsum / (double)nbat : NAN);
         fputs("}}\n", f);
     }
+    free(got);
 }
 
 int load_report(const load_run *r, FILE *summary)

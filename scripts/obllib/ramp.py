@@ -282,7 +282,8 @@ def figures(records, out_dir):
         ax.set_yscale("log")
         ax.set_xlabel("offered rate (requests/s)")
         ax.set_ylabel("latency from intended send (µs)")
-        ax.set_title(f"Ramp-UMAP: latency against offered rate\n{describe(params)}", fontsize=9)
+        ax.set_title("Ramp-UMAP: latency against offered rate\n" + _wrap(describe(params)),
+                     fontsize=8)
         ax.grid(True, which="both", alpha=0.3)
         ax.legend(fontsize=8)
         fig.tight_layout()
@@ -296,12 +297,17 @@ def figures(records, out_dir):
     return written
 
 
+def _wrap(text, width=80):
+    import textwrap
+    return "\n".join(textwrap.wrap(text, width))
+
+
 def _timeline_figure(plt, secs, params, tag, out_dir):
     fig, axes = plt.subplots(3, 1, figsize=(7, 6.5), dpi=110, sharex=True)
     t = [r["params"]["Second"] for r in secs]
     axes[0].step(t, [_med(r, "Offered_qps") for r in secs], where="post", label="offered rate")
-    axes[0].plot(t, [_med(r, "Answered") for r in secs], "o", ms=2,
-                 label="answered (of those due that second)")
+    axes[0].plot(t, [_med(r, "Received") for r in secs], "o", ms=2,
+                 label="answers received that second")
     axes[0].set_ylabel("requests/s")
     axes[0].legend(fontsize=7)
     axes[1].plot(t, [_med(r, "Latency_p99_us") for r in secs], "o-", ms=2, lw=1, label="p99")
@@ -315,7 +321,7 @@ def _timeline_figure(plt, secs, params, tag, out_dir):
     axes[2].set_xlabel("second of the schedule (warm-up first)")
     for ax in axes:
         ax.grid(True, alpha=0.3)
-    axes[0].set_title(f"Ramp-UMAP timeline\n{describe(params)}", fontsize=9)
+    axes[0].set_title("Ramp-UMAP timeline\n" + _wrap(describe(params)), fontsize=8)
     fig.tight_layout()
     path = os.path.join(out_dir, f"Ramp-UMAP_timeline_{tag}.png")
     fig.savefig(path)
