@@ -97,6 +97,16 @@ class RampTest(unittest.TestCase):
         self.assertEqual(res["outcome"], "failed")
         self.assertIn("obl-load exit status 1", res["reason"])
 
+    def test_report_line_fields(self):
+        from obllib import parse
+        line = ("REPORT_123Ramp-UMAP|obl|x| N:=1024 | Key_bytes := 8 | Value_bytes := 56 | "
+                "Step := 2 | Offered_qps := 1000 | Latency_p99_us := 5 | Batch_size_avg := 1.5 | "
+                "Batches := 10 | Lost := 0 REPORT_123")
+        rec = parse.records_from_reports([line], "x")[0]
+        self.assertEqual(rec["params"], {"N": 1024, "Key_bytes": 8, "Value_bytes": 56, "Step": 2})
+        self.assertEqual(sorted(rec["metrics"]), ["Batch_size_avg", "Batches", "Latency_p99_us",
+                                                  "Lost", "Offered_qps"])
+
     def test_knee_tables_figures(self):
         steps = [step_record(i + 1, r, p) for i, (r, p) in
                  enumerate(((1000, 300.0), (2000, 900.0), (3000, 9000.0), (4000, 50000.0)))]
