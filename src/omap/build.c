@@ -6,18 +6,17 @@
  * plus the ORAMs' own bulk builds, instead of n oblivious puts.
  *
  * What the build reveals (docs/omap.md): the memory trace of this file
- * depends on the keys only through their 64-bit hashes under the map's
- * fresh secret key (a word map's words, Speck64/128 images, else SipHash
- * values): the bucket h(k_i) of each input position i and which
- * positions of one bucket have equal hashes (duplicate detection;
- * on OBL_ERR_DUPLICATE_KEY, the positions of the duplicates). For distinct keys these
- * hashes are pseudo-random and independent of the keys (a keyed
- * pseudo-random permutation, or a PRF),
- * and later operations go through the ORAM, which hides the bucket they
- * touch, so knowing the buckets does not link a later access to an input
- * position. Keys and values themselves are only copied, never compared
- * except with constant-time equality whose result is public only as the
- * OBL_ERR_DUPLICATE_KEY outcome.
+ * depends on the keys only through the bucket h(k_i) of each input
+ * position i, taken from their 64-bit hashes under the map's fresh secret
+ * key (a word map's words, Speck64/128 images, else SipHash values). For
+ * distinct keys these buckets are pseudo-random and independent of the
+ * keys (a keyed pseudo-random permutation, or a PRF), and later
+ * operations go through the ORAM, which hides the bucket they touch, so
+ * knowing the buckets does not link a later access to an input position.
+ * The hashes themselves stay secret: the duplicate check compares every
+ * pair of a bucket without a branch, so only its one-bit outcome
+ * (OBL_ERR_DUPLICATE_KEY, or FULL for a fingerprint collision) is public.
+ * Keys and values are only copied and compared in constant time.
  *
  * Placement: entry i goes to the next free slot of bucket h(k_i), in input
  * order; an entry whose bucket is full goes to the overflow stash, which
@@ -29,6 +28,7 @@
 
 #include "ct.h"
 #include "common/secret.h"
+#include "common/trace.h"
 #include "omap/omap_internal.h"
 #include "omap/siphash.h"
 #include "omap/speck.h"
@@ -129,16 +129,15 @@ obl_err obl_omap_build(obl_omap **out, const obl_omap_params *p, const void *key
     }
     const unsigned char *IK = words || ks < iks ? (const unsigned char *)fpk : K;
 
-    /* Hashes. LEAK: the bucket and 64-bit hash of each input position,
-     * pseudo-random for distinct keys (see the top of this file): a word
-     * map's words (a pseudo-random permutation's images), else SipHash. */
+    /* Hashes: a word map's words (a pseudo-random permutation's images),
+     * else SipHash. LEAK: the bucket of each input position, pseudo-random
+     * for distinct keys (see the top of this file); the hash stays secret. */
     if (words) /* public */
         memcpy(hv, fpk, (size_t)n * 8);
     else
         obl_siphash24_many(m->sk[0], m->sk[1], IK, iks, iks, n, hv); /* omap_hash */
     for (uint64_t i = 0; i < n; i++) {
         bk[i] = words ? omap_word_bucket(m, hv[i]) : (uint64_t)(((build_u128)hv[i] * m->M) >> 64);
-        OBL_DECLASSIFY(&hv[i], sizeof(uint64_t));
         OBL_DECLASSIFY(&bk[i], sizeof(uint64_t));
     }
     /* The entries grouped by bucket, in input order within each (a
@@ -151,28 +150,38 @@ obl_err obl_omap_build(obl_omap **out, const obl_omap_params *p, const void *key
     for (uint64_t i = 0; i < n; i++) {
         uint64_t x = start[bk[i]]++;
         ord[x] = i;
-        own[x] = hv[i]; /* the hashes in bucket order: the check below reads them in order */
+        own[x] = hv[i]; /* the hashes in bucket order (secret), for the check below */
     }
     for (uint64_t b = nb; b > 0; b--) /* undo the cursor moves */
         start[b] = start[b - 1];
     start[0] = 0;
 
-    /* Duplicates: equal keys have equal hashes and so one bucket; within a
-     * bucket, pairs with equal 64-bit hashes (a duplicate, or a PRF
-     * collision, probability ~ n^2 / 2^65) are compared in constant time.
-     * In fingerprint mode equal fingerprints hash equally too: two
+    /* Duplicates: equal keys have equal hashes and so one bucket. Every
+     * pair of a bucket is checked, the same work whatever the keys (the
+     * bucket sizes are public), and the outcomes ORed into one bit. A word
+     * map without fingerprints hashes by a permutation: equal hashes are
+     * equal keys. Else the keys are compared in constant time (an equal
+     * hash of different keys is a PRF collision, probability ~ n^2 / 2^65);
+     * in fingerprint mode equal hashes are equal fingerprints, and two
      * different keys with one fingerprint cannot both be held (fpc). */
+    const int perm = words && !m->fp;
     uint64_t dup = 0, fpc = 0;
     for (uint64_t b = 0; b < nb; b++)
         for (uint64_t x = start[b]; x < start[b + 1]; x++)
             for (uint64_t y = x + 1; y < start[b + 1]; y++) {
-                if (own[x] != own[y]) /* public: the hashes are */
+#ifdef OBL_TEST_PLANT_HASH_BRANCH
+                /* tests only: the negative control of the build's memcheck
+                 * test (tests/audit) plants the branch on the hash */
+                if (own[x] != own[y])
                     continue;
+#endif
                 uint64_t i = ord[x], j = ord[y];
-                uint64_t eq = obl_ct_memeq(K + i * ks, K + j * ks, ks);
+                OBL_TRACE_TOUCH(OBL_TRACE_REGION_MAP, OBL_TRACE_READ, i, j);
+                uint64_t eqh = obl_ct_eq64(own[x], own[y]);
+                uint64_t eq = perm ? eqh : obl_ct_memeq(K + i * ks, K + j * ks, ks);
                 dup |= eq;
                 if (m->fp) /* public */
-                    fpc |= obl_ct_eq64(fpk[i], fpk[j]) & (eq ^ 1);
+                    fpc |= eqh & (eq ^ 1);
             }
     /* LEAK: whether the input holds a duplicate key: the public error; and
      * whether two keys share a fingerprint (probability ~ n^2 / 2^65): the

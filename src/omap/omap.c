@@ -917,6 +917,16 @@ static obl_err omap_value_fp(obl_omap *m, const op_ctx *c, const unsigned char *
     return e;
 }
 
+/* The outputs of an access that failed with FULL or STATE: zeros and
+ * found = 0, never a stale buffer (obl/omap.h). */
+static void omap_fail_outputs(const obl_omap *m, void *value_out, uint64_t *found)
+{
+    if (value_out)
+        memset(value_out, 0, m->vs);
+    if (found)
+        *found = 0;
+}
+
 /* see obl/omap.h */
 obl_err obl_omap_access(obl_omap *m, uint64_t op, const void *key, const void *value_in,
                         void *value_out, uint64_t *found)
@@ -992,8 +1002,7 @@ obl_err obl_omap_access(obl_omap *m, uint64_t op, const void *key, const void *v
      * key matched nowhere and no slot or entry was written. */
     if (OBL_DECLASSIFY_VAL(c.full)) {
         m->st.full_errors++;
-        if (found)
-            *found = 0;
+        omap_fail_outputs(m, value_out, found);
         return OBL_ERR_FULL;
     }
     m->st.overflow_max = obl_ct_max64(m->st.overflow_max, c.occ);
@@ -1047,8 +1056,7 @@ obl_err obl_omap_access(obl_omap *m, uint64_t op, const void *key, const void *v
         uint64_t fail = full | lost;
         if (OBL_DECLASSIFY_VAL(fail)) {
             m->st.full_errors += OBL_DECLASSIFY_VAL(full);
-            if (found)
-                *found = 0;
+            omap_fail_outputs(m, value_out, found);
             return OBL_DECLASSIFY_VAL(lost) ? OBL_ERR_STATE : OBL_ERR_FULL;
         }
     }
