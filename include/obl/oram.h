@@ -195,9 +195,10 @@ uint64_t obl_nroram_id_limit(const obl_nroram *o);
 /*
  * Export callback: called once per slot of the tree and the stash, in a
  * fixed order; present = 1 (secret) if the slot holds a block, then id and
- * the value_size bytes at value are that block's, else id is 0 and value
- * unspecified bytes. It MUST be oblivious (no branch or address on its
- * arguments but ctx).
+ * the value_size bytes at value are that block's, else id is all ones and
+ * value unspecified bytes (passing such an id to obl_nroram_insert stores
+ * nothing: a rebuild can insert every slot). It MUST be oblivious (no
+ * branch or address on its arguments but ctx).
  */
 typedef void (*obl_nroram_export_fn)(void *ctx, uint64_t id, const void *value,
                                      uint64_t present);

@@ -678,7 +678,7 @@ uint64_t obl_nroram_export_slots(const obl_nroram *o)
     return o ? o->P + NR_Z * o->nbuckets : 0;
 }
 
-/* One slot's metadata word pair, either width. Secret: the result. */
+/* One slot's id, either width; all ones for an empty slot. Secret. */
 static uint64_t nr_slot_id(const obl_nroram *o, const void *meta)
 {
     if (o->pb == 4) { /* public */
@@ -690,8 +690,7 @@ static uint64_t nr_slot_id(const obl_nroram *o, const void *meta)
 
 static void nr_export_slot(uint64_t id, const void *value, obl_nroram_export_fn fn, void *ctx)
 {
-    uint64_t present = obl_ct_neq64(id, UINT64_MAX);
-    fn(ctx, obl_ct_select64(present, id, 0), value, present);
+    fn(ctx, id, value, obl_ct_neq64(id, UINT64_MAX));
 }
 
 /* see obl/oram.h: the stash (metadata in bmeta, data in bdata), then

@@ -241,6 +241,24 @@ static void export_free(export_view *v)
     free(v->seen);
 }
 
+/* A rebuild: every exported slot inserted into a new tree, empty ones
+ * (all-ones id, outside the id space) included. */
+typedef struct {
+    obl_nroram *o;
+    uint64_t n_ids, *pos, errors;
+} rebuild_ctx;
+
+static void rebuild_cb(void *ctx, uint64_t id, const void *value, uint64_t present)
+{
+    rebuild_ctx *c = (rebuild_ctx *)ctx;
+    uint64_t p = 0;
+    (void)present;
+    c->errors += obl_nroram_insert(c->o, id, value, &p) != OBL_OK;
+    uint64_t i = OBL_DECLASSIFY_VAL(id); /* the test's bookkeeping */
+    if (i < c->n_ids)
+        c->pos[i] = OBL_DECLASSIFY_VAL(p);
+}
+
 static void t_export(void)
 {
     /* past capacity: 8 blocks, stash 2; insert until refused */
@@ -271,6 +289,21 @@ static void t_export(void)
             CHECK_EQ_U64(v.val[i], i * 0x0101010101010101ULL + 7);
     }
     export_free(&v);
+    /* ... and rebuilt into a tree with room for them */
+    uint64_t rpos[N] = {0};
+    rebuild_ctx rc = {nr_new(256, 0, 0), N, rpos, 0};
+    if (rc.o) {
+        CHECK_EQ_U64(obl_nroram_export(o, rebuild_cb, &rc), OBL_OK);
+        CHECK_EQ_U64(rc.errors, 0);
+        for (uint64_t i = 0; i < N; i++) {
+            if (!stored[i])
+                rpos[i] = nr_fresh(rc.o);
+            CHECK_EQ_U64(nr_acc(rc.o, i, &rpos[i], OBL_ORAM_READ, NULL, &out, &e), stored[i]);
+            CHECK_EQ_U64(e, OBL_OK);
+            CHECK_EQ_U64(out, stored[i] ? i * 0x0101010101010101ULL + 7 : 0);
+        }
+        obl_nroram_destroy(rc.o);
+    }
     CHECK_EQ_U64(obl_nroram_export(NULL, export_cb, &v), OBL_ERR_INVALID_ARG);
     CHECK_EQ_U64(obl_nroram_export(o, NULL, &v), OBL_ERR_INVALID_ARG);
     obl_nroram_destroy(o);
