@@ -59,6 +59,76 @@ static void omap_fail_outputs(const obl_omap *m, void *value_out, uint64_t *foun
         *found = 0;
 }
 
+/*
+ * The scratch buffers of one access (omap_internal.h): in, out, the slot
+ * value given to and taken from the index: the value (inline;
+ * zero-extended to svs bytes), or the new and the old leaf (compact);
+ * vin, vout: the value. Returns the new leaf (compact), else 0.
+ * Secret: the value, the leaf.
+ */
+static uint64_t omap_slot_inputs(obl_omap *m, const void *value_in, int compact)
+{
+    unsigned char *in = m->scratch + m->ses, *out = in + m->svs;
+    unsigned char *vin = out + m->svs, *vout = vin + m->vs;
+    if (value_in)
+        memcpy(vin, value_in, m->vs);
+    else
+        memset(vin, 0, m->vs);
+    memset(vout, 0, m->vs);
+    memset(in, 0, m->svs);
+    memset(out, 0, m->svs);
+    uint64_t nl = 0;
+    if (compact) {
+        nl = obl_nroram_random_pos(m->vo);
+        st32(in, nl);
+    } else {
+        memcpy(in, vin, m->vs);
+    }
+    return nl;
+}
+
+/*
+ * The index key (*ikey: a word map's word, omap_word, in fpk; else the key,
+ * zero-extended to 8 bytes in fpk if shorter) and its bucket, returned.
+ * Secret: key, fpk, the bucket.
+ */
+static uint64_t omap_index_key(const obl_omap *m, const void *key, unsigned char *fpk,
+                               const unsigned char **ikey)
+{
+    *ikey = (const unsigned char *)key;
+    if (m->words) { /* public */
+        uint64_t w = omap_word(m, key);
+        memcpy(fpk, &w, 8);
+        *ikey = fpk;
+        return omap_word_bucket(m, w);
+    }
+    if (m->ks < m->iks) { /* public */
+        memcpy(fpk, key, m->ks);
+        *ikey = fpk;
+    }
+    return omap_bucket(m, *ikey);
+}
+
+/*
+ * Fingerprint mode: if restore, the index entry {fpk, in} goes back into
+ * the stash's first free entry with header tag (the reserved entry
+ * included). Returns 1 if it went back. Secret: every argument but m.
+ */
+static uint64_t omap_fp_restore(obl_omap *m, uint64_t restore, uint64_t tag,
+                                const unsigned char *fpk, const unsigned char *in)
+{
+    uint64_t back = 0;
+    for (uint32_t j = 0; j < m->Sa; j++) {
+        uint64_t h = m->sh[j];
+        uint64_t fr = ((h & 1) ^ 1) & (back ^ 1) & restore;
+        m->sh[j] = obl_ct_select64(fr, tag, h);
+        obl_ct_cmov(fr, m->skey + (size_t)j * m->iks, fpk, m->iks);
+        obl_ct_cmov(fr, m->ssv + (size_t)j * m->svs, in, m->svs);
+        back |= fr;
+    }
+    return back;
+}
+
 /* see obl/omap.h */
 obl_err obl_omap_access(obl_omap *m, uint64_t op, const void *key, const void *value_in,
                         void *value_out, uint64_t *found)
@@ -82,44 +152,14 @@ obl_err obl_omap_access(obl_omap *m, uint64_t op, const void *key, const void *v
     obl_err err = ro_ready(m->oram);
     if (err != OBL_OK)
         return err;
-    /* in, out: the slot value given to and taken from the index: the value
-     * (inline; zero-extended to svs bytes), or the new and the old leaf
-     * (compact); vin, vout: the value */
     unsigned char *in = m->scratch + m->ses, *out = in + m->svs;
     unsigned char *vin = out + m->svs, *vout = vin + m->vs;
-    if (value_in)
-        memcpy(vin, value_in, m->vs);
-    else
-        memset(vin, 0, m->vs);
-    memset(vout, 0, m->vs);
-    memset(in, 0, m->svs);
-    memset(out, 0, m->svs);
-    uint64_t nl = 0;
-    if (compact) {
-        nl = obl_nroram_random_pos(m->vo);
-        st32(in, nl);
-    } else {
-        memcpy(in, vin, m->vs);
-    }
-    /* the index key: a word map's word (omap_word), else the key,
-     * zero-extended to 8 bytes if shorter */
-    const unsigned char *ikey = (const unsigned char *)key;
+    uint64_t nl = omap_slot_inputs(m, value_in, compact);
     /* 64 bytes, not 8: the copies and compares of m->iks bytes have vector
      * paths that gcc's bounds warning cannot rule out for a shorter array */
     _Alignas(64) unsigned char fpk[64] = {0};
-    uint64_t b;
-    if (m->words) { /* public */
-        uint64_t w = omap_word(m, key);
-        memcpy(fpk, &w, 8);
-        ikey = fpk;
-        b = omap_word_bucket(m, w);
-    } else {
-        if (m->ks < m->iks) { /* public */
-            memcpy(fpk, key, m->ks);
-            ikey = fpk;
-        }
-        b = omap_bucket(m, ikey);
-    }
+    const unsigned char *ikey;
+    uint64_t b = omap_index_key(m, key, fpk, &ikey);
     uint64_t is_put = obl_ct_eq64(op, OBL_OMAP_PUT);
     op_ctx c = {m, ikey, in, out, 1 | (b << 1), is_put, obl_ct_eq64(op, OBL_OMAP_ERASE),
                 compact ? 1 : is_put, obl_ct_lt64(m->count, m->capacity), 0, 0, 0, 0, 0};
@@ -166,15 +206,7 @@ obl_err obl_omap_access(obl_omap *m, uint64_t op, const void *key, const void *v
          * bucket with the block's new leaf (the value ORAM kept the block
          * there). */
         uint64_t restore = c.is_erase & collide;
-        uint64_t back = 0;
-        for (uint32_t j = 0; j < m->Sa; j++) {
-            uint64_t h = m->sh[j];
-            uint64_t fr = ((h & 1) ^ 1) & (back ^ 1) & restore;
-            m->sh[j] = obl_ct_select64(fr, c.tag, h);
-            obl_ct_cmov(fr, m->skey + (size_t)j * m->iks, fpk, m->iks);
-            obl_ct_cmov(fr, m->ssv + (size_t)j * m->svs, in, m->svs);
-            back |= fr;
-        }
+        uint64_t back = omap_fp_restore(m, restore, c.tag, fpk, in);
         m->count += back;
         /* LEAK: a put of a new key whose 64-bit fingerprint is another
          * stored key's (probability about count / 2^64 per put): the public

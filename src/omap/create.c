@@ -80,12 +80,9 @@ static uint32_t omap_layout(const obl_omap_params *p)
     return can && !small ? OBL_OMAP_LAYOUT_COMPACT : OBL_OMAP_LAYOUT_INLINE;
 }
 
-/* see omap_internal.h */
-obl_err omap_alloc(obl_omap **out, const obl_omap_params *p)
+/* The parameters' ranges (obl/omap.h). Public: p. */
+static obl_err omap_check_params(const obl_omap_params *p)
 {
-    if (!out)
-        return OBL_ERR_INVALID_ARG;
-    *out = NULL;
     if (!p || p->capacity == 0 || p->key_size == 0 || p->key_size > OBL_OMAP_MAX_KEY_SIZE ||
         p->value_size == 0 || p->value_size > OBL_OMAP_MAX_VALUE_SIZE)
         return OBL_ERR_INVALID_ARG;
@@ -94,6 +91,53 @@ obl_err omap_alloc(obl_omap **out, const obl_omap_params *p)
         return OBL_ERR_INVALID_ARG;
     if (p->capacity > ((uint64_t)1 << 40))
         return OBL_ERR_TOO_LARGE;
+    return OBL_OK;
+}
+
+/*
+ * The map's PRG (seeded from p) and its secret keys drawn from it: the
+ * SipHash keys and the Speck key; then the secret state marked secret for
+ * the ct build (which reports any branch or address on it), the stash
+ * emptied. Errors: RANDOM.
+ */
+static obl_err omap_init_secrets(obl_omap *m, const obl_omap_params *p)
+{
+    if (p->use_seed) {
+        obl_prg_init_seed(&m->prg, p->seed);
+    } else if (obl_prg_init(&m->prg, p->random, p->random_opaque) != OBL_OK) {
+        return OBL_ERR_RANDOM;
+    }
+    for (int i = 0; i < 4; i++)
+        m->sk[i] = obl_prg_u64(&m->prg);
+    {
+        uint32_t k[4];
+        for (int i = 0; i < 4; i++)
+            k[i] = (uint32_t)obl_prg_u64(&m->prg);
+        obl_speck_init(&m->pk, k);
+        obl_wipe(k, sizeof(k));
+    }
+    OBL_SECRET(m->sk, sizeof(m->sk));
+    OBL_SECRET(&m->pk, sizeof(m->pk));
+    memset(m->stash, 0, m->stash_bytes); /* every entry invalid */
+    OBL_SECRET(m->stash, m->stash_bytes);
+    OBL_SECRET(&m->count, sizeof(m->count));
+    OBL_SECRET(&m->st.overflow_max, sizeof(m->st.overflow_max));
+    if (m->ones) {
+        memset(m->ones, 0, m->ones_bytes);
+        OBL_SECRET(m->ones, m->ones_bytes);
+    }
+    return OBL_OK;
+}
+
+/* see omap_internal.h */
+obl_err omap_alloc(obl_omap **out, const obl_omap_params *p)
+{
+    if (!out)
+        return OBL_ERR_INVALID_ARG;
+    *out = NULL;
+    obl_err e = omap_check_params(p);
+    if (e != OBL_OK)
+        return e;
     uint32_t layout = omap_layout(p);
     if (!layout)
         return OBL_ERR_TOO_LARGE;
@@ -176,37 +220,14 @@ obl_err omap_alloc(obl_omap **out, const obl_omap_params *p)
         omap_free(m);
         return OBL_ERR_NOMEM;
     }
-    if (p->use_seed) {
-        obl_prg_init_seed(&m->prg, p->seed);
-    } else if (obl_prg_init(&m->prg, p->random, p->random_opaque) != OBL_OK) {
+    if (omap_init_secrets(m, p) != OBL_OK) {
         omap_free(m);
         return OBL_ERR_RANDOM;
     }
-    for (int i = 0; i < 4; i++)
-        m->sk[i] = obl_prg_u64(&m->prg);
-    {
-        uint32_t k[4];
-        for (int i = 0; i < 4; i++)
-            k[i] = (uint32_t)obl_prg_u64(&m->prg);
-        obl_speck_init(&m->pk, k);
-        obl_wipe(k, sizeof(k));
-    }
-    /* the map's hash and permutation keys are secret: the ct build then
-     * reports any branch or address that depends on them */
-    OBL_SECRET(m->sk, sizeof(m->sk));
-    OBL_SECRET(&m->pk, sizeof(m->pk));
-    memset(m->stash, 0, sb); /* every entry invalid */
-    OBL_SECRET(m->stash, sb);
-    OBL_SECRET(&m->count, sizeof(m->count));
-    OBL_SECRET(&m->st.overflow_max, sizeof(m->st.overflow_max));
     m->st.buckets = M;
     m->st.slots_per_bucket = B;
     m->st.overflow_size = S;
     m->st.layout = layout;
-    if (m->ones) {
-        memset(m->ones, 0, m->ones_bytes);
-        OBL_SECRET(m->ones, m->ones_bytes);
-    }
     *out = m;
     return OBL_OK;
 }
