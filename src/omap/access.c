@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * The oblivious map's operation (obl/omap.h): the combined access and its
  * three wrappers.

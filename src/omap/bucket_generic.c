@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * The map's operation on a bucket and the stash for any key and slot
  * value size (omap_op.h): the layout of omap_internal.h, scanned with

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * The map's operation on a bucket and the stash for word maps (8-byte
  * index keys, 4- or 8-byte slot values; omap_internal.h, "Quotiented

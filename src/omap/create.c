@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * The oblivious map's creation and life cycle (obl/omap.h): parameter
  * checks and the layout's sizes (omap_alloc), the ORAMs' parameters,

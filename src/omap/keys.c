@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * The map's keyed functions of a key: the bucket hash (SipHash-2-4), the
  * fingerprint of a long key, a word map's word (Speck64/128) and the

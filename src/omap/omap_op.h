@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * The bucket operation of the oblivious map, shared by its units: the
  * context one obl_omap_access hands to the index ORAM's read-modify-write

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Sizing of the oblivious map: the bucket count, the slots per bucket and
  * the overflow stash, from a Chernoff bound on the stash's occupancy

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * The compact layout's value ORAM (omap_internal.h, "Layouts"): the one
  * access of the value's block that follows the index update, and its

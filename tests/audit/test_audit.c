@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Contract checks found by an outside audit, one sub-test each:
  * - build_hash: obl_omap_build keeps the keys' hashes secret. Under
@@ -12,7 +13,7 @@
  *   matches a reference model after random operations;
  * - small: RORAM stash_size checked for every n; a map's FULL zeroes
  *   value_out; obl_nroram_insert refuses value NULL.
- * `test_audit -s SEED [--ct] [--only NAME]`.
+ * `test_audit -s SEED [--ct] [--only NAME | --list]`.
  */
 #include <obl/omap.h>
 #include <obl/oram.h>
@@ -66,7 +67,7 @@ static obl_err build_traced(const obl_omap_params *p, const unsigned char *K,
     return e;
 }
 
-static void t_build_hash(void)
+static void build_hash(void)
 {
     /* inline 8/16: SipHash, keys compared; inline 8/8: Speck words;
      * compact 16/8: fingerprints */
@@ -106,7 +107,6 @@ static void t_build_hash(void)
     }
     obl_trace_free(&ta);
     obl_trace_free(&tb);
-    printf("  build_hash: ok\n");
 }
 
 /* -------------------------------------------------------------- nroram */
@@ -148,7 +148,7 @@ static uint64_t nr_acc(obl_nroram *o, uint64_t id, uint64_t *pos_io, uint64_t op
     return OBL_DECLASSIFY_VAL(found);
 }
 
-static void t_ids(void)
+static void ids(void)
 {
     const uint64_t a = 0x1111111111111111ULL, b = 0x2222222222222222ULL;
     uint64_t out = 0, zero = 0;
@@ -195,7 +195,6 @@ static void t_ids(void)
         CHECK_MEM(&out, &a, 8);
         obl_nroram_destroy(o);
     }
-    printf("  ids: ok\n");
 }
 
 /* The export's view: value per id, and the number of blocks seen. */
@@ -259,7 +258,7 @@ static void rebuild_cb(void *ctx, uint64_t id, const void *value, uint64_t prese
         c->pos[i] = OBL_DECLASSIFY_VAL(p);
 }
 
-static void t_export(void)
+static void export_blocks(void)
 {
     /* past capacity: 8 blocks, stash 2; insert until refused */
     enum { N = 64 };
@@ -341,12 +340,11 @@ static void t_export(void)
         export_free(&v);
         obl_nroram_destroy(o);
     }
-    printf("  export: ok\n");
 }
 
 /* --------------------------------------------------------------- small */
 
-static void t_small(void)
+static void small_checks(void)
 {
     /* RORAM stash_size: checked whatever n (a scan for n = 100) */
     const uint64_t ns[] = {100, 100000};
@@ -402,22 +400,19 @@ static void t_small(void)
         CHECK_EQ_U64(obl_nroram_insert(o, 1, &v, &p), OBL_OK);
         obl_nroram_destroy(o);
     }
-    printf("  small: ok\n");
 }
+
+/* The sub-tests (testutil.h: `--list`, `--only NAME`; one ctest entry
+ * each, registered from these lines). */
+static const test_case cases[] = {
+    TEST_CASE(build_hash),
+    TEST_CASE(ids),
+    TEST_CASE(export_blocks),
+    TEST_CASE(small_checks),
+};
 
 int main(int argc, char **argv)
 {
     test_init(argc, argv, "test_audit");
-    const char *only = NULL;
-    for (int i = 1; i + 1 < argc; i++)
-        if (!strcmp(argv[i], "--only"))
-            only = argv[i + 1];
-    test_rng_seed(&R, T.seed);
-    const struct { const char *name; void (*fn)(void); } tests[] = {
-        {"build_hash", t_build_hash}, {"ids", t_ids}, {"export", t_export}, {"small", t_small},
-    };
-    for (size_t i = 0; i < sizeof(tests) / sizeof(tests[0]); i++)
-        if (!only || !strcmp(only, tests[i].name))
-            tests[i].fn();
-    return test_done("test_audit");
+    return test_run("test_audit", cases, sizeof(cases) / sizeof(cases[0]), &R);
 }

@@ -1,8 +1,9 @@
+# SPDX-License-Identifier: MIT
 # Contract checks of an outside audit (tests/audit/test_audit.c): the map
 # build keeps the keys' hashes secret, NRORAM ids outside the id space,
 # export after an overflow, RORAM stash_size, a map's FULL outputs,
 # obl_nroram_insert with value NULL.
-obl_add_test(test_audit audit/test_audit.c TIMEOUT 120)
+obl_add_test(test_audit audit/test_audit.c SUBTESTS TIMEOUT 120)
 
 # Negative control of the build's memcheck check: the same test, linked
 # with a map build that branches on the keys' hashes (the branch the build

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * The statistics and the measurement loop of the timing test (dudect.h):
  * Welford's running mean and variance per class, Welch's t, and the crops

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * A dudect-style timing test (Reparaz, Balasch, Verbauwhede, "Dude, is my
  * code constant time?", DATE 2017): every measurement times one call with

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Statistical timing test of the release library (dudect.h), natively on
  * each constant-time variant the machine runs: NRORAM access, RORAM

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # Statistical timing test (dudect) of the library users link (obl, not the
 # traced test build): a short run in every optimised build without valgrind
 # or sanitizers, which distort time; its negative control must detect a
