@@ -32,6 +32,9 @@
 #include "ct.h"
 #include "common/secret.h"
 #include "omap/omap_op.h"
+#include "omap/op_generic_impl.h"
+#include "omap/op_values_impl.h"
+#include "omap/op_words_impl.h"
 #include "oram/nroram_internal.h"
 #include "oram/roram_internal.h"
 
@@ -43,11 +46,11 @@ static void op_fn(void *vctx, void *value, uint64_t found_unused, uint64_t *keep
     op_ctx *c = (op_ctx *)vctx;
     const obl_omap *m = c->m;
     if (m->words && m->svs == 4) /* public */
-        omap_op_words4(c, (unsigned char *)value);
+        op_words(c, (unsigned char *)value, 4);
     else if (m->words)
-        omap_op_words8(c, (unsigned char *)value);
+        op_words(c, (unsigned char *)value, 8);
     else
-        omap_op_generic(c, (unsigned char *)value);
+        op_generic(c, (unsigned char *)value);
 }
 
 /* The outputs of an access that failed with FULL or STATE: zeros and

@@ -22,7 +22,7 @@
  * so a slot stores only the rest of w, the low 64 - logM bits, in rw
  * bytes, and its slot value in lw bytes: [header | B x rw | B x lw]. The
  * stash keeps whole words (skey, 8 bytes) and svs-byte slot values. The
- * passes of bucket_words.c run on words: a bucket is unpacked into word arrays
+ * passes of op_words_impl.h run on words: a bucket is unpacked into word arrays
  * (w = bucket << (64 - logM) | rest) and packed back. Other maps (inline,
  * keys of over 8 bytes) keep whole keys and slot values as described
  * above, and the SipHash bucket.

@@ -1,10 +1,14 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The bucket operation of the oblivious map, shared by its units: the
- * context one obl_omap_access hands to the index ORAM's read-modify-write
- * (op_ctx), the two implementations of the operation on a bucket and the
- * stash (bucket_generic.c for any sizes, bucket_words.c for word maps) and
- * the compact layout's value ORAM access (values.c).
+ * The map's operation, in units: the context one obl_omap_access hands to
+ * the index ORAM's read-modify-write (op_ctx, here), the two
+ * implementations of the operation on a bucket and the stash
+ * (op_generic_impl.h for any sizes, op_words_impl.h for word maps) and the
+ * compact layout's value ORAM access (op_values_impl.h). The units are
+ * implementation files that access.c includes, so that the operation stays
+ * one translation unit: the compiler inlines the passes into the ORAM
+ * callback as before, and a build that compiles the operation once per
+ * instruction set compiles one file.
  */
 #ifndef OBL_SRC_OMAP_OP_H
 #define OBL_SRC_OMAP_OP_H
@@ -34,22 +38,5 @@ typedef struct {
     uint64_t added, removed;  /* out: an entry was added / removed */
     uint64_t occ;             /* out: stash entries after the operation */
 } op_ctx;
-
-/* The operation on bucket bk and the stash, any key and slot value size
- * (bucket_generic.c). Secret: everything in c, the bucket and the stash. */
-void omap_op_generic(op_ctx *c, unsigned char *bk);
-
-/* The same for word maps with 4- or 8-byte slot values (bucket_words.c). */
-void omap_op_words4(op_ctx *c, unsigned char *bk);
-void omap_op_words8(op_ctx *c, unsigned char *bk);
-
-/* Compact layout: the value ORAM's access of the operation (values.c). */
-obl_err omap_value_access(obl_omap *m, const op_ctx *c, uint64_t nl, const unsigned char *vin,
-                          unsigned char *vout);
-
-/* Fingerprint mode: the same, for the block of fingerprint word f (values.c). */
-obl_err omap_value_fp(obl_omap *m, const op_ctx *c, const unsigned char *key, uint64_t f,
-                      uint64_t nl, const unsigned char *vin, unsigned char *vout,
-                      uint64_t *match, uint64_t *collide);
 
 #endif /* OBL_SRC_OMAP_OP_H */

@@ -1,9 +1,13 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * The map's operation on a bucket and the stash for any key and slot
- * value size (omap_op.h): the layout of omap_internal.h, scanned with
- * constant-time compares and moves.
+ * value size: the layout of omap_internal.h, scanned with constant-time
+ * compares and moves. An implementation file: included once, by access.c
+ * (omap_op.h says why).
  */
+#ifndef OBL_SRC_OMAP_OP_GENERIC_IMPL_H
+#define OBL_SRC_OMAP_OP_GENERIC_IMPL_H
+
 #include <string.h>
 
 #include "ct.h"
@@ -18,7 +22,7 @@
  * pulled entry's copy), the bucket (writes).
  * Secret: everything in c, the bucket and the stash. Public: B, S, sizes.
  */
-void omap_op_generic(op_ctx *c, unsigned char *bk)
+static void op_generic(op_ctx *c, unsigned char *bk)
 {
     const obl_omap *m = c->m;
     const size_t iks = m->iks, svs = m->svs;
@@ -101,3 +105,5 @@ void omap_op_generic(op_ctx *c, unsigned char *bk)
     c->removed = del_b | del_s;
     c->occ = occ;
 }
+
+#endif /* OBL_SRC_OMAP_OP_GENERIC_IMPL_H */

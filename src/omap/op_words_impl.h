@@ -4,7 +4,11 @@
  * index keys, 4- or 8-byte slot values; omap_internal.h, "Quotiented
  * index"): the bucket unpacked into word arrays, two passes each over the
  * stash and the bucket written to vectorise, and the bucket packed back.
+ * An implementation file: included once, by access.c (omap_op.h says why).
  */
+#ifndef OBL_SRC_OMAP_OP_WORDS_IMPL_H
+#define OBL_SRC_OMAP_OP_WORDS_IMPL_H
+
 #include <string.h>
 
 #include "ct.h"
@@ -250,7 +254,4 @@ static inline __attribute__((always_inline)) void op_words(op_ctx *c, unsigned c
     c->occ = occ;
 }
 
-/* see omap_op.h: op_words for each slot value size */
-void omap_op_words4(op_ctx *c, unsigned char *bk) { op_words(c, bk, 4); }
-
-void omap_op_words8(op_ctx *c, unsigned char *bk) { op_words(c, bk, 8); }
+#endif /* OBL_SRC_OMAP_OP_WORDS_IMPL_H */

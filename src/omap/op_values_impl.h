@@ -3,7 +3,11 @@
  * The compact layout's value ORAM (omap_internal.h, "Layouts"): the one
  * access of the value's block that follows the index update, and its
  * fingerprint-mode form, which stores and compares the key in the block.
+ * An implementation file: included once, by access.c (omap_op.h says why).
  */
+#ifndef OBL_SRC_OMAP_OP_VALUES_IMPL_H
+#define OBL_SRC_OMAP_OP_VALUES_IMPL_H
+
 #include <string.h>
 
 #include <obl/omap.h>
@@ -19,8 +23,8 @@
  * (nl). vin, vout: the value in and out (vs bytes each).
  * Secret: everything but m's parameters. Public: the revealed path.
  */
-obl_err omap_value_access(obl_omap *m, const op_ctx *c, uint64_t nl, const unsigned char *vin,
-                          unsigned char *vout)
+static obl_err omap_value_access(obl_omap *m, const op_ctx *c, uint64_t nl,
+                                 const unsigned char *vin, unsigned char *vout)
 {
     uint64_t pos = obl_ct_select64(c->found, ld32(c->out), obl_nroram_random_pos(m->vo));
     /* LEAK: the path read, by design (Circuit ORAM): the leaf the key's
@@ -82,9 +86,9 @@ static void fpv_fn(void *vctx, void *value, uint64_t found, uint64_t *keep)
  * the word of the key's fingerprint. Sets *match and *collide (fpv_ctx). Secret: everything but m's
  * parameters. Public: the revealed path.
  */
-obl_err omap_value_fp(obl_omap *m, const op_ctx *c, const unsigned char *key, uint64_t f,
-                      uint64_t nl, const unsigned char *vin, unsigned char *vout,
-                      uint64_t *match, uint64_t *collide)
+static obl_err omap_value_fp(obl_omap *m, const op_ctx *c, const unsigned char *key,
+                             uint64_t f, uint64_t nl, const unsigned char *vin,
+                             unsigned char *vout, uint64_t *match, uint64_t *collide)
 {
     uint64_t pos = obl_ct_select64(c->found, ld32(c->out), obl_nroram_random_pos(m->vo));
     /* LEAK: the path read, as in omap_value_access */
@@ -95,3 +99,5 @@ obl_err omap_value_fp(obl_omap *m, const op_ctx *c, const unsigned char *key, ui
     *collide = v.collide;
     return e;
 }
+
+#endif /* OBL_SRC_OMAP_OP_VALUES_IMPL_H */
