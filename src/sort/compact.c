@@ -33,7 +33,9 @@ OBL_INLINE void cp_pass_w(uint64_t *x, uint64_t *y, size_t lo, size_t hi, uint64
                           uint64_t thr, size_t words)
 {
     for (size_t i = lo; i < hi; i++) {
-        uint64_t ge = (uint64_t)((int64_t)(thr - 1 - i) >> 63);
+        /* i through the barrier: the loop's counter must not be rewritten
+         * in terms of thr (a secret in the loop's exit test) */
+        uint64_t ge = (uint64_t)((int64_t)(thr - 1 - obl_ct_barrier64(i)) >> 63);
         rec_cswap(sbm ^ ge, x + i * words, y + i * words, words);
     }
 }
