@@ -297,6 +297,8 @@ static void test_traces(void)
     for (size_t t = 0; t < sizeof ns / sizeof *ns; t++) {
         size_t n = ns[t];
         for (int kind = 0; kind < 5; kind++) {
+            if (kind == 4 && n < 16)
+                continue;
             obl_trace tr[2];
             for (int run = 0; run < 2; run++) {
                 uint64_t *r = malloc(n * 24 + 8);
@@ -308,7 +310,7 @@ static void test_traces(void)
                 CHECK(obl_trace_init(&tr[run], 1u << 20));
                 obl_trace_begin(&tr[run]);
                 uint64_t *cols[3] = {r, r + 16, r + 32}; /* 16 rows in 3 columns */
-                obl_err e = kind == 4   ? obl_sort_columns(cols, 3, 2, n < 16 ? 1 : 16, 1)
+                obl_err e = kind == 4   ? obl_sort_columns(cols, 3, 2, 16, 1)
                             : kind == 0 ? obl_sort_bitonic(r, n, &p)
                             : kind == 1 ? obl_shuffle(r, n, &p)
                             : kind == 2 ? obl_compact(r, n, fl, NULL, &p)
