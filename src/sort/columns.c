@@ -72,24 +72,71 @@ __m256i col_gt4(__m256i x0, __m256i x1, __m256i y0, __m256i y1, size_t kw)
 
 /* Rows a .. a+3 against b .. b+3, all in the direction asc: one key
  * comparison, then an AND/XOR swap of every column. */
-OBL_SIMD_INLINE("avx2") void col_cev(const col_arr *s, size_t a, size_t b, int asc)
+OBL_SIMD_INLINE("avx2")
+void col_cev(const col_arr *s, size_t a, size_t b, int asc, const size_t nc, const size_t kw)
 {
     COL_TOUCH(a, 4);
     COL_TOUCH(b, 4);
     uint64_t *const *c = s->col;
     __m256i x0 = _mm256_loadu_si256((const void *)(c[0] + a));
     __m256i y0 = _mm256_loadu_si256((const void *)(c[0] + b)), x1 = x0, y1 = y0;
-    if (s->kw == 2) {
+    if (kw == 2) {
         x1 = _mm256_loadu_si256((const void *)(c[1] + a));
         y1 = _mm256_loadu_si256((const void *)(c[1] + b));
     }
-    __m256i m = asc ? col_gt4(x0, x1, y0, y1, s->kw) : col_gt4(y0, y1, x0, x1, s->kw);
-    for (size_t k = 0; k < s->ncol; k++) {
-        __m256i x = _mm256_loadu_si256((const void *)(c[k] + a));
-        __m256i y = _mm256_loadu_si256((const void *)(c[k] + b));
+    __m256i m = asc ? col_gt4(x0, x1, y0, y1, kw) : col_gt4(y0, y1, x0, x1, kw);
+    for (size_t k = 0; k < nc; k++) {
+        __m256i x = k == 0 ? x0 : k == 1 && kw == 2 ? x1
+                                                    : _mm256_loadu_si256((const void *)(c[k] + a));
+        __m256i y = k == 0 ? y0 : k == 1 && kw == 2 ? y1
+                                                    : _mm256_loadu_si256((const void *)(c[k] + b));
         __m256i t = _mm256_and_si256(_mm256_xor_si256(x, y), m);
         _mm256_storeu_si256((void *)(c[k] + a), _mm256_xor_si256(x, t));
         _mm256_storeu_si256((void *)(c[k] + b), _mm256_xor_si256(y, t));
+    }
+}
+
+/* Compare-exchange of register rows a and b (four lanes each) of the
+ * columns X[c][.], in the direction asc. */
+OBL_SIMD_INLINE("avx2")
+void col_ce_reg(__m256i X[][4], int a, int b, int asc, const size_t nc, const size_t kw)
+{
+    __m256i m = asc ? col_gt4(X[0][a], X[1 % nc][a], X[0][b], X[1 % nc][b], kw)
+                    : col_gt4(X[0][b], X[1 % nc][b], X[0][a], X[1 % nc][a], kw);
+    for (size_t c = 0; c < nc; c++) {
+        __m256i t = _mm256_and_si256(_mm256_xor_si256(X[c][a], X[c][b]), m);
+        X[c][a] = _mm256_xor_si256(X[c][a], t);
+        X[c][b] = _mm256_xor_si256(X[c][b], t);
+    }
+}
+
+/* Steps j and j / 2 of stage k (j >= 8) in one pass over [lo, hi): the
+ * rows e, e + q, e + 2q, e + 3q (q = j / 2) are closed under both steps,
+ * so four vectors of four rows per column stay in registers through both
+ * (half the loads and stores of two passes); the same compare-exchanges in
+ * the same order along every row's dependencies. */
+OBL_SIMD_INLINE("avx2")
+void col_step2v(const col_arr *s, size_t lo, size_t hi, size_t k, size_t j, const size_t nc,
+                const size_t kw)
+{
+    const size_t q = j / 2;
+    for (size_t b = lo; b < hi; b += 2 * j) {
+        const int asc = !(b & k);
+        for (size_t r = 0; r < q; r += COL_LANES) {
+            __m256i X[COL_MAXC][4];
+            for (int a = 0; a < 4; a++) {
+                COL_TOUCH(b + r + a * q, 4);
+                for (size_t c = 0; c < nc; c++)
+                    X[c][a] = _mm256_loadu_si256((const void *)(s->col[c] + b + r + a * q));
+            }
+            col_ce_reg(X, 0, 2, asc, nc, kw);
+            col_ce_reg(X, 1, 3, asc, nc, kw);
+            col_ce_reg(X, 0, 1, asc, nc, kw);
+            col_ce_reg(X, 2, 3, asc, nc, kw);
+            for (int a = 0; a < 4; a++)
+                for (size_t c = 0; c < nc; c++)
+                    _mm256_storeu_si256((void *)(s->col[c] + b + r + a * q), X[c][a]);
+        }
     }
 }
 
@@ -102,12 +149,12 @@ OBL_SIMD_INLINE("avx2") __m256i col_partner4(__m256i x, size_t j)
 /* Steps j = jtop .. 1 (jtop <= 2) of stage k on the aligned group of four
  * rows from g, in registers: lane l against lane l ^ j; a lane keeps the
  * smaller key where it is the lower of its pair XOR its row descends. */
-OBL_SIMD_INLINE("avx2") void col_regv(const col_arr *s, size_t g, size_t k, size_t jtop)
+OBL_SIMD_INLINE("avx2")
+void col_regv(const col_arr *s, size_t g, size_t k, size_t jtop, const size_t nc, const size_t kw)
 {
     COL_TOUCH(g, 4);
     const __m256i lane = _mm256_set_epi64x(3, 2, 1, 0);
     __m256i X[COL_MAXC];
-    const size_t nc = s->ncol;
     for (size_t c = 0; c < nc; c++)
         X[c] = _mm256_loadu_si256((const void *)(s->col[c] + g));
     const __m256i rows = _mm256_add_epi64(lane, _mm256_set1_epi64x((long long)g));
@@ -118,14 +165,14 @@ OBL_SIMD_INLINE("avx2") void col_regv(const col_arr *s, size_t g, size_t k, size
             _mm256_and_si256(lane, _mm256_set1_epi64x((long long)j)),
             _mm256_set1_epi64x((long long)j));
         __m256i p0 = col_partner4(X[0], j), p1 = p0;
-        if (s->kw == 2)
+        if (kw == 2)
             p1 = col_partner4(X[1], j);
-        __m256i gt = col_gt4(X[0], X[1], p0, p1, s->kw);
-        __m256i lt = col_gt4(p0, p1, X[0], X[1], s->kw);
+        __m256i gt = col_gt4(X[0], X[1], p0, p1, kw);
+        __m256i lt = col_gt4(p0, p1, X[0], X[1], kw);
         __m256i wmin = _mm256_xor_si256(upper, asc); /* this lane keeps the smaller key */
         __m256i m = _mm256_or_si256(_mm256_and_si256(wmin, gt), _mm256_andnot_si256(wmin, lt));
         for (size_t c = 0; c < nc; c++) {
-            __m256i p = c == 0 ? p0 : (c == 1 && s->kw == 2) ? p1 : col_partner4(X[c], j);
+            __m256i p = c == 0 ? p0 : (c == 1 && kw == 2) ? p1 : col_partner4(X[c], j);
             X[c] = _mm256_xor_si256(X[c], _mm256_and_si256(_mm256_xor_si256(X[c], p), m));
         }
     }
@@ -135,7 +182,8 @@ OBL_SIMD_INLINE("avx2") void col_regv(const col_arr *s, size_t g, size_t k, size
 #endif
 
 /* Step j of stage k on the rows [lo, hi) (aligned to 2j). */
-static void col_step(const col_arr *s, size_t lo, size_t hi, size_t k, size_t j)
+OBL_INLINE void col_step(const col_arr *s, size_t lo, size_t hi, size_t k, size_t j,
+                         const size_t nc, const size_t kw)
 {
     for (size_t b = lo; b < hi; b += 2 * j) {
         const int asc = !(b & k); /* public; the same for the 2j rows when k > j */
@@ -143,23 +191,29 @@ static void col_step(const col_arr *s, size_t lo, size_t hi, size_t k, size_t j)
 #if OBL_CT_AVX2
         if (j >= COL_LANES)
             for (; i < j; i += COL_LANES)
-                col_cev(s, b + i, b + i + j, asc);
+                col_cev(s, b + i, b + i + j, asc, nc, kw);
 #endif
+        (void)nc;
+        (void)kw;
         for (; i < j; i++)
             col_ce1(s, b + i, b + i + j, asc);
     }
 }
 
-/* Steps jtop, jtop/2, .., 1 of stage k on the rows [lo, hi). */
-static void col_steps(const col_arr *s, size_t lo, size_t hi, size_t k, size_t jtop)
+/* Steps jtop, jtop/2, .., 1 of stage k on the rows [lo, hi); nc and kw
+ * are s->ncol and s->kw, constants in the specialised copies below. */
+OBL_INLINE void col_steps_nk(const col_arr *s, size_t lo, size_t hi, size_t k, size_t jtop,
+                             const size_t nc, const size_t kw)
 {
     size_t j = jtop;
 #if OBL_CT_AVX2
     if (hi - lo >= COL_LANES) {
+        for (; j >= 2 * COL_LANES; j >>= 2)
+            col_step2v(s, lo, hi, k, j, nc, kw);
         for (; j >= COL_LANES; j >>= 1)
-            col_step(s, lo, hi, k, j);
+            col_step(s, lo, hi, k, j, nc, kw);
         for (size_t g = lo; g < hi; g += COL_LANES)
-            col_regv(s, g, k, j);
+            col_regv(s, g, k, j, nc, kw);
         return;
     }
 #endif
@@ -167,6 +221,20 @@ static void col_steps(const col_arr *s, size_t lo, size_t hi, size_t k, size_t j
         for (size_t b = lo; b < hi; b += 2 * j)
             for (size_t i = 0; i < j; i++)
                 col_ce1(s, b + i, b + i + j, !((b + i) & k));
+    (void)nc;
+    (void)kw;
+}
+
+/* col_steps_nk with the column counts the library uses as constants. */
+static void col_steps(const col_arr *s, size_t lo, size_t hi, size_t k, size_t jtop)
+{
+    switch (s->ncol * 4 + s->kw) { /* public */
+    case 2 * 4 + 1: col_steps_nk(s, lo, hi, k, jtop, 2, 1); break;
+    case 3 * 4 + 1: col_steps_nk(s, lo, hi, k, jtop, 3, 1); break;
+    case 3 * 4 + 2: col_steps_nk(s, lo, hi, k, jtop, 3, 2); break;
+    case 4 * 4 + 2: col_steps_nk(s, lo, hi, k, jtop, 4, 2); break;
+    default: col_steps_nk(s, lo, hi, k, jtop, s->ncol, s->kw); break;
+    }
 }
 
 typedef struct col_job {
@@ -201,7 +269,7 @@ static void col_pairs(void *ctx, size_t lo, size_t hi)
         size_t i = 0;
 #if OBL_CT_AVX2
         for (; i + COL_LANES <= len; i += COL_LANES)
-            col_cev(jb->s, b + r + i, b + r + i + j, asc);
+            col_cev(jb->s, b + r + i, b + r + i + j, asc, jb->s->ncol, jb->s->kw);
 #endif
         for (; i < len; i++)
             col_ce1(jb->s, b + r + i, b + r + i + j, asc);
