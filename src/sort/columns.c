@@ -232,6 +232,7 @@ static void col_steps(const col_arr *s, size_t lo, size_t hi, size_t k, size_t j
     case 2 * 4 + 1: col_steps_nk(s, lo, hi, k, jtop, 2, 1); break;
     case 3 * 4 + 1: col_steps_nk(s, lo, hi, k, jtop, 3, 1); break;
     case 3 * 4 + 2: col_steps_nk(s, lo, hi, k, jtop, 3, 2); break;
+    case 4 * 4 + 1: col_steps_nk(s, lo, hi, k, jtop, 4, 1); break;
     case 4 * 4 + 2: col_steps_nk(s, lo, hi, k, jtop, 4, 2); break;
     default: col_steps_nk(s, lo, hi, k, jtop, s->ncol, s->kw); break;
     }
