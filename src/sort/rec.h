@@ -60,9 +60,6 @@ void rec_expand(const rec_arr *a, const uint32_t *E);
 /* Sorts a's records ascending with the bitonic network (bitonic.c). */
 void rec_sort_bitonic(const rec_arr *a);
 
-/* From this many records on, obl_sort shuffles, then sorts (docs/sort.md). */
-#define OBL_SORT_SHUFFLED_MIN ((size_t)1 << 10)
-
 struct obl_prg;
 
 /* ORShuffle of a's records; E holds a->n scratch counts (shuffle.c). */

@@ -357,6 +357,8 @@ static void test_bad_input(void)
         big[i] = 2048 - i;
     CHECK_EQ_U64(obl_sort_shuffled(big, 1024, &p), OBL_ERR_NOMEM);
     CHECK_EQ_U64(big[0], 2048); /* unchanged */
+    CHECK_EQ_U64(obl_sort(big, 1024, &p), OBL_ERR_NOMEM); /* the columns' scratch */
+    CHECK_EQ_U64(big[0], 2048);
     CHECK_EQ_U64(obl_compact(r, 2, fl, NULL, &p), OBL_ERR_NOMEM);
     CHECK_EQ_U64(fa.live, 0);
     printf("  bad input: %s\n", T.failures == before ? "ok" : "FAILED");
