@@ -41,7 +41,9 @@ void obl_bsort_sort(const bsort *s, size_t m);
  */
 void obl_bsort_expand(const bsort *s, size_t base, size_t n, uint64_t z);
 
+#ifdef OBL_TESTING
 /* Tests only: the cache sizes the sort blocks for (0: the defaults). */
 void obl_bsort_set_blocks(size_t l2_bytes, size_t l3_bytes);
+#endif
 
 #endif /* OBL_SRC_SORT_BSORT_H */
