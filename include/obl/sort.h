@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * obl/sort.h: oblivious sorting, shuffling, compaction and expansion of
  * arrays of fixed-size records (docs/sort.md).
@@ -35,6 +36,8 @@
 #ifdef __cplusplus
 extern "C" {
 #endif
+
+OBL_API_BEGIN
 
 typedef struct obl_sort_params {
     size_t rec_size;                /* bytes per record: multiple of 8, >= key_size */
@@ -114,6 +117,8 @@ obl_err obl_compact(void *recs, size_t n, const uint8_t *flags, size_t *count,
  */
 obl_err obl_expand(void *recs, size_t n, const uint8_t *flags,
                    const obl_sort_params *p) OBL_WARN_UNUSED;
+
+OBL_API_END
 
 #ifdef __cplusplus
 }

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * The bitonic sort of 64-bit keys and the oblivious expansion that the tree
  * ORAM's bulk build runs (src/oram/build.c): keys below 2^63, an optional

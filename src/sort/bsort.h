@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Private: the 64-bit-key bitonic sort and expansion of the ORAM bulk build
  * (src/sort/bsort.c). The general record sorts are in obl/sort.h.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Bitonic sort of columns (obl/sort.h, obl_sort_columns): n = 2^k rows held
  * as ncol arrays of 64-bit words, the key in the first kw columns (1 or 2,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Order-preserving tight compaction and its inverse, expansion, on arrays of
  * records (obl/sort.h): ORCompact and OROffCompact of Sasy, Johnson and

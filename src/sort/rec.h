@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Private helpers of the record sorts (obl/sort.h): an array of records of
  * `words` 64-bit words each, the key in the first kw words (1 or 2, the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Oblivious random shuffle and shuffle-then-sort (obl/sort.h).
  *

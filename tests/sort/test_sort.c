@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Tests of obl/sort.h: bitonic sort, shuffle, shuffle-then-sort, compaction
  * and expansion against plain models (qsort, stable filtering), at small,
