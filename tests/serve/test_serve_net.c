@@ -266,13 +266,20 @@ static void test_padding(void)
     CHECK_EQ_U64(net_server_stop(&s, SIGTERM, 10), 0);
 }
 
-/* obl-load for a second: every answer checked by it, no loss. */
+/* obl-load for a second: every answer checked by it, no loss; its summary
+ * holds the step's record and the timeline's. */
 static void run_load(unsigned port)
 {
-    char cmd[1024], line[4096];
+    char cmd[1024], line[4096], sum[] = "/tmp/test_serve_net.XXXXXX";
+    int sfd = mkstemp(sum);
+    CHECK(sfd >= 0);
+    if (sfd < 0)
+        return;
+    close(sfd);
     snprintf(cmd, sizeof(cmd),
-             "%s --port %u --rate 2000 --duration 1 --warmup 0.2 --connections 3 --seed %" PRIu64,
-             load_path, port, T.seed);
+             "%s --port %u --rate 2000 --duration 1 --warmup 0.2 --connections 3 --seed %" PRIu64
+             " --summary %s",
+             load_path, port, T.seed, sum);
     FILE *p = popen(cmd, "r");
     int reports = 0;
     while (p && fgets(line, sizeof(line), p)) {
@@ -285,6 +292,17 @@ static void run_load(unsigned port)
     }
     CHECK(p && pclose(p) == 0);
     CHECK_EQ_U64(reports, 1);
+    FILE *f = fopen(sum, "r");
+    int steps = 0, seconds = 0;
+    while (f && fgets(line, sizeof(line), f)) {
+        steps += strstr(line, "\"report_type\": \"Ramp-UMAP\"") && strstr(line, "\"Step\": 1}");
+        seconds += strstr(line, "\"report_type\": \"Ramp-UMAP-timeline\"") != NULL;
+    }
+    if (f)
+        fclose(f);
+    unlink(sum);
+    CHECK_EQ_U64(steps, 1);
+    CHECK(seconds == 2); /* 1.2 s of schedule: seconds 0 and 1 */
 }
 
 /* On a server of GETs only, a PUT gets BAD_OP and the map is unchanged. */
