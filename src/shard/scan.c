@@ -47,22 +47,6 @@ static size_t rnd8(size_t x) { return (x + 7) & ~(size_t)7; }
 
 /* ------------------------------------------------------------ shape -- */
 
-/* log of P[Bin(b, p) > z], summing terms until they vanish. Public. */
-static double sc_log_tail(size_t b, double p, size_t z)
-{
-    double lb = lgamma((double)b + 1), lp = log(p), lq = log1p(-p), s = 0, first = 0;
-    for (size_t k = z + 1; k <= b; k++) {
-        double t = lb - lgamma((double)k + 1) - lgamma((double)(b - k) + 1) + (double)k * lp +
-                   (double)(b - k) * lq;
-        if (k == z + 1)
-            first = t;
-        s += exp(t - first);
-        if (t - first < -60)
-            break;
-    }
-    return first + log(s);
-}
-
 /* The least z with nb * P[Bin(b, 1/nb) > z] <= 2^-SC_LAMBDA. */
 static size_t sc_slots(size_t b, size_t nb)
 {
@@ -70,7 +54,7 @@ static size_t sc_slots(size_t b, size_t nb)
         return b;
     double lim = -SC_LAMBDA * log(2.0) - log((double)nb);
     size_t z = b / nb;
-    while (z < b && sc_log_tail(b, 1.0 / (double)nb, z) > lim)
+    while (z < b && shard_log_binom_tail(b, 1.0 / (double)nb, z) > lim)
         z++;
     return z;
 }

@@ -81,6 +81,47 @@ void shard_scan_table_shape(size_t b, size_t n, size_t *nb, size_t *z);
 #define OBL_SHARD_SCAN_MAX_KEY8 64u     /* key bytes, rounded up to 8 */
 #define OBL_SHARD_SCAN_MAX_VALUE8 1024u /* value bytes, rounded up to 8 */
 
+/* ---- the balancer (route.c) ---- */
+
+/* The S * b request and answer arrays of one batch; shard j's batch is
+ * entries j * b .. (j + 1) * b - 1. */
+typedef struct shard_bufs {
+    uint64_t *op, *dummy, *found;
+    unsigned char *keys, *vin, *vout;
+} shard_bufs;
+
+/* The balancer's parameters and its secret PRF key (SipHash-2-4). */
+typedef struct shard_route {
+    uint64_t k0, k1;
+    unsigned S;
+    size_t ks, kw, vs, vs8; /* key bytes, key words, value bytes, rounded */
+    obl_alloc_ctx *ac;      /* working memory, freed before returning */
+} shard_route;
+
+/* log P[Bin(n, p) > z] (exact terms in log space). Public. */
+double shard_log_binom_tail(size_t n, double p, size_t z);
+
+/* b: the least n with P[Bin(B, 1/S) > n] <= 2^-lambda (B when S = 1). */
+size_t shard_route_b(size_t B, unsigned S, unsigned lambda);
+
+/* The shard of a key: SipHash under the map's key, scaled to [0, S) by a
+ * multiply. Secret: key and result. */
+uint64_t shard_route_shard_of(const shard_route *r, const unsigned char *key);
+
+/*
+ * Forward: B requests (ops, keys, vin or NULL for a get batch) into the S * b
+ * entries of out (op, dummy, keys, vin): every distinct key once, with the
+ * batch's last write of it (or GET). Public: B, b, S, sizes, the error.
+ * Errors: NOMEM, TOO_LARGE, FULL (a shard got more than b distinct keys).
+ */
+obl_err shard_route_split(const shard_route *r, size_t B, size_t b, const uint64_t *ops,
+                          const unsigned char *keys, const unsigned char *vin, shard_bufs *out);
+
+/* Backward: the shards' answers (in: dummy, keys, found, vout) to the B
+ * requests (the same keys as the split), duplicates included. */
+obl_err shard_route_join(const shard_route *r, size_t B, size_t b, const unsigned char *keys,
+                         const shard_bufs *in, unsigned char *vout, uint64_t *found);
+
 /* ---- the sort (bitonic.c) ---- */
 
 /*
