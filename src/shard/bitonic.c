@@ -3,8 +3,12 @@
  * (Batcher 1968; the recursion for arbitrary n from H. W. Lang's notes on
  * bitonic sorting networks): the scan engine's table build and route-back.
  * The compare-exchange sequence depends on n alone; each exchange is a
- * constant-time compare and a masked swap of the whole record.
+ * constant-time compare and a masked swap of the whole record. shard_sort
+ * hands keys of one or two words to obl/sort.h (shuffle, then sort, for
+ * large n) and keeps this network for longer keys.
  */
+#include <obl/sort.h>
+
 #include "shard/shard_internal.h"
 
 #include "ct.h"
@@ -79,4 +83,29 @@ void shard_bitonic_sort_words(unsigned char *recs, size_t n, size_t rec_size, si
 {
     bs_ctx c = {recs, rec_size, kw};
     bs_sort(&c, 0, n, 1);
+}
+
+/* obl_sort's randomness (the shuffle before its merge sort): the caller's
+ * generator. */
+static int shard_sort_random(void *opaque, void *buf, size_t len)
+{
+    obl_prg_fill((obl_prg *)opaque, buf, len);
+    return 0;
+}
+
+/* see shard_internal.h */
+void shard_sort(unsigned char *recs, size_t n, size_t rec_size, size_t kw, unsigned threads,
+                obl_prg *g, const obl_allocator *alloc)
+{
+    if (kw > 2) { /* public */
+        shard_bitonic_sort_words(recs, n, rec_size, kw);
+        return;
+    }
+    obl_sort_params p = {rec_size, 8 * kw, threads, shard_sort_random, g, alloc};
+    if (obl_sort(recs, n, &p) == OBL_OK)
+        return;
+    /* NOMEM of the shuffle's scratch: the network needs none (a public
+     * event; the result is the same) */
+    if (obl_sort_bitonic(recs, n, &p) != OBL_OK)
+        shard_bitonic_sort_words(recs, n, rec_size, kw);
 }

@@ -39,7 +39,7 @@ double shard_est_scan(const obl_shard *m, size_t b)
     size_t nb, z;
     shard_scan_table_shape(b, (size_t)m->cap_s, &nb, &z);
     double n = (double)(b + nb * z), lg = ceil(log2(n + 1));
-    double sorts = 3.0 * m->cost.ce_us * n / 2 * lg * (lg + 1) / 2;
+    double sorts = 3.0 * m->cost.ce_us * n * lg;
     double scan = (double)m->cap_s * (m->cost.entry_us + (double)z * m->cost.slot_us);
     if (m->S < m->threads) /* each scan split over the threads */
         return (double)m->S * (scan / (double)m->threads + sorts);
@@ -88,7 +88,7 @@ static obl_err calibrate_scan(obl_shard *m)
     shard_scan_table_shape(CAL_B, CAL_N, &nb, &z);
     m->cost.entry_us = t1 / CAL_N;
     m->cost.slot_us = fmax(t2 - t1, 0) / ((double)CAL_N * (double)(z > 1 ? z - 1 : 1));
-    /* the sort: 4096 table records, n/2 * lg(lg+1)/2 exchanges */
+    /* the sort: 4096 table records, per record and level (n lg n) */
     size_t rs = 16 + 8 * m->rt.kw, n = 4096, bytes = n * rs;
     obl_alloc_ctx c = m->ac;
     unsigned char *r = (unsigned char *)obl_alloc(&c, bytes, 64);
@@ -97,8 +97,8 @@ static obl_err calibrate_scan(obl_shard *m)
     for (size_t i = 0; i < n; i++)
         memcpy(r + i * rs, &(uint64_t){(i * 0x9e3779b97f4a7c15ull) >> 20}, 8);
     double t0 = shard_now_us();
-    shard_bitonic_sort(r, n, rs);
-    m->cost.ce_us = (shard_now_us() - t0) / (2048.0 * 78.0);
+    shard_sort(r, n, rs, 1, 1, &m->prg, &m->ac.a);
+    m->cost.ce_us = (shard_now_us() - t0) / (4096.0 * 12.0);
     obl_free(&c, r, bytes);
     return OBL_OK;
 }

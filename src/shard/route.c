@@ -71,6 +71,33 @@ static inline uint64_t key_eq(const unsigned char *a, const unsigned char *b, si
     return obl_ct_nonzero64(acc) ^ 1;
 }
 
+/*
+ * Sorts records [shard][key words][x] by all three (x < 2^51, shard < 2^13).
+ * Keys of one word are packed into two (shard, key, x in 13 + 64 + 51 bits)
+ * for obl/sort.h, and unpacked after; longer keys take the network.
+ */
+static void rt_sort_keyed(const shard_route *r, unsigned char *a, size_t n, size_t rs)
+{
+    const uint64_t lo51 = (1ull << 51) - 1;
+    if (r->kw != 1) { /* public */
+        shard_bitonic_sort_words(a, n, rs, 2 + r->kw);
+        return;
+    }
+    for (size_t i = 0; i < n; i++) {
+        unsigned char *q = a + i * rs;
+        uint64_t s = ld64(q), k = ld64(q + 8), x = ld64(q + 16);
+        st64(q, s << 51 | k >> 13);
+        st64(q + 8, (k & 0x1fff) << 51 | (x & lo51));
+    }
+    shard_sort(a, n, rs, 2, r->threads, r->prg, &r->ac->a);
+    for (size_t i = 0; i < n; i++) {
+        unsigned char *q = a + i * rs;
+        uint64_t h = ld64(q), l = ld64(q + 8);
+        st64(q, h >> 51);
+        st64(q + 8, (h & lo51) << 13 | l >> 51);
+    }
+}
+
 /* Split records: [shard][key words][pos][op][value]; op bit 8: filler. */
 #define RT_FILLER (1ull << 8)
 
@@ -96,7 +123,7 @@ static void rt_fill(rt_split *t, const uint64_t *ops, const unsigned char *keys,
         if (vin)
             memcpy(q + t->vo, vin + i * r->vs, r->vs);
     }
-    shard_bitonic_sort_words(t->a, t->B, t->rs, 2 + r->kw);
+    rt_sort_keyed(r, t->a, t->B, t->rs);
 }
 
 /* Each record gets its key's last write so far (op and value); the last
@@ -139,7 +166,7 @@ static uint64_t rt_place(rt_split *t)
         st64(q, (uint64_t)(f / t->b) << 33 | 1ull << 32 | (uint64_t)(t->B + f));
         st64(q + 16 + 8 * r->kw, RT_FILLER);
     }
-    shard_bitonic_sort(t->a, t->n, t->rs);
+    shard_sort(t->a, t->n, t->rs, 1, r->threads, r->prg, &r->ac->a);
     uint64_t prev = UINT64_MAX, rank = 0, ovf = 0;
     for (size_t p = 0; p < t->n; p++) {
         unsigned char *q = t->a + p * t->rs;
@@ -150,7 +177,7 @@ static uint64_t rt_place(rt_split *t)
         st64(q, obl_ct_select64(keep, x * t->b + rank, 1ull << 63 | (uint64_t)p));
         prev = x;
     }
-    shard_bitonic_sort(t->a, t->n, t->rs);
+    shard_sort(t->a, t->n, t->rs, 1, r->threads, r->prg, &r->ac->a);
     return ovf;
 }
 
@@ -242,7 +269,7 @@ static void rt_join_carry(rt_join *t, unsigned char *cval)
         memcpy(q + t->to + 24, cval, r->vs8);
         st64(q, obl_ct_select64(req, ld64(q + t->to + 8), 1ull << 63 | (uint64_t)p));
     }
-    shard_bitonic_sort(t->a, t->n, t->rs);
+    shard_sort(t->a, t->n, t->rs, 1, r->threads, r->prg, &r->ac->a);
 }
 
 /* see shard_internal.h */
@@ -262,7 +289,7 @@ obl_err shard_route_join(const shard_route *r, size_t B, size_t b, const unsigne
         goto done;
     }
     rt_join_fill(&t, keys, in);
-    shard_bitonic_sort_words(t.a, t.n, t.rs, 2 + r->kw);
+    rt_sort_keyed(r, t.a, t.n, t.rs);
     rt_join_carry(&t, cval);
     for (size_t i = 0; i < B; i++) {
         const unsigned char *q = t.a + i * t.rs;

@@ -220,6 +220,12 @@ static obl_err sc_work_alloc(sc_work *w)
     return OBL_OK;
 }
 
+/* The batch's sorts: by the first word, on the batch's threads. */
+static void sc_sort(const sc_work *w, unsigned char *r, size_t n, size_t rs)
+{
+    shard_sort(r, n, rs, 1, w->parts, &w->s->prg, &w->s->ac.a);
+}
+
 /* The request records: bucket (a random one for a dummy) and index. */
 static void sc_fill_requests(sc_work *w, const uint64_t *h)
 {
@@ -287,9 +293,9 @@ static obl_err sc_build(sc_work *w)
     sc_fill_requests(w, h);
     obl_free(&s->ac, msg, mbytes);
     obl_free(&s->ac, h, hbytes);
-    shard_bitonic_sort(w->tab, w->n0, w->rs);
+    sc_sort(w, w->tab, w->n0, w->rs);
     uint64_t ovf = sc_rank(w);
-    shard_bitonic_sort(w->tab, w->n0, w->rs);
+    sc_sort(w, w->tab, w->n0, w->rs);
     /* a public capacity event, like an ORAM stash overflow (<= 2^-40) */
     return OBL_DECLASSIFY_VAL(ovf) ? OBL_ERR_STASH_OVERFLOW : OBL_OK;
 }
@@ -405,7 +411,7 @@ static obl_err sc_route_back(sc_work *w)
         st64(r + p * rs + 8, w->ofnd[p]);
         memcpy(r + p * rs + 16, w->oval + p * s->vs8, s->vs8);
     }
-    shard_bitonic_sort(r, w->T, rs);
+    sc_sort(w, r, w->T, rs);
     for (size_t i = 0; i < bt->b; i++) { /* every request holds a slot */
         bt->found[i] = ld64(r + i * rs + 8);
         memcpy(bt->vout + i * s->vs, r + i * rs + 16, s->vs);
@@ -466,7 +472,7 @@ static void sc_insert(sc_work *w)
     size_t rs = 16 + s->esz, n = (size_t)s->cap + w->T;
     unsigned char *r = w->ins;
     sc_insert_records(w, r, rs);
-    shard_bitonic_sort(r, n, rs);
+    sc_sort(w, r, n, rs);
     for (size_t p = 0; p + 1 < n; p++) {
         uint64_t sk = ld64(r + p * rs), nx = ld64(r + (p + 1) * rs);
         uint64_t m = (obl_ct_nonzero64(sk & (1ull << 63 | 1)) ^ 1) & obl_ct_eq64(nx, sk | 1);
@@ -476,7 +482,7 @@ static void sc_insert(sc_work *w)
         uint64_t aux = ld64(r + p * rs + 8);
         st64(r + p * rs, aux); /* slots' UINT64_MAX sorts last */
     }
-    shard_bitonic_sort(r, n, rs);
+    sc_sort(w, r, n, rs);
     for (uint64_t j = 0; j < s->cap; j++)
         memcpy(s->ent + j * s->esz, r + j * rs + 16, s->esz);
 }

@@ -98,6 +98,8 @@ obl_err shard_alloc(obl_shard **out, const obl_shard_params *p)
         return e;
     }
     m->threads = obl_pool_threads(m->pool);
+    m->rt.prg = &m->prg;
+    m->rt.threads = m->threads;
     *out = m;
     return OBL_OK;
 }

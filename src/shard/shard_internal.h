@@ -96,6 +96,8 @@ typedef struct shard_route {
     unsigned S;
     size_t ks, kw, vs, vs8; /* key bytes, key words, value bytes, rounded */
     obl_alloc_ctx *ac;      /* working memory, freed before returning */
+    obl_prg *prg;           /* randomness of the sorts' shuffles */
+    unsigned threads;       /* threads the sorts may use */
 } shard_route;
 
 /* log P[Bin(n, p) > z] (exact terms in log space). Public. */
@@ -132,6 +134,16 @@ obl_err shard_route_join(const shard_route *r, size_t B, size_t b, const unsigne
  * Secret: the records. Public: n, rec_size.
  */
 void shard_bitonic_sort(unsigned char *recs, size_t n, size_t rec_size);
+
+/*
+ * Sorts by the first kw words: obl_sort (obl/sort.h; for large n an
+ * oblivious shuffle with g's randomness and a merge sort, which reveals a
+ * uniformly random permutation only) for kw <= 2, else the network above.
+ * Never fails: without memory for the shuffle it runs the network.
+ * Secret: the records. Public: n, rec_size, kw, threads.
+ */
+void shard_sort(unsigned char *recs, size_t n, size_t rec_size, size_t kw, unsigned threads,
+                obl_prg *g, const obl_allocator *alloc);
 
 /* The same, by the first kw words of each record compared in order
  * (lexicographically, as numbers). Public: kw too. */

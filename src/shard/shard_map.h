@@ -16,7 +16,7 @@ typedef struct shard_costs {
     double access_us;  /* one obl_omap access on a shard */
     double entry_us;   /* the scan: per entry, hashing and loop */
     double slot_us;    /* the scan: per entry and table slot */
-    double ce_us;      /* one compare-exchange of a table record */
+    double ce_us;      /* a sort of table records, per record and level */
 } shard_costs;
 
 struct obl_shard {
