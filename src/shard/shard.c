@@ -5,6 +5,7 @@
  * live here; the batch path is in batch.c, the cost model in cost.c.
  */
 #include <math.h>
+#include <pthread.h>
 
 #include "shard/shard_map.h"
 
@@ -48,12 +49,32 @@ void obl_shard_destroy(obl_shard *m)
         if (m->sc)
             shard_scan_destroy(m->sc[j]);
     }
-    obl_alloc_ctx c = m->ac;
-    obl_free(&c, m->om, m->S * sizeof(obl_omap *));
-    obl_free(&c, m->sc, m->S * sizeof(shard_scan *));
-    obl_free(&c, m->cnt, m->S * sizeof(uint64_t));
+    obl_free(&m->ac, m->om, m->S * sizeof(obl_omap *));
+    obl_free(&m->ac, m->sc, m->S * sizeof(shard_scan *));
+    obl_free(&m->ac, m->cnt, m->S * sizeof(uint64_t));
     obl_prg_wipe(&m->prg);
-    obl_free(&c, m, sizeof *m);
+    pthread_mutex_destroy(&m->alloc_mu);
+    obl_alloc_ctx raw = m->raw;
+    obl_free(&raw, m, sizeof *m);
+}
+
+/* The caller's allocator behind the map's lock: the worker threads
+ * allocate too, and an allocator need not be thread-safe. */
+static void *locked_alloc(void *opaque, size_t size, size_t align)
+{
+    obl_shard *m = (obl_shard *)opaque;
+    pthread_mutex_lock(&m->alloc_mu);
+    void *p = m->raw.a.alloc(m->raw.a.opaque, size, align);
+    pthread_mutex_unlock(&m->alloc_mu);
+    return p;
+}
+
+static void locked_free(void *opaque, void *ptr, size_t size)
+{
+    obl_shard *m = (obl_shard *)opaque;
+    pthread_mutex_lock(&m->alloc_mu);
+    m->raw.a.free(m->raw.a.opaque, ptr, size);
+    pthread_mutex_unlock(&m->alloc_mu);
 }
 
 /* see shard_map.h */
@@ -64,8 +85,14 @@ obl_err shard_alloc(obl_shard **out, const obl_shard_params *p)
     obl_shard *m = (obl_shard *)obl_alloc(&c, sizeof *m, 64);
     if (!m)
         return OBL_ERR_NOMEM;
-    m->ac = c;
+    m->raw = c;
+    pthread_mutex_init(&m->alloc_mu, NULL);
+    m->locked.alloc = locked_alloc;
+    m->locked.free = locked_free;
+    m->locked.opaque = m;
+    obl_alloc_init(&m->ac, &m->locked);
     m->p = *p;
+    m->p.alloc = &m->locked;
     m->S = p->shards;
     m->lambda = p->lambda ? p->lambda : 40;
     m->cap_s = shard_capacity_each(p->capacity, m->S, m->lambda);
@@ -92,7 +119,7 @@ obl_err shard_alloc(obl_shard **out, const obl_shard_params *p)
         obl_shard_destroy(m);
         return OBL_ERR_NOMEM;
     }
-    obl_err e = obl_pool_create(&m->pool, p->threads, p->alloc);
+    obl_err e = obl_pool_create(&m->pool, p->threads, &m->locked);
     if (e != OBL_OK) {
         obl_shard_destroy(m);
         return e;
@@ -153,7 +180,7 @@ size_t obl_shard_memory_bytes(const obl_shard *m)
 {
     if (!m)
         return 0;
-    size_t t = m->ac.bytes;
+    size_t t = m->ac.bytes + sizeof *m;
     for (unsigned j = 0; j < m->S; j++) {
         t += m->om[j] ? obl_omap_memory_bytes(m->om[j]) : 0;
         t += m->sc[j] ? shard_scan_memory_bytes(m->sc[j]) : 0;

@@ -5,6 +5,8 @@
 #ifndef OBL_SRC_SHARD_MAP_H
 #define OBL_SRC_SHARD_MAP_H
 
+#include <pthread.h>
+
 #include <obl/omap.h>
 #include <obl/shard.h>
 
@@ -20,8 +22,11 @@ typedef struct shard_costs {
 } shard_costs;
 
 struct obl_shard {
-    obl_alloc_ctx ac;
-    obl_shard_params p;
+    obl_alloc_ctx raw;       /* the caller's allocator: the map itself */
+    pthread_mutex_t alloc_mu;
+    obl_allocator locked;    /* raw behind alloc_mu: everything else */
+    obl_alloc_ctx ac;        /* through locked */
+    obl_shard_params p;      /* p.alloc = &locked */
     unsigned S, lambda, threads;
     uint64_t cap_s;          /* each shard's capacity */
     int keep_omap, keep_scan;
