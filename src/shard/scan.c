@@ -30,6 +30,7 @@
 #define SC_LAMBDA 40.0      /* table overflow: at most 2^-40 per batch */
 #define SC_HASH_CHUNK 64    /* entries hashed at once (siphash lanes) */
 #define SC_MAX_PARTS 256u
+#define SC_SORT_WEIGHT 8.0 /* the shape's model: see shard_scan_table_shape */
 #define SC_FILLER (1ull << 9)
 #define SC_DUMMY (1ull << 8)
 
@@ -60,8 +61,9 @@ static size_t sc_slots(size_t b, size_t nb)
 }
 
 /* see shard_internal.h: the nb (b/1 .. b/64 buckets, or one) whose model
- * cost, n entries times z slot probes plus the sorts of b + nb * z records,
- * is least. */
+ * cost, n entries times z slot probes plus the sorts of t = b + nb * z
+ * records (three sorts of t lg t steps, a step about SC_SORT_WEIGHT / 3
+ * probes), is least. */
 void shard_scan_table_shape(size_t b, size_t n, size_t *nb_out, size_t *z_out)
 {
     size_t best_nb = 1, best_z = b;
@@ -73,8 +75,8 @@ void shard_scan_table_shape(size_t b, size_t n, size_t *nb_out, size_t *z_out)
         if (nb == 1)
             break;
         size_t z = sc_slots(b, nb);
-        double t = (double)(b + nb * z), lg = log2(t + 1);
-        double cost = (double)n * (double)z + 3.0 * t * lg * lg;
+        double t = (double)(b + nb * z);
+        double cost = (double)n * (double)z + SC_SORT_WEIGHT * t * log2(t + 1);
         if (cost < best) {
             best = cost;
             best_nb = nb;
