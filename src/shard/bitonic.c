@@ -85,6 +85,8 @@ void shard_bitonic_sort_words(unsigned char *recs, size_t n, size_t rec_size, si
     bs_sort(&c, 0, n, 1);
 }
 
+#define SHARD_SORT_PAR_MIN ((size_t)1 << 14)
+
 /* obl_sort's randomness (the shuffle before its merge sort): the caller's
  * generator. */
 static int shard_sort_random(void *opaque, void *buf, size_t len)
@@ -101,7 +103,9 @@ void shard_sort(unsigned char *recs, size_t n, size_t rec_size, size_t kw, unsig
         shard_bitonic_sort_words(recs, n, rec_size, kw);
         return;
     }
-    obl_sort_params p = {rec_size, 8 * kw, threads, shard_sort_random, g, alloc};
+    /* threads only for large sorts: starting them costs more below */
+    unsigned th = n >= SHARD_SORT_PAR_MIN ? threads : 1;
+    obl_sort_params p = {rec_size, 8 * kw, th, shard_sort_random, g, alloc};
     if (obl_sort(recs, n, &p) == OBL_OK)
         return;
     /* NOMEM of the shuffle's scratch: the network needs none (a public

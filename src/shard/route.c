@@ -42,15 +42,26 @@ double shard_log_binom_tail(size_t n, double p, size_t z)
     return first + log(s);
 }
 
+/* see shard_internal.h: the tail falls with z, so a binary search */
+size_t shard_binom_least(size_t n, double p, size_t lo, double lim)
+{
+    size_t hi = n; /* the tail at n is 0: hi qualifies */
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (shard_log_binom_tail(n, p, mid) <= lim)
+            hi = mid;
+        else
+            lo = mid + 1;
+    }
+    return hi;
+}
+
 /* see shard_internal.h */
 size_t shard_route_b(size_t B, unsigned S, unsigned lambda)
 {
     if (S <= 1)
         return B;
-    double lim = -(double)lambda * log(2.0);
-    size_t b = B / S;
-    while (b < B && shard_log_binom_tail(B, 1.0 / S, b) > lim)
-        b++;
+    size_t b = shard_binom_least(B, 1.0 / S, B / S, -(double)lambda * log(2.0));
     return b ? b : 1;
 }
 

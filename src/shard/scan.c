@@ -42,6 +42,7 @@ struct shard_scan {
     unsigned char *ent;
     obl_prg prg;             /* batch keys and dummy buckets */
     struct sc_work *pending; /* a begun batch that may write, until commit */
+    size_t shape_b, shape_nb, shape_z; /* the last table shape, for reuse */
 };
 
 static size_t rnd8(size_t x) { return (x + 7) & ~(size_t)7; }
@@ -53,11 +54,7 @@ static size_t sc_slots(size_t b, size_t nb)
 {
     if (nb == 1)
         return b;
-    double lim = -SC_LAMBDA * log(2.0) - log((double)nb);
-    size_t z = b / nb;
-    while (z < b && shard_log_binom_tail(b, 1.0 / (double)nb, z) > lim)
-        z++;
-    return z;
+    return shard_binom_least(b, 1.0 / (double)nb, b / nb, -SC_LAMBDA * log(2.0) - log((double)nb));
 }
 
 /* see shard_internal.h: the nb (b/1 .. b/64 buckets, or one) whose model
@@ -513,7 +510,12 @@ obl_err shard_scan_begin(shard_scan *s, const shard_batch *bt, obl_pool *pool, u
     w->bt = bt;
     w->writes = bt->vin != NULL;
     w->parts = parts < 1 ? 1 : parts > SC_MAX_PARTS ? SC_MAX_PARTS : parts;
-    shard_scan_table_shape(bt->b, (size_t)s->cap, &w->nb, &w->z);
+    if (s->shape_b != bt->b) { /* public: the shape is a function of b */
+        shard_scan_table_shape(bt->b, (size_t)s->cap, &s->shape_nb, &s->shape_z);
+        s->shape_b = bt->b;
+    }
+    w->nb = s->shape_nb;
+    w->z = s->shape_z;
     w->T = w->nb * w->z;
     w->n0 = bt->b + w->T;
     w->rs = 16 + 8 * s->kw + (w->writes ? s->vs8 : 0);

@@ -103,6 +103,9 @@ typedef struct shard_route {
 /* log P[Bin(n, p) > z] (exact terms in log space). Public. */
 double shard_log_binom_tail(size_t n, double p, size_t z);
 
+/* The least z >= lo with log P[Bin(n, p) > z] <= lim (binary search). */
+size_t shard_binom_least(size_t n, double p, size_t lo, double lim);
+
 /* b: the least n with P[Bin(B, 1/S) > n] <= 2^-lambda (B when S = 1). */
 size_t shard_route_b(size_t B, unsigned S, unsigned lambda);
 

@@ -37,6 +37,8 @@ struct obl_shard {
     shard_scan **sc;         /* S scan stores */
     uint64_t *cnt;           /* per-request mode: entries per shard (secret) */
     shard_costs cost;
+    size_t shape_b, shape_nb, shape_z; /* the scan table's shape for b */
+    size_t last_B, last_b;   /* the balancer's b for B, reused */
     obl_shard_stats st;
 };
 
@@ -55,7 +57,7 @@ obl_err shard_calibrate(obl_shard *m);
 
 /* The model's estimates (us) for a get batch of b per shard. */
 double shard_est_per_request(const obl_shard *m, size_t b);
-double shard_est_scan(const obl_shard *m, size_t b);
+double shard_est_scan(obl_shard *m, size_t b);
 
 /* Microseconds since an arbitrary origin (CLOCK_MONOTONIC). */
 double shard_now_us(void);
