@@ -139,9 +139,9 @@ obl_err shard_route_join(const shard_route *r, size_t B, size_t b, const unsigne
 void shard_bitonic_sort(unsigned char *recs, size_t n, size_t rec_size);
 
 /*
- * Sorts by the first kw words: obl_sort (obl/sort.h; for large n an
- * oblivious shuffle with g's randomness and a merge sort, which reveals a
- * uniformly random permutation only) for kw <= 2, else the network above.
+ * Sorts by the first kw words: for kw <= 2 and n >= 2^13, obl_sort
+ * (obl/sort.h: an oblivious shuffle with g's randomness and a merge sort,
+ * which reveals a uniformly random permutation only), else the network.
  * Never fails: without memory for the shuffle it runs the network.
  * Secret: the records. Public: n, rec_size, kw, threads.
  */
