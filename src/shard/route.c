@@ -7,7 +7,7 @@
  * bitonic sorts and linear passes with constant-time selects, so the trace
  * depends on B, S, b and the sizes alone (docs/shard.md, "Balancer").
  */
-#include <math.h>
+#include <obl/lb.h>
 
 #include "shard/shard_internal.h"
 
@@ -25,44 +25,9 @@ static inline uint64_t ld64(const unsigned char *p)
 static inline void st64(unsigned char *p, uint64_t w) { memcpy(p, &w, 8); }
 
 /* see shard_internal.h */
-double shard_log_binom_tail(size_t n, double p, size_t z)
-{
-    if (z >= n)
-        return -INFINITY;
-    double ln = lgamma((double)n + 1), lp = log(p), lq = log1p(-p), s = 0, first = 0;
-    for (size_t k = z + 1; k <= n; k++) {
-        double t = ln - lgamma((double)k + 1) - lgamma((double)(n - k) + 1) + (double)k * lp +
-                   (double)(n - k) * lq;
-        if (k == z + 1)
-            first = t;
-        s += exp(t - first);
-        if (t - first < -60)
-            break;
-    }
-    return first + log(s);
-}
-
-/* see shard_internal.h: the tail falls with z, so a binary search */
-size_t shard_binom_least(size_t n, double p, size_t lo, double lim)
-{
-    size_t hi = n; /* the tail at n is 0: hi qualifies */
-    while (lo < hi) {
-        size_t mid = lo + (hi - lo) / 2;
-        if (shard_log_binom_tail(n, p, mid) <= lim)
-            hi = mid;
-        else
-            lo = mid + 1;
-    }
-    return hi;
-}
-
-/* see shard_internal.h */
 size_t shard_route_b(size_t B, unsigned S, unsigned lambda)
 {
-    if (S <= 1)
-        return B;
-    size_t b = shard_binom_least(B, 1.0 / S, B / S, -(double)lambda * log(2.0));
-    return b ? b : 1;
+    return obl_lb_shard_batch_size(B, S, lambda);
 }
 
 /* see shard_internal.h */

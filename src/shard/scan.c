@@ -21,13 +21,15 @@
  */
 #include <math.h>
 
+#include <obl/lb.h>
+
 #include "shard/shard_internal.h"
 
 #include "common/secret.h"
 #include "ct.h"
 #include "omap/siphash.h"
 
-#define SC_LAMBDA 40.0      /* table overflow: at most 2^-40 per batch */
+#define SC_LAMBDA 40u        /* table overflow: at most 2^-40 per batch */
 #define SC_HASH_CHUNK 64    /* entries hashed at once (siphash lanes) */
 #define SC_MAX_PARTS 256u
 #define SC_SORT_WEIGHT 8.0 /* the shape's model: see shard_scan_table_shape */
@@ -49,12 +51,14 @@ static size_t rnd8(size_t x) { return (x + 7) & ~(size_t)7; }
 
 /* ------------------------------------------------------------ shape -- */
 
-/* The least z with nb * P[Bin(b, 1/nb) > z] <= 2^-SC_LAMBDA. */
+/* The least z with nb * P[Bin(b, 1/nb) > z] <= 2^-SC_LAMBDA (nb a power
+ * of two, so the union bound is SC_LAMBDA + log2 nb bits). */
 static size_t sc_slots(size_t b, size_t nb)
 {
-    if (nb == 1)
-        return b;
-    return shard_binom_least(b, 1.0 / (double)nb, b / nb, -SC_LAMBDA * log(2.0) - log((double)nb));
+    unsigned lg = 0;
+    while (((size_t)1 << lg) < nb)
+        lg++;
+    return obl_lb_shard_batch_size(b, (unsigned)nb, SC_LAMBDA + lg);
 }
 
 /* see shard_internal.h: the nb (b/1 .. b/64 buckets, or one) whose model

@@ -100,13 +100,8 @@ typedef struct shard_route {
     unsigned threads;       /* threads the sorts may use */
 } shard_route;
 
-/* log P[Bin(n, p) > z] (exact terms in log space). Public. */
-double shard_log_binom_tail(size_t n, double p, size_t z);
-
-/* The least z >= lo with log P[Bin(n, p) > z] <= lim (binary search). */
-size_t shard_binom_least(size_t n, double p, size_t lo, double lim);
-
-/* b: the least n with P[Bin(B, 1/S) > n] <= 2^-lambda (B when S = 1). */
+/* b: the least n with P[Bin(B, 1/S) > n] <= 2^-lambda (B when S = 1),
+ * obl_lb_shard_batch_size of obl/lb.h. */
 size_t shard_route_b(size_t B, unsigned S, unsigned lambda);
 
 /* The shard of a key: SipHash under the map's key, scaled to [0, S) by a
