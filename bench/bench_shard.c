@@ -299,9 +299,9 @@ static void sh_add(bench_plan *pl, const bench_type *t, uint64_t n, uint64_t kb,
 }
 
 /* Default: 8/56 at N = 2^12, 2^16, 2^20, B = 1K and 64K with S = cores;
- * at 2^20 also B = 4K, 8K, S = 15, 8/8 and 32/32; each engine alone for the
- * crossover (against B at 2^20, against N at B = 4K). --large (N = 2^22):
- * every B up to 1M, both S, the three key/value sizes. */
+ * at 2^20 also B = 4K, S = 15, 8/8 and 32/32; each engine alone for the
+ * crossover (against B = 1K, 4K, 64K at 2^20, against N at B = 4K).
+ * --large (N = 2^22): B = 1K .. 1M, both S, the three key/value sizes. */
 static void sharded_plan(bench_plan *pl, uint64_t n)
 {
     extern const bench_type bench_sharded;
@@ -317,14 +317,13 @@ static void sharded_plan(bench_plan *pl, uint64_t n)
     }
     if (n == (1u << 20)) {
         sh_add(pl, t, n, 8, 56, S, 4096, 0);
-        sh_add(pl, t, n, 8, 56, S, 8192, 0);
         sh_add(pl, t, n, 8, 56, 15, 65536, 0);
         sh_add(pl, t, n, 8, 8, S, 65536, 0);
         sh_add(pl, t, n, 32, 32, S, 65536, 0);
-        for (uint64_t e = 1; e <= 2; e++)
-            for (int i = 0; i < 4; i++)
-                if (Bs[i] != 4096)
-                    sh_add(pl, t, n, 8, 56, S, Bs[i], e);
+        for (uint64_t e = 1; e <= 2; e++) {
+            sh_add(pl, t, n, 8, 56, S, 1024, e);
+            sh_add(pl, t, n, 8, 56, S, 65536, e);
+        }
     }
     if (n == (1u << 22))
         for (int k = 0; k < 3; k++)
@@ -370,7 +369,7 @@ const bench_type bench_sharded = {
     .default_key_bytes = 8,
     .default_value_bytes = 56,
     .default_queries = 65536,
-    .default_reps = 3,
+    .default_reps = 2,
     .extra = sharded_flags,
     .nextra = 4,
     .check = sh_check,
@@ -388,7 +387,7 @@ const bench_type bench_batched = {
     .default_key_bytes = 8,
     .default_value_bytes = 56,
     .default_queries = 65536,
-    .default_reps = 3,
+    .default_reps = 2,
     .extra = batched_flags,
     .nextra = 4,
     .check = sh_check,
