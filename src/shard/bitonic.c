@@ -116,3 +116,14 @@ void shard_sort(unsigned char *recs, size_t n, size_t rec_size, size_t kw, unsig
     if (obl_sort_bitonic(recs, n, &p) != OBL_OK)
         shard_bitonic_sort_words(recs, n, rec_size, kw);
 }
+
+/* see shard_internal.h */
+void shard_keep_first(unsigned char *recs, size_t n, size_t rec_size, const uint8_t *keep,
+                      unsigned threads, obl_prg *g, const obl_allocator *alloc)
+{
+    unsigned th = n >= SHARD_SORT_PAR_MIN ? threads : 1;
+    obl_sort_params p = {rec_size, 8, th, shard_sort_random, g, alloc};
+    if (keep && n >= SHARD_SORT_LIB_MIN && obl_compact(recs, n, keep, NULL, &p) == OBL_OK)
+        return;
+    shard_sort(recs, n, rec_size, 1, threads, g, alloc); /* by the keys set for it */
+}

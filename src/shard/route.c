@@ -131,9 +131,9 @@ static void rt_dedupe(rt_split *t, unsigned char *cval)
 }
 
 /* Appends b fillers per shard, sorts by shard (representatives first),
- * keeps the first b of each shard and sorts them into place. Returns 1 if
- * a shard had more than b keys. */
-static uint64_t rt_place(rt_split *t)
+ * keeps the first b of each shard (kept[], n bytes) and compacts them into
+ * place. Returns 1 if a shard had more than b keys. */
+static uint64_t rt_place(rt_split *t, uint8_t *kept)
 {
     const shard_route *r = t->r;
     for (size_t f = 0; f < (size_t)r->S * t->b; f++) {
@@ -151,9 +151,10 @@ static uint64_t rt_place(rt_split *t)
         uint64_t inshard = obl_ct_lt64(x, r->S), keep = obl_ct_lt64(rank, t->b) & inshard;
         ovf |= (keep ^ 1) & (filler ^ 1) & inshard;
         st64(q, obl_ct_select64(keep, x * t->b + rank, 1ull << 63 | (uint64_t)p));
+        kept[p] = (uint8_t)keep;
         prev = x;
     }
-    shard_sort(t->a, t->n, t->rs, 1, r->threads, r->prg, &r->ac->a);
+    shard_keep_first(t->a, t->n, t->rs, kept, r->threads, r->prg, &r->ac->a);
     return ovf;
 }
 
@@ -169,14 +170,15 @@ obl_err shard_route_split(const shard_route *r, size_t B, size_t b, const uint64
         return OBL_ERR_TOO_LARGE;
     t.a = (unsigned char *)obl_alloc(r->ac, bytes, 64);
     unsigned char *cval = (unsigned char *)obl_alloc(r->ac, r->vs8, 64);
+    uint8_t *kept = (uint8_t *)obl_alloc(r->ac, t.n, 64);
     obl_err e = OBL_OK;
-    if (!t.a || !cval) {
+    if (!t.a || !cval || !kept) {
         e = OBL_ERR_NOMEM;
         goto done;
     }
     rt_fill(&t, ops, keys, vin);
     rt_dedupe(&t, cval);
-    uint64_t ovf = rt_place(&t);
+    uint64_t ovf = rt_place(&t, kept);
     /* a public capacity event: a shard got more than b keys (<= 2^-lambda) */
     if (OBL_DECLASSIFY_VAL(ovf)) {
         e = OBL_ERR_FULL;
@@ -194,6 +196,7 @@ obl_err shard_route_split(const shard_route *r, size_t B, size_t b, const uint64
 done:
     obl_free(r->ac, t.a, bytes);
     obl_free(r->ac, cval, r->vs8);
+    obl_free(r->ac, kept, t.n);
     return e;
 }
 

@@ -254,8 +254,9 @@ static void sc_fill_requests(sc_work *w, const uint64_t *h)
 }
 
 /* After the sort by bucket: keep the first z records of each bucket (reals
- * first, then fillers) and give them their slot; returns 1 on overflow. */
-static uint64_t sc_rank(sc_work *w)
+ * first, then fillers): kept[p] and, for a sort instead of the compaction,
+ * a key that orders them first; returns 1 on overflow. */
+static uint64_t sc_rank(sc_work *w, uint8_t *kept)
 {
     uint64_t prev = UINT64_MAX, rank = 0, ovf = 0;
     for (size_t p = 0; p < w->n0; p++) {
@@ -265,6 +266,7 @@ static uint64_t sc_rank(sc_work *w)
         uint64_t keep = obl_ct_lt64(rank, w->z);
         ovf |= (keep ^ 1) & (filler ^ 1);
         st64(r, obl_ct_select64(keep, x * w->z + rank, 1ull << 63 | (uint64_t)p));
+        kept[p] = (uint8_t)keep;
         prev = x;
     }
     return ovf;
@@ -296,9 +298,13 @@ static obl_err sc_build(sc_work *w)
     sc_fill_requests(w, h);
     obl_free(&s->ac, msg, mbytes);
     obl_free(&s->ac, h, hbytes);
+    uint8_t *kept = (uint8_t *)obl_alloc(&s->ac, w->n0, 64);
+    if (!kept)
+        return OBL_ERR_NOMEM;
     sc_sort(w, w->tab, w->n0, w->rs);
-    uint64_t ovf = sc_rank(w);
-    sc_sort(w, w->tab, w->n0, w->rs);
+    uint64_t ovf = sc_rank(w, kept);
+    shard_keep_first(w->tab, w->n0, w->rs, kept, w->parts, &s->prg, &s->ac.a);
+    obl_free(&s->ac, kept, w->n0);
     /* a public capacity event, like an ORAM stash overflow (<= 2^-40) */
     return OBL_DECLASSIFY_VAL(ovf) ? OBL_ERR_STASH_OVERFLOW : OBL_OK;
 }

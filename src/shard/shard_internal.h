@@ -143,6 +143,16 @@ void shard_bitonic_sort(unsigned char *recs, size_t n, size_t rec_size);
 void shard_sort(unsigned char *recs, size_t n, size_t rec_size, size_t kw, unsigned threads,
                 obl_prg *g, const obl_allocator *alloc);
 
+/*
+ * Moves the records with keep[i] = 1 to the front in their order: ORCompact
+ * (obl_compact of obl/sort.h) for n >= 2^13, else (or without memory, or
+ * keep NULL) a shard_sort by the first word, which the caller has set to
+ * order the kept records first and as they are. Never fails.
+ * Secret: records, keep. Public: n, rec_size, threads.
+ */
+void shard_keep_first(unsigned char *recs, size_t n, size_t rec_size, const uint8_t *keep,
+                      unsigned threads, obl_prg *g, const obl_allocator *alloc);
+
 /* The same, by the first kw words of each record compared in order
  * (lexicographically, as numbers). Public: kw too. */
 void shard_bitonic_sort_words(unsigned char *recs, size_t n, size_t rec_size, size_t kw);
