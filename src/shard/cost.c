@@ -49,6 +49,13 @@ double shard_est_scan(obl_shard *m, size_t b)
     return rounds(m) * (scan + sorts);
 }
 
+/* see shard_map.h: five sorts of B + S b records (route.c) */
+double shard_est_balance(const obl_shard *m, size_t B, size_t b)
+{
+    double n = (double)(B + (size_t)m->S * b);
+    return 5.0 * m->cost.ce_us * n * log2(n + 1);
+}
+
 /* The least of three timings of a get batch of b dummies on store s. */
 static double time_scan(shard_scan *s, size_t b, size_t ks, size_t vs, const obl_alloc_ctx *ac)
 {
