@@ -98,6 +98,9 @@ static void fill_batch(test_rng *r, bufs *b, size_t B, int kind, uint64_t univer
     }
 }
 
+/* Threads under memcheck (which serialises them): 1, and 2 for one stream. */
+static unsigned ct_threads = 1;
+
 static obl_shard_params params(uint64_t cap, unsigned S, unsigned engines, unsigned threads)
 {
     obl_shard_params p = {0};
@@ -105,7 +108,7 @@ static obl_shard_params params(uint64_t cap, unsigned S, unsigned engines, unsig
     p.key_size = KS;
     p.value_size = VS;
     p.shards = S;
-    p.threads = T.ct ? 1 : threads;
+    p.threads = T.ct ? ct_threads : threads;
     p.engines = engines;
     p.use_seed = 1;
     p.seed = T.seed;
@@ -304,6 +307,11 @@ int main(int argc, char **argv)
         }
         one_shard(e);
         alloc_failure(e);
+    }
+    if (T.ct) { /* the pool's threads under memcheck too */
+        ct_threads = 2;
+        stream(64, 3, 0, small, 5, 60, 4);
+        stream(64, 1, 2, small, 5, 60, 4);
     }
     if (!T.ct) /* large batches, both engines */
         stream(1u << 15, 15, 0, big, 3, 1u << 15, 3);
