@@ -5,7 +5,8 @@
  * sizes 1 .. 2^16 (small ones under memcheck), a bulk build, all keys in
  * one shard, empty and full maps; bad input and allocation failure leave
  * the map unchanged. With --ct the batches' keys, values and ops are
- * marked secret for memcheck and the map runs one thread.
+ * marked secret for memcheck and the map runs one thread (two in two
+ * streams: memcheck serialises them).
  */
 #include <obl/shard.h>
 
