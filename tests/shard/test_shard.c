@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Tests of the sharded map (obl/shard.h) against a plain model (a list of
  * pairs): seeded streams of get, put, erase and mixed batches with
