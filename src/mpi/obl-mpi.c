@@ -159,7 +159,7 @@ static void die(obl_mpi *m, obl_err e, const char *what)
 {
     int rank = 0;
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-    fprintf(stderr, "obl-mpi: rank %d: %s failed: %s: %s\n", rank, what, obl_strerror(e),
+    fprintf(stderr, "obl-mpi: rank %d: %s failed (%s): %s\n", rank, what, obl_err_name(e),
             obl_mpi_error(m));
     fflush(stderr);
     MPI_Abort(MPI_COMM_WORLD, 3);

@@ -89,9 +89,11 @@ static void dep_free(dep *d)
 }
 
 /* Seals pt into a fresh wire buffer (public once sealed), opens it on the
- * receiver's channel into out; 1 if it opened. */
+ * receiver's channel into out; 1 if it opened. The opened payload is
+ * secret again past its public header of hdr bytes (decryption launders
+ * memcheck's tracking, so it is marked anew). */
 static int wire(msg_chan *tx, msg_chan *rx, uint64_t ep, uint32_t kind, const unsigned char *pt,
-                size_t len, unsigned char *out)
+                size_t len, unsigned char *out, size_t hdr)
 {
     unsigned char *w = malloc(MPI_MSG_HDR + len + MPI_MSG_TAG);
     size_t exp[MSG_KINDS];
@@ -103,6 +105,8 @@ static int wire(msg_chan *tx, msg_chan *rx, uint64_t ep, uint32_t kind, const un
     OBL_DECLASSIFY(w, MPI_MSG_HDR + len + MPI_MSG_TAG);
     ok = ok && msg_open(rx, ep, exp, w, MPI_MSG_HDR + len + MPI_MSG_TAG, out, &got) == MSG_OK;
     free(w);
+    if (T.ct)
+        OBL_SECRET(out + hdr, len - hdr);
     return ok && got == kind;
 }
 
@@ -134,13 +138,13 @@ static void serve(dep *d, unsigned r, int writes, unsigned char **req, unsigned 
         in[l] = malloc(rl);
         out[l] = calloc(1, al);
         CHECK(wire(&d->to_srv[l][r], &d->to_bal[r][l], d->epoch, kind, req[l * MAXR + r], rl,
-                   in[l]));
+                   in[l], MPI_REQ_HDR));
     }
     CHECK_EQ_U64(mpi_srv_epoch(&d->srv[r], writes, (const unsigned char *const *)in, out),
                  OBL_OK);
     for (unsigned l = 0; l < y->L; l++) {
         CHECK(wire(&d->to_bal[r][l], &d->to_srv[l][r], d->epoch, MSG_ANSWER, out[l], al,
-                   ans[l * MAXR + r]));
+                   ans[l * MAXR + r], MPI_ANS_HDR));
         free(in[l]);
         free(out[l]);
     }
@@ -235,7 +239,8 @@ static void build(dep *d)
     for (unsigned r = 0; r < y->R; r++) {
         size_t len = lay_req_len(y, r, MSG_BUILD);
         unsigned char *in = malloc(len);
-        CHECK(wire(&d->to_srv[0][r], &d->to_bal[r][0], d->epoch, MSG_BUILD, out[r], len, in));
+        CHECK(wire(&d->to_srv[0][r], &d->to_bal[r][0], d->epoch, MSG_BUILD, out[r], len, in,
+                   MPI_REQ_HDR));
         CHECK_EQ_U64(mpi_srv_build(&d->srv[r], in), OBL_OK);
         free(in);
         free(out[r]);
@@ -263,11 +268,11 @@ int main(int argc, char **argv)
     test_rng g;
     test_rng_seed(&g, T.seed);
     test_rng_fill(&g, secret, sizeof secret);
-    int ep = T.ct ? 5 : 12;
-    run(1, 1, 1, 9, ep, &g);
+    int ep = T.ct ? 4 : 12;
     run(1, 2, 3, 16, ep, &g);
     run(2, 2, 2, 16, ep, &g);
     if (!T.ct) {
+        run(1, 1, 1, 9, ep, &g);
         run(3, 2, 5, 64, ep, &g);
         run(2, 3, 7, 33, ep, &g);
         run(1, 3, 3, 1, ep, &g);
