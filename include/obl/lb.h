@@ -91,8 +91,9 @@ obl_err obl_lb_create(obl_lb **out, const obl_lb_params *p) OBL_WARN_UNUSED;
 /* b, the entries per shard batch. Public. */
 size_t obl_lb_shard_batch(const obl_lb *lb);
 
-/* The shard of key, in [0, S): SipHash-2-4 under the balancer's PRF key,
- * scaled by S with a multiply (no division). Secret: key and result. */
+/* The shard of key, in [0, S): the image of key under Speck64/128 (a
+ * keyed permutation of 64-bit words) with the balancer's 16-byte PRF key,
+ * scaled to [0, S) by a multiply (no division). Secret: key and result. */
 unsigned obl_lb_shard_of(const obl_lb *lb, uint64_t key);
 
 /* The same function from an explicit 16-byte PRF key, for a structure that

@@ -80,6 +80,18 @@ obl_err obl_sort_shuffled(void *recs, size_t n, const obl_sort_params *p) OBL_WA
 obl_err obl_sort(void *recs, size_t n, const obl_sort_params *p) OBL_WARN_UNUSED;
 
 /*
+ * Sorts n rows held as ncol columns of 64-bit words (cols[c][i] is word c
+ * of row i) by the key in the first key_words columns (1 or 2, the first
+ * most significant): Batcher's bitonic network on the columns, four rows
+ * per AVX2 compare-exchange where the build has it, blocked for the L2.
+ * n must be a power of two (pad with rows of larger keys), ncol <= 8.
+ * Equal keys end in an unspecified order. No memory is allocated.
+ * Secret: every column. Public: n, ncol, key_words, threads.
+ */
+obl_err obl_sort_columns(uint64_t *const *cols, size_t ncol, size_t key_words, size_t n,
+                         unsigned threads) OBL_WARN_UNUSED;
+
+/*
  * Order-preserving tight compaction: the records whose flag is 1 move to
  * the front, in their original order; the others fill the rest in an
  * unspecified order. flags[i] is 0 or 1 (any other value is a misuse).

@@ -77,4 +77,6 @@ def draw_all(records, out_dir):
         fig.savefig(path)
         plt.close(fig)
         written.append(path)
+    from . import crossover  # the sharded map's engines against B and N
+    written += crossover.draw(records, out_dir)
     return written

@@ -20,14 +20,16 @@ BEGIN = "<!-- obl-tables:begin -->"
 END = "<!-- obl-tables:end -->"
 KEY_RE = re.compile(r"<!--\s*obl-table:\s*(.*?)\s*-->")
 
-BASELINES = ("baseline_array", "baseline_hashmap")
-BASELINE_FOR = {"NRORAM": "baseline_array", "RORAM": "baseline_array"}
+BASELINES = ("baseline_array", "baseline_hashmap", "baseline_lb")
+BASELINE_FOR = {"NRORAM": "baseline_array", "RORAM": "baseline_array",
+                "LOADBALANCE": "baseline_lb"}
 DEFAULT_BASELINE = "baseline_hashmap"
 MATCH_PARAMS = ("N", "Key_bytes", "Value_bytes")
 
 TYPE_TITLES = {"NRORAM": "Non-Recursive ORAM (NRORAM)", "RORAM": "Recursive ORAM (RORAM)",
                "UMAP": "Unordered Map (UMAP)", "Sharded-UMAP": "Sharded Unordered Map (Sharded-UMAP)",
-               "Ramp-UMAP": "Open-loop Unordered Map (Ramp-UMAP)"}
+               "Ramp-UMAP": "Open-loop Unordered Map (Ramp-UMAP)",
+               "LOADBALANCE": "Load balancer (LOADBALANCE; N is the batch size B)"}
 METRIC_TITLES = {
     "Read_latency_us": "Read latency (us/query)",
     "Write_latency_us": "Write latency (us/query)",
@@ -36,6 +38,8 @@ METRIC_TITLES = {
     "Batch_read_latency_us": "Batch read latency (us/batch)",
     "Initialization_time_us": "Initialization time (us)",
     "Memory_kb": "Memory (KiB)",
+    "Latency_us": "Latency (us/batch)",
+    "Throughput_qps": "Throughput (queries/s)",
     "Bytes_per_entry": "Memory per entry (bytes/entry)",
 }
 UNIT_WORDS = (("_us", "us"), ("_ns", "ns"), ("_ms", "ms"), ("_qps", "queries/s"),

@@ -116,8 +116,15 @@ static obl_err answer(sb_job *j, unsigned *engine, uint64_t *next)
 {
     obl_shard *m = j->m;
     int scan = m->keep_scan;
-    if (!j->writes && m->keep_scan && m->keep_omap)
+    if (!j->writes && m->keep_scan && m->keep_omap) {
+        if (!m->calibrated) { /* the cost model's constants, at first use */
+            obl_err c = shard_calibrate(m);
+            if (c != OBL_OK)
+                return c;
+            m->calibrated = 1;
+        }
         scan = shard_est_scan(m, j->b) < shard_est_per_request(m, j->b);
+    }
     *engine = scan ? OBL_SHARD_ENGINE_SCAN : OBL_SHARD_ENGINE_PER_REQUEST;
     obl_err e;
     if (scan) {
@@ -197,8 +204,8 @@ static obl_err run_batch(obl_shard *m, sb_job *j, size_t B, const uint64_t *ops,
     m->st.batches++;
     m->st.last_engine = engine;
     m->st.last_b = j->b;
-    m->st.est_per_request_us = m->keep_omap ? shard_est_per_request(m, j->b) : 0;
-    m->st.est_scan_us = m->keep_scan ? shard_est_scan(m, j->b) : 0;
+    m->st.est_per_request_us = m->calibrated ? shard_est_per_request(m, j->b) : 0;
+    m->st.est_scan_us = m->calibrated ? shard_est_scan(m, j->b) : 0;
     m->st.last_balance_us = (t1 - t0) + (t3 - t2);
     m->st.last_shard_us = t2 - t1;
     m->st.last_writeback_us = t4 - t3;
@@ -212,7 +219,11 @@ obl_err obl_shard_batch(obl_shard *m, size_t B, const uint64_t *ops, const void 
     if (!m || !keys || !values_out || !found || B == 0 || B > OBL_SHARD_MAX_BATCH ||
         (values_in && !ops))
         return OBL_ERR_INVALID_ARG;
-    sb_job j = {m, shard_route_b(B, m->S, m->lambda), {0}, values_in != NULL, 0, 1, NULL};
+    if (m->last_B != B) { /* public */
+        m->last_b = shard_route_b(B, m->S, m->lambda);
+        m->last_B = B;
+    }
+    sb_job j = {m, m->last_b, {0}, values_in != NULL, 0, 1, NULL};
     size_t sb, bytes = 0;
     if (!obl_mul_ok(j.b, m->S, &sb))
         return OBL_ERR_TOO_LARGE;

@@ -85,6 +85,11 @@ void shard_bitonic_sort_words(unsigned char *recs, size_t n, size_t rec_size, si
     bs_sort(&c, 0, n, 1);
 }
 
+#define SHARD_SORT_PAR_MIN ((size_t)1 << 14)
+/* Below this many records the network here measured faster than obl_sort
+ * (its shuffle's compaction passes cost more on small arrays). */
+#define SHARD_SORT_LIB_MIN ((size_t)1 << 13)
+
 /* obl_sort's randomness (the shuffle before its merge sort): the caller's
  * generator. */
 static int shard_sort_random(void *opaque, void *buf, size_t len)
@@ -97,15 +102,28 @@ static int shard_sort_random(void *opaque, void *buf, size_t len)
 void shard_sort(unsigned char *recs, size_t n, size_t rec_size, size_t kw, unsigned threads,
                 obl_prg *g, const obl_allocator *alloc)
 {
-    if (kw > 2) { /* public */
+    if (kw > 2 || n < SHARD_SORT_LIB_MIN) { /* public */
         shard_bitonic_sort_words(recs, n, rec_size, kw);
         return;
     }
-    obl_sort_params p = {rec_size, 8 * kw, threads, shard_sort_random, g, alloc};
+    /* threads only for large sorts: starting them costs more below */
+    unsigned th = n >= SHARD_SORT_PAR_MIN ? threads : 1;
+    obl_sort_params p = {rec_size, 8 * kw, th, shard_sort_random, g, alloc};
     if (obl_sort(recs, n, &p) == OBL_OK)
         return;
     /* NOMEM of the shuffle's scratch: the network needs none (a public
      * event; the result is the same) */
     if (obl_sort_bitonic(recs, n, &p) != OBL_OK)
         shard_bitonic_sort_words(recs, n, rec_size, kw);
+}
+
+/* see shard_internal.h */
+void shard_keep_first(unsigned char *recs, size_t n, size_t rec_size, const uint8_t *keep,
+                      unsigned threads, obl_prg *g, const obl_allocator *alloc)
+{
+    unsigned th = n >= SHARD_SORT_PAR_MIN ? threads : 1;
+    obl_sort_params p = {rec_size, 8, th, shard_sort_random, g, alloc};
+    if (keep && n >= SHARD_SORT_LIB_MIN && obl_compact(recs, n, keep, NULL, &p) == OBL_OK)
+        return;
+    shard_sort(recs, n, rec_size, 1, threads, g, alloc); /* by the keys set for it */
 }

@@ -156,8 +156,6 @@ obl_err obl_shard_build(obl_shard **out, const obl_shard_params *p, const void *
     if ((e = shard_alloc(&m, p)) != OBL_OK)
         return e;
     e = build_shards(m, (const unsigned char *)keys, (const unsigned char *)values, n);
-    if (e == OBL_OK)
-        e = shard_calibrate(m);
     if (e != OBL_OK) {
         obl_shard_destroy(m);
         return e;

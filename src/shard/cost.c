@@ -34,10 +34,13 @@ double shard_est_per_request(const obl_shard *m, size_t b)
 }
 
 /* see shard_map.h */
-double shard_est_scan(const obl_shard *m, size_t b)
+double shard_est_scan(obl_shard *m, size_t b)
 {
-    size_t nb, z;
-    shard_scan_table_shape(b, (size_t)m->cap_s, &nb, &z);
+    if (m->shape_b != b) {
+        shard_scan_table_shape(b, (size_t)m->cap_s, &m->shape_nb, &m->shape_z);
+        m->shape_b = b;
+    }
+    size_t nb = m->shape_nb, z = m->shape_z;
     double n = (double)(b + nb * z), lg = ceil(log2(n + 1));
     double sorts = 3.0 * m->cost.ce_us * n * lg;
     double scan = (double)m->cap_s * (m->cost.entry_us + (double)z * m->cost.slot_us);

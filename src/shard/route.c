@@ -7,7 +7,7 @@
  * bitonic sorts and linear passes with constant-time selects, so the trace
  * depends on B, S, b and the sizes alone (docs/shard.md, "Balancer").
  */
-#include <math.h>
+#include <obl/lb.h>
 
 #include "shard/shard_internal.h"
 
@@ -25,33 +25,9 @@ static inline uint64_t ld64(const unsigned char *p)
 static inline void st64(unsigned char *p, uint64_t w) { memcpy(p, &w, 8); }
 
 /* see shard_internal.h */
-double shard_log_binom_tail(size_t n, double p, size_t z)
-{
-    if (z >= n)
-        return -INFINITY;
-    double ln = lgamma((double)n + 1), lp = log(p), lq = log1p(-p), s = 0, first = 0;
-    for (size_t k = z + 1; k <= n; k++) {
-        double t = ln - lgamma((double)k + 1) - lgamma((double)(n - k) + 1) + (double)k * lp +
-                   (double)(n - k) * lq;
-        if (k == z + 1)
-            first = t;
-        s += exp(t - first);
-        if (t - first < -60)
-            break;
-    }
-    return first + log(s);
-}
-
-/* see shard_internal.h */
 size_t shard_route_b(size_t B, unsigned S, unsigned lambda)
 {
-    if (S <= 1)
-        return B;
-    double lim = -(double)lambda * log(2.0);
-    size_t b = B / S;
-    while (b < B && shard_log_binom_tail(B, 1.0 / S, b) > lim)
-        b++;
-    return b ? b : 1;
+    return obl_lb_shard_batch_size(B, S, lambda);
 }
 
 /* see shard_internal.h */
@@ -155,9 +131,9 @@ static void rt_dedupe(rt_split *t, unsigned char *cval)
 }
 
 /* Appends b fillers per shard, sorts by shard (representatives first),
- * keeps the first b of each shard and sorts them into place. Returns 1 if
- * a shard had more than b keys. */
-static uint64_t rt_place(rt_split *t)
+ * keeps the first b of each shard (kept[], n bytes) and compacts them into
+ * place. Returns 1 if a shard had more than b keys. */
+static uint64_t rt_place(rt_split *t, uint8_t *kept)
 {
     const shard_route *r = t->r;
     for (size_t f = 0; f < (size_t)r->S * t->b; f++) {
@@ -175,9 +151,10 @@ static uint64_t rt_place(rt_split *t)
         uint64_t inshard = obl_ct_lt64(x, r->S), keep = obl_ct_lt64(rank, t->b) & inshard;
         ovf |= (keep ^ 1) & (filler ^ 1) & inshard;
         st64(q, obl_ct_select64(keep, x * t->b + rank, 1ull << 63 | (uint64_t)p));
+        kept[p] = (uint8_t)keep;
         prev = x;
     }
-    shard_sort(t->a, t->n, t->rs, 1, r->threads, r->prg, &r->ac->a);
+    shard_keep_first(t->a, t->n, t->rs, kept, r->threads, r->prg, &r->ac->a);
     return ovf;
 }
 
@@ -193,14 +170,15 @@ obl_err shard_route_split(const shard_route *r, size_t B, size_t b, const uint64
         return OBL_ERR_TOO_LARGE;
     t.a = (unsigned char *)obl_alloc(r->ac, bytes, 64);
     unsigned char *cval = (unsigned char *)obl_alloc(r->ac, r->vs8, 64);
+    uint8_t *kept = (uint8_t *)obl_alloc(r->ac, t.n, 64);
     obl_err e = OBL_OK;
-    if (!t.a || !cval) {
+    if (!t.a || !cval || !kept) {
         e = OBL_ERR_NOMEM;
         goto done;
     }
     rt_fill(&t, ops, keys, vin);
     rt_dedupe(&t, cval);
-    uint64_t ovf = rt_place(&t);
+    uint64_t ovf = rt_place(&t, kept);
     /* a public capacity event: a shard got more than b keys (<= 2^-lambda) */
     if (OBL_DECLASSIFY_VAL(ovf)) {
         e = OBL_ERR_FULL;
@@ -218,6 +196,7 @@ obl_err shard_route_split(const shard_route *r, size_t B, size_t b, const uint64
 done:
     obl_free(r->ac, t.a, bytes);
     obl_free(r->ac, cval, r->vs8);
+    obl_free(r->ac, kept, t.n);
     return e;
 }
 

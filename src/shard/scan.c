@@ -21,13 +21,15 @@
  */
 #include <math.h>
 
+#include <obl/lb.h>
+
 #include "shard/shard_internal.h"
 
 #include "common/secret.h"
 #include "ct.h"
 #include "omap/siphash.h"
 
-#define SC_LAMBDA 40.0      /* table overflow: at most 2^-40 per batch */
+#define SC_LAMBDA 40u        /* table overflow: at most 2^-40 per batch */
 #define SC_HASH_CHUNK 64    /* entries hashed at once (siphash lanes) */
 #define SC_MAX_PARTS 256u
 #define SC_SORT_WEIGHT 8.0 /* the shape's model: see shard_scan_table_shape */
@@ -42,22 +44,21 @@ struct shard_scan {
     unsigned char *ent;
     obl_prg prg;             /* batch keys and dummy buckets */
     struct sc_work *pending; /* a begun batch that may write, until commit */
+    size_t shape_b, shape_nb, shape_z; /* the last table shape, for reuse */
 };
 
 static size_t rnd8(size_t x) { return (x + 7) & ~(size_t)7; }
 
 /* ------------------------------------------------------------ shape -- */
 
-/* The least z with nb * P[Bin(b, 1/nb) > z] <= 2^-SC_LAMBDA. */
+/* The least z with nb * P[Bin(b, 1/nb) > z] <= 2^-SC_LAMBDA (nb a power
+ * of two, so the union bound is SC_LAMBDA + log2 nb bits). */
 static size_t sc_slots(size_t b, size_t nb)
 {
-    if (nb == 1)
-        return b;
-    double lim = -SC_LAMBDA * log(2.0) - log((double)nb);
-    size_t z = b / nb;
-    while (z < b && shard_log_binom_tail(b, 1.0 / (double)nb, z) > lim)
-        z++;
-    return z;
+    unsigned lg = 0;
+    while (((size_t)1 << lg) < nb)
+        lg++;
+    return obl_lb_shard_batch_size(b, (unsigned)nb, SC_LAMBDA + lg);
 }
 
 /* see shard_internal.h: the nb (b/1 .. b/64 buckets, or one) whose model
@@ -253,8 +254,9 @@ static void sc_fill_requests(sc_work *w, const uint64_t *h)
 }
 
 /* After the sort by bucket: keep the first z records of each bucket (reals
- * first, then fillers) and give them their slot; returns 1 on overflow. */
-static uint64_t sc_rank(sc_work *w)
+ * first, then fillers): kept[p] and, for a sort instead of the compaction,
+ * a key that orders them first; returns 1 on overflow. */
+static uint64_t sc_rank(sc_work *w, uint8_t *kept)
 {
     uint64_t prev = UINT64_MAX, rank = 0, ovf = 0;
     for (size_t p = 0; p < w->n0; p++) {
@@ -264,6 +266,7 @@ static uint64_t sc_rank(sc_work *w)
         uint64_t keep = obl_ct_lt64(rank, w->z);
         ovf |= (keep ^ 1) & (filler ^ 1);
         st64(r, obl_ct_select64(keep, x * w->z + rank, 1ull << 63 | (uint64_t)p));
+        kept[p] = (uint8_t)keep;
         prev = x;
     }
     return ovf;
@@ -295,9 +298,13 @@ static obl_err sc_build(sc_work *w)
     sc_fill_requests(w, h);
     obl_free(&s->ac, msg, mbytes);
     obl_free(&s->ac, h, hbytes);
+    uint8_t *kept = (uint8_t *)obl_alloc(&s->ac, w->n0, 64);
+    if (!kept)
+        return OBL_ERR_NOMEM;
     sc_sort(w, w->tab, w->n0, w->rs);
-    uint64_t ovf = sc_rank(w);
-    sc_sort(w, w->tab, w->n0, w->rs);
+    uint64_t ovf = sc_rank(w, kept);
+    shard_keep_first(w->tab, w->n0, w->rs, kept, w->parts, &s->prg, &s->ac.a);
+    obl_free(&s->ac, kept, w->n0);
     /* a public capacity event, like an ORAM stash overflow (<= 2^-40) */
     return OBL_DECLASSIFY_VAL(ovf) ? OBL_ERR_STASH_OVERFLOW : OBL_OK;
 }
@@ -513,7 +520,12 @@ obl_err shard_scan_begin(shard_scan *s, const shard_batch *bt, obl_pool *pool, u
     w->bt = bt;
     w->writes = bt->vin != NULL;
     w->parts = parts < 1 ? 1 : parts > SC_MAX_PARTS ? SC_MAX_PARTS : parts;
-    shard_scan_table_shape(bt->b, (size_t)s->cap, &w->nb, &w->z);
+    if (s->shape_b != bt->b) { /* public: the shape is a function of b */
+        shard_scan_table_shape(bt->b, (size_t)s->cap, &s->shape_nb, &s->shape_z);
+        s->shape_b = bt->b;
+    }
+    w->nb = s->shape_nb;
+    w->z = s->shape_z;
     w->T = w->nb * w->z;
     w->n0 = bt->b + w->T;
     w->rs = 16 + 8 * s->kw + (w->writes ? s->vs8 : 0);

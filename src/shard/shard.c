@@ -165,8 +165,6 @@ obl_err obl_shard_create(obl_shard **out, const obl_shard_params *p)
             e = shard_scan_create(&m->sc[j], m->cap_s, p->key_size, p->value_size, &m->prg,
                                   &m->ac);
     }
-    if (e == OBL_OK)
-        e = shard_calibrate(m);
     if (e != OBL_OK) {
         obl_shard_destroy(m);
         return e;

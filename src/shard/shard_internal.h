@@ -100,10 +100,8 @@ typedef struct shard_route {
     unsigned threads;       /* threads the sorts may use */
 } shard_route;
 
-/* log P[Bin(n, p) > z] (exact terms in log space). Public. */
-double shard_log_binom_tail(size_t n, double p, size_t z);
-
-/* b: the least n with P[Bin(B, 1/S) > n] <= 2^-lambda (B when S = 1). */
+/* b: the least n with P[Bin(B, 1/S) > n] <= 2^-lambda (B when S = 1),
+ * obl_lb_shard_batch_size of obl/lb.h. */
 size_t shard_route_b(size_t B, unsigned S, unsigned lambda);
 
 /* The shard of a key: SipHash under the map's key, scaled to [0, S) by a
@@ -136,14 +134,24 @@ obl_err shard_route_join(const shard_route *r, size_t B, size_t b, const unsigne
 void shard_bitonic_sort(unsigned char *recs, size_t n, size_t rec_size);
 
 /*
- * Sorts by the first kw words: obl_sort (obl/sort.h; for large n an
- * oblivious shuffle with g's randomness and a merge sort, which reveals a
- * uniformly random permutation only) for kw <= 2, else the network above.
+ * Sorts by the first kw words: for kw <= 2 and n >= 2^13, obl_sort
+ * (obl/sort.h: an oblivious shuffle with g's randomness and a merge sort,
+ * which reveals a uniformly random permutation only), else the network.
  * Never fails: without memory for the shuffle it runs the network.
  * Secret: the records. Public: n, rec_size, kw, threads.
  */
 void shard_sort(unsigned char *recs, size_t n, size_t rec_size, size_t kw, unsigned threads,
                 obl_prg *g, const obl_allocator *alloc);
+
+/*
+ * Moves the records with keep[i] = 1 to the front in their order: ORCompact
+ * (obl_compact of obl/sort.h) for n >= 2^13, else (or without memory, or
+ * keep NULL) a shard_sort by the first word, which the caller has set to
+ * order the kept records first and as they are. Never fails.
+ * Secret: records, keep. Public: n, rec_size, threads.
+ */
+void shard_keep_first(unsigned char *recs, size_t n, size_t rec_size, const uint8_t *keep,
+                      unsigned threads, obl_prg *g, const obl_allocator *alloc);
 
 /* The same, by the first kw words of each record compared in order
  * (lexicographically, as numbers). Public: kw too. */

@@ -37,6 +37,9 @@ struct obl_shard {
     shard_scan **sc;         /* S scan stores */
     uint64_t *cnt;           /* per-request mode: entries per shard (secret) */
     shard_costs cost;
+    int calibrated;          /* cost measured (at the first get batch) */
+    size_t shape_b, shape_nb, shape_z; /* the scan table's shape for b */
+    size_t last_B, last_b;   /* the balancer's b for B, reused */
     obl_shard_stats st;
 };
 
@@ -50,12 +53,12 @@ obl_err shard_check_params(const obl_shard_params *p);
 /* The map without its shards' stores (pool, PRG, balancer key, arrays). */
 obl_err shard_alloc(obl_shard **out, const obl_shard_params *p);
 
-/* Measures the cost model's constants on the map's own stores. */
+/* Measures the cost model's constants on the map's own stores (both kept). */
 obl_err shard_calibrate(obl_shard *m);
 
 /* The model's estimates (us) for a get batch of b per shard. */
 double shard_est_per_request(const obl_shard *m, size_t b);
-double shard_est_scan(const obl_shard *m, size_t b);
+double shard_est_scan(obl_shard *m, size_t b);
 
 /* Microseconds since an arbitrary origin (CLOCK_MONOTONIC). */
 double shard_now_us(void);

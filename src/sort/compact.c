@@ -33,15 +33,69 @@ OBL_INLINE void cp_pass_w(uint64_t *x, uint64_t *y, size_t lo, size_t hi, uint64
                           uint64_t thr, size_t words)
 {
     for (size_t i = lo; i < hi; i++) {
-        uint64_t ge = (uint64_t)((int64_t)(thr - 1 - i) >> 63);
+        /* i through the barrier: the loop's counter must not be rewritten
+         * in terms of thr (a secret in the loop's exit test) */
+        uint64_t ge = (uint64_t)((int64_t)(thr - 1 - obl_ct_barrier64(i)) >> 63);
         rec_cswap(sbm ^ ge, x + i * words, y + i * words, words);
     }
 }
 
-/* cp_pass_w with the common record sizes as constants (unrolled). */
+#if OBL_CT_AVX2
+/* The swap masks of rows i .. i + 3: sbm XOR (i + l >= thr), lane l, from
+ * one vector comparison (thr and i are below 2^63). Secret: sbm, thr. */
+OBL_SIMD_INLINE("avx2") __m256i cp_mask4(size_t i, uint64_t sbm, uint64_t thr)
+{
+    const __m256i rows = _mm256_add_epi64(_mm256_set_epi64x(3, 2, 1, 0),
+                                          _mm256_set1_epi64x((long long)i));
+    __m256i ge = _mm256_cmpgt_epi64(rows, _mm256_set1_epi64x((long long)(thr - 1)));
+    return _mm256_xor_si256(ge, _mm256_set1_epi64x((long long)sbm));
+}
+
+/* x ^= t, y ^= t with t = (x ^ y) & m: one 32-byte swap. */
+OBL_SIMD_INLINE("avx2") void cp_swap32(void *x, void *y, __m256i m)
+{
+    __m256i a = _mm256_loadu_si256((const __m256i *)x), b = _mm256_loadu_si256((const __m256i *)y);
+    __m256i t = _mm256_and_si256(_mm256_xor_si256(a, b), m);
+    _mm256_storeu_si256((__m256i *)x, _mm256_xor_si256(a, t));
+    _mm256_storeu_si256((__m256i *)y, _mm256_xor_si256(b, t));
+}
+
+/* cp_pass_w for records of 1, 2 or 4 words, four rows per step: the
+ * masks of four rows from one comparison, spread to their records' words
+ * by lane permutes (public patterns). The tail row by row. */
+OBL_SIMD_INLINE("avx2")
+size_t cp_pass_v(uint64_t *x, uint64_t *y, size_t lo, size_t hi, uint64_t sbm, uint64_t thr,
+                 size_t words)
+{
+    size_t i = lo;
+    for (; i + 4 <= hi; i += 4) {
+        __m256i m = cp_mask4(i, sbm, thr);
+        uint64_t *p = x + i * words, *q = y + i * words;
+        if (words == 1) {
+            cp_swap32(p, q, m);
+        } else if (words == 2) {
+            cp_swap32(p, q, _mm256_permute4x64_epi64(m, 0x50));
+            cp_swap32(p + 4, q + 4, _mm256_permute4x64_epi64(m, 0xFA));
+        } else {
+            cp_swap32(p, q, _mm256_permute4x64_epi64(m, 0x00));
+            cp_swap32(p + 4, q + 4, _mm256_permute4x64_epi64(m, 0x55));
+            cp_swap32(p + 8, q + 8, _mm256_permute4x64_epi64(m, 0xAA));
+            cp_swap32(p + 12, q + 12, _mm256_permute4x64_epi64(m, 0xFF));
+        }
+    }
+    return i;
+}
+#endif
+
+/* cp_pass_w with the common record sizes as constants (unrolled), four
+ * rows per vector step where the build has AVX2. */
 static void cp_pass(uint64_t *x, uint64_t *y, size_t lo, size_t hi, uint64_t sbm, uint64_t thr,
                     size_t words)
 {
+#if OBL_CT_AVX2
+    if (words == 1 || words == 2 || words == 4) /* public */
+        lo = cp_pass_v(x, y, lo, hi, sbm, thr, words);
+#endif
     switch (words) { /* public */
     case 1: cp_pass_w(x, y, lo, hi, sbm, thr, 1); break;
     case 2: cp_pass_w(x, y, lo, hi, sbm, thr, 2); break;
@@ -86,8 +140,10 @@ static void cp_pass_range(void *ctx, size_t lo, size_t hi)
 static void cp_node_pass(const cp_node *nd, size_t h, size_t len, uint64_t sbm, uint64_t thr)
 {
     cp_pass_ctx c = {nd, h, sbm, thr};
-    unsigned t = len >= CP_PAR_MIN ? nd->threads : 1;
-    obl_par_for(t, len, 512, cp_pass_range, &c);
+    if (len >= CP_PAR_MIN && nd->threads > 1) /* public */
+        obl_par_for(nd->threads, len, 512, cp_pass_range, &c);
+    else
+        cp_pass_range(&c, 0, len);
 }
 
 static void cp_off(cp_node *nd);
