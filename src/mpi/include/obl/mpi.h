@@ -1,7 +1,8 @@
 /*
  * obl/mpi.h: the sharded map (obl/shard.h) spread over MPI ranks, with
  * authenticated-encrypted, fixed-size traffic (library obl_mpi, built only
- * when MPI and OpenSSL are found; docs/mpi.md).
+ * when MPI and OpenSSL are found; docs/mpi.md). It sits apart from
+ * include/obl because libobl itself never needs MPI.
  *
  * Roles: ranks 0 .. L-1 of the communicator are balancers, ranks
  * L .. L+R-1 shard ranks; shard j (of S) lives on shard rank j mod R, each
