@@ -502,8 +502,13 @@ static obl_err check_params(obl_mpi *m, const obl_mpi_params *p)
     y->ks = p->key_size;
     y->vs = p->value_size;
     y->cap_s = shard_capacity_each(p->capacity, y->S, lambda);
-    if ((double)y->L * (double)y->b > (double)OBL_SHARD_MAX_BATCH)
-        return fail(m, OBL_MPI_FAULT_NONE, OBL_ERR_TOO_LARGE, "L * b exceeds 2^24");
+    if ((double)y->L * (double)y->b > (double)OBL_SHARD_MAX_BATCH || y->L > 1024)
+        return fail(m, OBL_MPI_FAULT_NONE, OBL_ERR_TOO_LARGE, "L * b exceeds 2^24 or L 1024");
+    /* MPI counts are ints: every message must stay below 2 GiB */
+    if ((double)lay_req_len(y, 0, MSG_BUILD) + 64 > 2147483647.0 ||
+        (double)lay_req_len(y, 0, MSG_MIXED) + 64 > 2147483647.0)
+        return fail(m, OBL_MPI_FAULT_NONE, OBL_ERR_TOO_LARGE,
+                    "a message to a shard rank would exceed 2 GiB: use more shard ranks");
     return OBL_OK;
 }
 
@@ -673,11 +678,15 @@ void obl_mpi_destroy(obl_mpi *m)
 {
     if (!m)
         return;
-    for (int q = 0; m->pt && q < m->size; q++) {
-        free(m->pt[q]);
-        free(m->apt[q]);
-        free(m->sealed[q]);
-        free(m->rbuf[q]);
+    for (int q = 0; q < m->size; q++) {
+        if (m->pt)
+            free(m->pt[q]);
+        if (m->apt)
+            free(m->apt[q]);
+        if (m->sealed)
+            free(m->sealed[q]);
+        if (m->rbuf)
+            free(m->rbuf[q]);
         if (m->ch)
             msg_chan_free(&m->ch[q]);
     }
