@@ -15,6 +15,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "mpi/inject.h"
 #include "mpi/msg.h"
 #include "mpi/rank.h"
 #include "shard/shard_map.h"
@@ -24,15 +25,18 @@ struct obl_mpi {
     int rank, size, role;
     obl_mpi_params p;
     mpi_layout y;
-    msg_chan *ch;            /* by peer rank; the other role's ranks only */
+    msg_chan *ch; /* by peer rank; the other role's ranks only */
     mpi_bal bal;
     mpi_srv srv;
     uint64_t epoch;
-    unsigned char **pt, **apt, **sealed, **rbuf; /* by peer: plaintext in, answer, sealed out, received */
-    size_t *rcap, *got;      /* receive capacity, bytes received */
+    unsigned char **pt, **apt, **sealed,
+        **rbuf;         /* by peer: plaintext in, answer, sealed out, received */
+    size_t *rcap, *got; /* receive capacity, bytes received */
     obl_mpi_stats st;
     obl_mpi_fault fault;
     char err[320];
+    int inj_kind, inj_rank; /* test-only fault (inject.h) */
+    uint64_t inj_epoch;
 };
 
 static double now_us(void)
@@ -65,28 +69,27 @@ typedef struct xop {
 /* The injected fault of this rank and epoch, if any. */
 static int injected(const obl_mpi *m)
 {
-    return m->p.fault && m->rank == m->p.fault_rank && m->epoch == m->p.fault_epoch
-               ? m->p.fault
-               : OBL_MPI_INJECT_NONE;
+    return m->inj_kind && m->rank == m->inj_rank && m->epoch == m->inj_epoch ? m->inj_kind
+                                                                             : MPI_INJECT_NONE;
 }
 
 /* Applies a send-side fault; returns 1 if the message must go twice. */
 static int inject(obl_mpi *m, xop *o)
 {
     switch (injected(m)) {
-    case OBL_MPI_INJECT_TAMPER:
+    case MPI_INJECT_TAMPER:
         o->buf[MPI_MSG_HDR] ^= 0x40; /* the payload's first byte, or the tag's */
         return 0;
-    case OBL_MPI_INJECT_TRUNCATE:
+    case MPI_INJECT_TRUNCATE:
         o->len--;
         return 0;
-    case OBL_MPI_INJECT_REPLAY:
+    case MPI_INJECT_REPLAY:
         return 1;
-    case OBL_MPI_INJECT_KILL:
+    case MPI_INJECT_KILL:
         fprintf(stderr, "obl_mpi rank %d: injected fault: killing myself\n", m->rank);
         raise(SIGKILL);
         return 0;
-    case OBL_MPI_INJECT_SILENT:
+    case MPI_INJECT_SILENT:
         fprintf(stderr, "obl_mpi rank %d: injected fault: going silent\n", m->rank);
         for (;;)
             sleep(1000);
@@ -138,8 +141,9 @@ static obl_err post_all(obl_mpi *m, xop *ops, int n, MPI_Request *rq, int *first
         int rc, twice = o->send ? inject(m, o) : 0;
         first[i] = *nr;
         for (int c = 0; c <= twice; c++) {
-            rc = o->send ? MPI_Isend(o->buf, (int)o->len, MPI_BYTE, o->peer, 7, m->comm, &rq[(*nr)++])
-                         : MPI_Irecv(o->buf, (int)o->len, MPI_BYTE, o->peer, 7, m->comm, &rq[(*nr)++]);
+            rc = o->send
+                     ? MPI_Isend(o->buf, (int)o->len, MPI_BYTE, o->peer, 7, m->comm, &rq[(*nr)++])
+                     : MPI_Irecv(o->buf, (int)o->len, MPI_BYTE, o->peer, 7, m->comm, &rq[(*nr)++]);
             if (rc != MPI_SUCCESS)
                 return fail(m, OBL_MPI_FAULT_TRANSPORT, OBL_ERR_IO, "MPI post to rank %d failed",
                             o->peer);
@@ -306,8 +310,7 @@ static obl_err bal_epoch(obl_mpi *m, const uint64_t *ops, const unsigned char *k
     m->st.last_join_us = now_us() - t2;
     m->st.epochs++;
     if (e == OBL_OK && es != OBL_OK)
-        return fail(m, OBL_MPI_FAULT_NONE, es, "the balancer's split failed: %s",
-                    obl_strerror(es));
+        return fail(m, OBL_MPI_FAULT_NONE, es, "the balancer's split failed: %s", obl_strerror(es));
     return e != OBL_OK ? e : ep;
 }
 
@@ -315,8 +318,7 @@ static obl_err bal_epoch(obl_mpi *m, const uint64_t *ops, const unsigned char *k
 obl_err obl_mpi_batch(obl_mpi *m, const uint64_t *ops, const void *keys, const void *values_in,
                       void *values_out, uint64_t *found)
 {
-    if (!m || m->role != OBL_MPI_BALANCER || !keys || !values_out || !found ||
-        (values_in && !ops))
+    if (!m || m->role != OBL_MPI_BALANCER || !keys || !values_out || !found || (values_in && !ops))
         return OBL_ERR_INVALID_ARG;
     return bal_epoch(m, ops, (const unsigned char *)keys, (const unsigned char *)values_in,
                      (unsigned char *)values_out, found);
@@ -325,8 +327,8 @@ obl_err obl_mpi_batch(obl_mpi *m, const uint64_t *ops, const void *keys, const v
 /* see obl/mpi.h */
 obl_err obl_mpi_build(obl_mpi *m, const void *keys, const void *values, uint64_t n)
 {
-    if (!m || m->role != OBL_MPI_BALANCER || (n && (!keys || !values)) ||
-        (m->rank != 0 && n) || n > m->p.capacity)
+    if (!m || m->role != OBL_MPI_BALANCER || (n && (!keys || !values)) || (m->rank != 0 && n) ||
+        n > m->p.capacity)
         return OBL_ERR_INVALID_ARG;
     m->epoch++;
     m->fault = OBL_MPI_FAULT_NONE;
@@ -386,8 +388,7 @@ static obl_err srv_recv(obl_mpi *m, unsigned l0, unsigned l1, const size_t exp[M
 }
 
 /* Seals the answers (their entries written by rank.c) and sends them. */
-static obl_err srv_answer(obl_mpi *m, unsigned nbal, uint32_t kind, obl_err status,
-                          double work_us)
+static obl_err srv_answer(obl_mpi *m, unsigned nbal, uint32_t kind, obl_err status, double work_us)
 {
     xop ops[1024];
     size_t len = lay_ans_len(&m->y, (unsigned)m->rank - m->y.L, (int)kind);
@@ -444,8 +445,7 @@ static obl_err srv_epoch(obl_mpi *m, int *stop)
         memcpy(&st, m->pt[0], 8);
         es = st != OBL_OK ? (obl_err)st : mpi_srv_build(&m->srv, m->pt[0]);
     } else {
-        es = mpi_srv_epoch(&m->srv, kind == MSG_MIXED, (const unsigned char *const *)m->pt,
-                           m->apt);
+        es = mpi_srv_epoch(&m->srv, kind == MSG_MIXED, (const unsigned char *const *)m->pt, m->apt);
     }
     double work = now_us() - t0;
     m->st.epochs++;
@@ -480,23 +480,23 @@ static obl_err check_params(obl_mpi *m, const obl_mpi_params *p)
     if (y->S < y->R || y->S > y->R * OBL_MPI_MAX_SHARDS_PER_RANK)
         return fail(m, OBL_MPI_FAULT_NONE, OBL_ERR_INVALID_ARG,
                     "%u shards on %u shard ranks: need R <= S <= %u * R (every shard rank "
-                    "holds 1 .. %u shards)", y->S, y->R, OBL_MPI_MAX_SHARDS_PER_RANK,
-                    OBL_MPI_MAX_SHARDS_PER_RANK);
+                    "holds 1 .. %u shards)",
+                    y->S, y->R, OBL_MPI_MAX_SHARDS_PER_RANK, OBL_MPI_MAX_SHARDS_PER_RANK);
     if (!p->secret || p->secret_len < 16 || p->batch == 0 || p->batch > OBL_SHARD_MAX_BATCH ||
         p->key_size == 0 || p->key_size > OBL_SHARD_MAX_KEY_SIZE || p->value_size == 0 ||
         p->value_size > OBL_SHARD_MAX_VALUE_SIZE || p->capacity < y->S ||
         p->capacity > ((uint64_t)1 << 40) || p->lambda > 200)
         return fail(m, OBL_MPI_FAULT_NONE, OBL_ERR_INVALID_ARG,
                     "bad sizes or secret (secret >= 16 bytes, 1 <= B <= 2^24, key 1..%u, "
-                    "value 1..%u bytes, S <= capacity <= 2^40)", OBL_SHARD_MAX_KEY_SIZE,
-                    OBL_SHARD_MAX_VALUE_SIZE);
+                    "value 1..%u bytes, S <= capacity <= 2^40)",
+                    OBL_SHARD_MAX_KEY_SIZE, OBL_SHARD_MAX_VALUE_SIZE);
     unsigned lambda = p->lambda ? p->lambda : 40;
     size_t bmin = shard_route_b(p->batch, y->S, lambda);
     if (p->shard_batch && p->shard_batch < bmin)
         return fail(m, OBL_MPI_FAULT_NONE, OBL_ERR_INVALID_ARG,
                     "b = %zu too small: B = %zu requests over S = %u shards need b >= %zu "
-                    "(overflow probability <= 2^-%u)", p->shard_batch, p->batch, y->S, bmin,
-                    lambda);
+                    "(overflow probability <= 2^-%u)",
+                    p->shard_batch, p->batch, y->S, bmin, lambda);
     y->B = p->batch;
     y->b = p->shard_batch ? p->shard_batch : bmin;
     y->ks = p->key_size;
@@ -519,14 +519,14 @@ static obl_err make_channels(obl_mpi *m, const obl_mpi_params *p)
         if ((q < (int)m->y.L) == (m->role == OBL_MPI_BALANCER))
             continue;
         unsigned char ks[32], kr[32];
-        int bad = p->pair_key
-                      ? p->pair_key(p->pair_key_opaque, (uint32_t)m->rank, (uint32_t)q, ks) |
-                            p->pair_key(p->pair_key_opaque, (uint32_t)q, (uint32_t)m->rank, kr)
-                      : msg_pair_key(p->secret, p->secret_len, (uint32_t)m->rank, (uint32_t)q,
-                                     ks) |
-                            msg_pair_key(p->secret, p->secret_len, (uint32_t)q,
-                                         (uint32_t)m->rank, kr);
-        obl_err e = bad ? OBL_ERR_IO : msg_chan_init(&m->ch[q], (uint32_t)m->rank, (uint32_t)q, ks, kr);
+        int bad =
+            p->pair_key
+                ? p->pair_key(p->pair_key_opaque, (uint32_t)m->rank, (uint32_t)q, ks) |
+                      p->pair_key(p->pair_key_opaque, (uint32_t)q, (uint32_t)m->rank, kr)
+                : msg_pair_key(p->secret, p->secret_len, (uint32_t)m->rank, (uint32_t)q, ks) |
+                      msg_pair_key(p->secret, p->secret_len, (uint32_t)q, (uint32_t)m->rank, kr);
+        obl_err e =
+            bad ? OBL_ERR_IO : msg_chan_init(&m->ch[q], (uint32_t)m->rank, (uint32_t)q, ks, kr);
         obl_wipe(ks, 32);
         obl_wipe(kr, 32);
         if (e != OBL_OK)
@@ -605,9 +605,9 @@ static obl_err make_role(obl_mpi *m, const obl_mpi_params *p)
         e = mpi_srv_init(&m->srv, &m->y, (unsigned)m->rank - m->y.L, &sp);
     }
     obl_wipe(rk, sizeof rk);
-    return e != OBL_OK && !m->err[0] ? fail(m, OBL_MPI_FAULT_NONE, e, "rank setup failed: %s",
-                                            obl_strerror(e))
-                                     : e;
+    return e != OBL_OK && !m->err[0]
+               ? fail(m, OBL_MPI_FAULT_NONE, e, "rank setup failed: %s", obl_strerror(e))
+               : e;
 }
 
 /* see obl/mpi.h */
@@ -643,8 +643,21 @@ obl_err obl_mpi_create(obl_mpi **out, MPI_Comm comm, const obl_mpi_params *p)
     return e;
 }
 
+/* see inject.h */
+void obl_mpi_inject(obl_mpi *m, int kind, int rank, uint64_t epoch)
+{
+    if (!m)
+        return;
+    m->inj_kind = kind;
+    m->inj_rank = rank;
+    m->inj_epoch = epoch;
+}
+
 /* see obl/mpi.h */
-int obl_mpi_role(const obl_mpi *m) { return m ? m->role : 0; }
+int obl_mpi_role(const obl_mpi *m)
+{
+    return m ? m->role : 0;
+}
 
 /* see obl/mpi.h */
 void obl_mpi_get_stats(const obl_mpi *m, obl_mpi_stats *st)
@@ -654,17 +667,23 @@ void obl_mpi_get_stats(const obl_mpi *m, obl_mpi_stats *st)
 }
 
 /* see obl/mpi.h */
-obl_mpi_fault obl_mpi_last_fault(const obl_mpi *m) { return m ? m->fault : OBL_MPI_FAULT_NONE; }
+obl_mpi_fault obl_mpi_last_fault(const obl_mpi *m)
+{
+    return m ? m->fault : OBL_MPI_FAULT_NONE;
+}
 
 /* see obl/mpi.h */
-const char *obl_mpi_error(const obl_mpi *m) { return m && m->err[0] ? m->err : "no error"; }
+const char *obl_mpi_error(const obl_mpi *m)
+{
+    return m && m->err[0] ? m->err : "no error";
+}
 
 /* see obl/mpi.h */
 size_t obl_mpi_request_bytes(const obl_mpi *m, unsigned r, int writes)
 {
-    return m && r < m->y.R ? MPI_MSG_HDR + MPI_MSG_TAG +
-                                 lay_req_len(&m->y, r, writes ? MSG_MIXED : MSG_GET)
-                           : 0;
+    return m && r < m->y.R
+               ? MPI_MSG_HDR + MPI_MSG_TAG + lay_req_len(&m->y, r, writes ? MSG_MIXED : MSG_GET)
+               : 0;
 }
 
 /* see obl/mpi.h */

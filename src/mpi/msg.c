@@ -10,14 +10,30 @@
 #include <openssl/evp.h>
 #include <openssl/kdf.h>
 
-static void put32(unsigned char *p, uint32_t v) { memcpy(p, &v, 4); }
-static void put64(unsigned char *p, uint64_t v) { memcpy(p, &v, 8); }
-static uint32_t get32(const unsigned char *p) { uint32_t v; memcpy(&v, p, 4); return v; }
-static uint64_t get64(const unsigned char *p) { uint64_t v; memcpy(&v, p, 8); return v; }
+static void put32(unsigned char *p, uint32_t v)
+{
+    memcpy(p, &v, 4);
+}
+static void put64(unsigned char *p, uint64_t v)
+{
+    memcpy(p, &v, 8);
+}
+static uint32_t get32(const unsigned char *p)
+{
+    uint32_t v;
+    memcpy(&v, p, 4);
+    return v;
+}
+static uint64_t get64(const unsigned char *p)
+{
+    uint64_t v;
+    memcpy(&v, p, 8);
+    return v;
+}
 
 /* HKDF-SHA256(secret, salt "obl-mpi v1", info) into out. 0 on success. */
-static int hkdf(const unsigned char *secret, size_t slen, const unsigned char *info,
-                size_t ilen, unsigned char *out, size_t len)
+static int hkdf(const unsigned char *secret, size_t slen, const unsigned char *info, size_t ilen,
+                unsigned char *out, size_t len)
 {
     static const unsigned char salt[] = "obl-mpi v1";
     EVP_PKEY_CTX *k = EVP_PKEY_CTX_new_id(EVP_PKEY_HKDF, NULL);
@@ -130,8 +146,8 @@ static int aead_open(msg_chan *c, const unsigned char *in, size_t len, unsigned 
 }
 
 /* see msg.h */
-int msg_open(msg_chan *c, uint64_t epoch, const size_t exp_len[MSG_KINDS],
-             const unsigned char *in, size_t n, void *pt, uint32_t *kind)
+int msg_open(msg_chan *c, uint64_t epoch, const size_t exp_len[MSG_KINDS], const unsigned char *in,
+             size_t n, void *pt, uint32_t *kind)
 {
     if (n < MPI_MSG_HDR + MPI_MSG_TAG)
         return MSG_TRUNCATED;
@@ -163,9 +179,12 @@ int msg_open(msg_chan *c, uint64_t epoch, const size_t exp_len[MSG_KINDS],
 /* see msg.h */
 const char *msg_fault_name(int fault)
 {
-    static const char *const names[] = {
-        "ok", "tampered (authentication failed)", "replayed (old sequence number)",
-        "reordered (sequence number ahead)", "truncated (wrong length)",
-        "from another epoch", "bad header (sender, receiver, kind or size)"};
+    static const char *const names[] = {"ok",
+                                        "tampered (authentication failed)",
+                                        "replayed (old sequence number)",
+                                        "reordered (sequence number ahead)",
+                                        "truncated (wrong length)",
+                                        "from another epoch",
+                                        "bad header (sender, receiver, kind or size)"};
     return fault >= 0 && fault <= MSG_HEADER ? names[fault] : "unknown";
 }

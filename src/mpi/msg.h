@@ -26,14 +26,19 @@ enum { MSG_GET = 1, MSG_MIXED = 2, MSG_BUILD = 3, MSG_STOP = 4, MSG_ANSWER = 5, 
 
 /* The faults of obl/mpi.h's obl_mpi_fault, by the same numbers. */
 enum {
-    MSG_OK = 0, MSG_TAMPERED = 1, MSG_REPLAYED = 2, MSG_REORDERED = 3, MSG_TRUNCATED = 4,
-    MSG_EPOCH = 5, MSG_HEADER = 6
+    MSG_OK = 0,
+    MSG_TAMPERED = 1,
+    MSG_REPLAYED = 2,
+    MSG_REORDERED = 3,
+    MSG_TRUNCATED = 4,
+    MSG_EPOCH = 5,
+    MSG_HEADER = 6
 };
 
 typedef struct msg_chan {
     uint32_t self, peer;
-    uint64_t seq_send, seq_recv;  /* next to send, next expected */
-    void *enc, *dec;              /* EVP_CIPHER_CTX, keyed once */
+    uint64_t seq_send, seq_recv; /* next to send, next expected */
+    void *enc, *dec;             /* EVP_CIPHER_CTX, keyed once */
 } msg_chan;
 
 /* Derives the 32-byte key of direction src -> dst from a secret:
@@ -62,8 +67,8 @@ obl_err msg_seal(msg_chan *c, uint32_t kind, uint64_t epoch, const void *pt, siz
  * On MSG_OK writes the payload to pt and its kind to *kind and advances
  * the sequence; otherwise changes nothing and returns the MSG_* fault.
  */
-int msg_open(msg_chan *c, uint64_t epoch, const size_t exp_len[MSG_KINDS],
-             const unsigned char *in, size_t n, void *pt, uint32_t *kind);
+int msg_open(msg_chan *c, uint64_t epoch, const size_t exp_len[MSG_KINDS], const unsigned char *in,
+             size_t n, void *pt, uint32_t *kind);
 
 /* The fault's name ("tampered (authentication failed)", ...). */
 const char *msg_fault_name(int fault);

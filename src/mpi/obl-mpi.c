@@ -21,8 +21,12 @@
 
 #include <obl/mpi.h>
 
+#include "mpi/inject.h"
+
 typedef struct opts {
     obl_mpi_params p;
+    int fault, fault_rank;
+    uint64_t fault_epoch;
     uint64_t n, batches, model, seed;
     int help;
 } opts;
@@ -58,7 +62,7 @@ static double now_us(void)
     return (double)t.tv_sec * 1e6 + (double)t.tv_nsec / 1e3;
 }
 
-static int parse_fault(const char *s, obl_mpi_params *p)
+static int parse_fault(const char *s, opts *p)
 {
     static const char *const kinds[] = {"", "tamper", "replay", "truncate", "kill", "silent"};
     char name[16];
@@ -127,7 +131,7 @@ static int parse(int argc, char **argv, opts *o)
                 secret[k] = (unsigned char)strtoul((char[3]){v[2 * k], v[2 * k + 1], 0}, NULL, 16);
             o->p.secret_len = n < 32 ? n : 32;
         } else if (!strcmp(a, "--fault")) {
-            if (parse_fault(v, &o->p))
+            if (parse_fault(v, o))
                 return -1;
         } else
             return -1;
@@ -199,9 +203,9 @@ static void print_report(const opts *o, int size, const timing *t, double q, dou
            " | Shard_batch := %zu | Bytes_per_query := %.2f | Encrypt_us_per_query := %.4f"
            " | Split_us := %.2f | Join_us := %.2f | Shard_us := %.2f | Wait_us := %.2f"
            " REPORT_123\n",
-           obl_version(), o->n, o->p.key_size, o->p.value_size, o->p.shards, o->p.batch,
-           init, lat, L * B / lat * 1e6, o->p.balancers, size, b, bytes / (q * B), crypto,
-           t->split / q, t->join / q, t->shard / q, t->wait / q);
+           obl_version(), o->n, o->p.key_size, o->p.value_size, o->p.shards, o->p.batch, init, lat,
+           L * B / lat * 1e6, o->p.balancers, size, b, bytes / (q * B), crypto, t->split / q,
+           t->join / q, t->shard / q, t->wait / q);
     fflush(stdout);
 }
 
@@ -347,7 +351,8 @@ static int run_model(obl_mpi *m, const opts *o, int rank, int size)
     if (e != OBL_OK)
         die(m, e, "stop");
     printf("obl-mpi model: rank %d of %d: %" PRIu64 " epochs, %ld answers checked, %ld wrong "
-           "(seed %" PRIu64 ")\n", rank, size, o->model, checks, bad, o->seed);
+           "(seed %" PRIu64 ")\n",
+           rank, size, o->model, checks, bad, o->seed);
     fflush(stdout);
     free(ops), free(ids), free(found), free(qk), free(vin), free(out), free(keys), free(vals);
     free(md.present), free(md.val);
@@ -379,6 +384,7 @@ int main(int argc, char **argv)
         return 2;
     }
     int rc = 0;
+    obl_mpi_inject(m, o.fault, o.fault_rank, o.fault_epoch);
     if (obl_mpi_role(m) == OBL_MPI_SHARD) {
         e = obl_mpi_serve(m);
         if (e != OBL_OK)

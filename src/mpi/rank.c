@@ -19,9 +19,18 @@ unsigned lay_nloc(const mpi_layout *y, unsigned r)
     return r < y->S ? (y->S - r + y->R - 1) / y->R : 0;
 }
 
-static size_t req_ent(const mpi_layout *y, int writes) { return 1 + y->ks + (writes ? y->vs : 0); }
-static size_t ans_ent(const mpi_layout *y) { return 1 + y->vs; }
-static size_t build_slot(const mpi_layout *y) { return 8 + (size_t)y->cap_s * (y->ks + y->vs); }
+static size_t req_ent(const mpi_layout *y, int writes)
+{
+    return 1 + y->ks + (writes ? y->vs : 0);
+}
+static size_t ans_ent(const mpi_layout *y)
+{
+    return 1 + y->vs;
+}
+static size_t build_slot(const mpi_layout *y)
+{
+    return 8 + (size_t)y->cap_s * (y->ks + y->vs);
+}
 
 /* see rank.h */
 size_t lay_req_len(const mpi_layout *y, unsigned r, int kind)
@@ -146,8 +155,8 @@ obl_err mpi_bal_join(mpi_bal *z, const unsigned char *keys, unsigned char *vout,
 }
 
 /* see rank.h */
-obl_err mpi_bal_build_pack(const mpi_bal *z, const unsigned char *keys,
-                           const unsigned char *vals, uint64_t n, unsigned char *const *out)
+obl_err mpi_bal_build_pack(const mpi_bal *z, const unsigned char *keys, const unsigned char *vals,
+                           uint64_t n, unsigned char *const *out)
 {
     const mpi_layout *y = &z->y;
     size_t slot = build_slot(y), pair = y->ks + y->vs;
@@ -256,9 +265,9 @@ obl_err mpi_srv_epoch(mpi_srv *v, int writes, const unsigned char *const *in,
     size_t n = (size_t)v->y.L * v->y.b;
     for (unsigned i = 0; i < v->nloc; i++) {
         srv_gather(v, i, writes, in);
-        obl_err e = writes ? obl_shard_batch(v->sh[i], n, v->ops, v->keys, v->vin, v->vout,
-                                             v->found)
-                           : obl_shard_get(v->sh[i], n, v->keys, v->vout, v->found);
+        obl_err e = writes
+                        ? obl_shard_batch(v->sh[i], n, v->ops, v->keys, v->vin, v->vout, v->found)
+                        : obl_shard_get(v->sh[i], n, v->keys, v->vout, v->found);
         if (e != OBL_OK)
             return e;
         srv_scatter(v, i, out);

@@ -17,10 +17,10 @@
 
 /* The public shape of a deployment. */
 typedef struct mpi_layout {
-    unsigned L, R, S;     /* balancers, shard ranks, shards */
-    size_t B, b;          /* requests per balancer, entries per shard and balancer */
-    size_t ks, vs;        /* key and value bytes */
-    uint64_t cap_s;       /* each shard's capacity */
+    unsigned L, R, S; /* balancers, shard ranks, shards */
+    size_t B, b;      /* requests per balancer, entries per shard and balancer */
+    size_t ks, vs;    /* key and value bytes */
+    uint64_t cap_s;   /* each shard's capacity */
 } mpi_layout;
 
 /* Payload header of an answer: status, the rank's work and crypto times. */
@@ -43,7 +43,7 @@ typedef struct mpi_bal {
     obl_alloc_ctx ac;
     obl_prg prg;
     shard_route rt;
-    shard_bufs bf;          /* S * b entries of the current epoch */
+    shard_bufs bf; /* S * b entries of the current epoch */
     unsigned char *mem;
     size_t mem_bytes;
 } mpi_bal;
@@ -65,24 +65,23 @@ void mpi_bal_pack(const mpi_bal *z, unsigned r, int writes, uint64_t status, uns
 uint64_t mpi_bal_unpack(mpi_bal *z, unsigned r, const unsigned char *in);
 
 /* Routes the answers back to the B requests. */
-obl_err mpi_bal_join(mpi_bal *z, const unsigned char *keys, unsigned char *vout,
-                     uint64_t *found);
+obl_err mpi_bal_join(mpi_bal *z, const unsigned char *keys, unsigned char *vout, uint64_t *found);
 
 /* Deals n pairs to the shard ranks' build payloads out[0 .. R-1]
  * (lay_req_len(MSG_BUILD) bytes each). Reveals the shard of each input
  * position, as obl_shard_build. Errors: FULL (a shard's share exceeds its
  * capacity, probability <= 2^-lambda for n <= capacity). */
-obl_err mpi_bal_build_pack(const mpi_bal *z, const unsigned char *keys,
-                           const unsigned char *vals, uint64_t n, unsigned char *const *out);
+obl_err mpi_bal_build_pack(const mpi_bal *z, const unsigned char *keys, const unsigned char *vals,
+                           uint64_t n, unsigned char *const *out);
 
 /* ---- the shard rank ---- */
 
 typedef struct mpi_srv {
     mpi_layout y;
     unsigned r, nloc;
-    obl_shard_params sp;    /* each shard's map: one shard of capacity cap_s */
+    obl_shard_params sp; /* each shard's map: one shard of capacity cap_s */
     obl_shard **sh;
-    uint64_t *ops, *dummy, *found;   /* L * b entries of one shard */
+    uint64_t *ops, *dummy, *found; /* L * b entries of one shard */
     unsigned char *keys, *vin, *vout;
 } mpi_srv;
 

@@ -76,38 +76,25 @@ typedef enum obl_mpi_fault {
  */
 typedef int (*obl_mpi_key_fn)(void *opaque, uint32_t src, uint32_t dst, unsigned char key[32]);
 
-/* Test-only fault injection (obl_mpi_params.fault). */
-enum {
-    OBL_MPI_INJECT_NONE = 0,
-    OBL_MPI_INJECT_TAMPER = 1,   /* flip a byte of the sealed message */
-    OBL_MPI_INJECT_REPLAY = 2,   /* send the previous epoch's message again */
-    OBL_MPI_INJECT_TRUNCATE = 3, /* send the message without its last byte */
-    OBL_MPI_INJECT_KILL = 4,     /* the rank kills itself (SIGKILL) */
-    OBL_MPI_INJECT_SILENT = 5    /* the rank stops sending and sleeps */
-};
-
 typedef struct obl_mpi_params {
     /* The map, as obl_shard_params (per deployment, not per rank). */
     uint64_t capacity;
     size_t key_size, value_size;
-    uint32_t shards;            /* S >= R, S <= R * OBL_MPI_MAX_SHARDS_PER_RANK */
-    uint32_t engines;           /* OBL_SHARD_ENGINES_*; 0 = both */
-    uint32_t threads;           /* threads of each shard rank's maps; 0 = 1 */
-    uint32_t lambda;            /* 0 = 40 */
+    uint32_t shards;  /* S >= R, S <= R * OBL_MPI_MAX_SHARDS_PER_RANK */
+    uint32_t engines; /* OBL_SHARD_ENGINES_*; 0 = both */
+    uint32_t threads; /* threads of each shard rank's maps; 0 = 1 */
+    uint32_t lambda;  /* 0 = 40 */
     /* The deployment. */
-    uint32_t balancers;         /* L >= 1; the other ranks hold shards */
-    size_t batch;               /* B: requests of each balancer per epoch */
-    size_t shard_batch;         /* b; 0 = the least b for B, S, lambda */
+    uint32_t balancers;          /* L >= 1; the other ranks hold shards */
+    size_t batch;                /* B: requests of each balancer per epoch */
+    size_t shard_batch;          /* b; 0 = the least b for B, S, lambda */
     const unsigned char *secret; /* shared secret (>= 16 bytes): route key, pair keys */
     size_t secret_len;
-    obl_mpi_key_fn pair_key;    /* NULL: HKDF from secret */
+    obl_mpi_key_fn pair_key; /* NULL: HKDF from secret */
     void *pair_key_opaque;
-    double timeout_s;           /* a receive's deadline; 0 = 60 */
-    uint64_t seed;              /* seeds the rank's PRGs when use_seed != 0 */
+    double timeout_s; /* a receive's deadline; 0 = 60 */
+    uint64_t seed;    /* seeds the rank's PRGs when use_seed != 0 */
     int use_seed;
-    int fault;                  /* OBL_MPI_INJECT_*, tests only */
-    int fault_rank;
-    uint64_t fault_epoch;
 } obl_mpi_params;
 
 typedef struct obl_mpi obl_mpi;
@@ -143,13 +130,13 @@ obl_err obl_mpi_stop(obl_mpi *m);
 
 typedef struct obl_mpi_stats {
     uint64_t epochs;
-    size_t b;                  /* per-shard batch size */
-    uint64_t bytes_sent, bytes_recv;      /* this rank's, on the wire, all epochs */
-    double last_split_us, last_join_us;   /* balancer: the load balancer's two passes */
-    double last_seal_us, last_open_us;    /* this rank's encryption, decryption */
-    double last_wait_us;                  /* time in the transport */
-    double last_shard_us;                 /* balancer: the slowest shard rank's work */
-    double last_shard_crypto_us;          /* balancer: that rank's seal + open */
+    size_t b;                           /* per-shard batch size */
+    uint64_t bytes_sent, bytes_recv;    /* this rank's, on the wire, all epochs */
+    double last_split_us, last_join_us; /* balancer: the load balancer's two passes */
+    double last_seal_us, last_open_us;  /* this rank's encryption, decryption */
+    double last_wait_us;                /* time in the transport */
+    double last_shard_us;               /* balancer: the slowest shard rank's work */
+    double last_shard_crypto_us;        /* balancer: that rank's seal + open */
 } obl_mpi_stats;
 
 void obl_mpi_get_stats(const obl_mpi *m, obl_mpi_stats *st);
