@@ -80,6 +80,7 @@ static int parse_fault(const char *s, opts *p)
     return -1;
 }
 
+/* The command line into o (one branch per option); -1 on a bad one. */
 static int parse(int argc, char **argv, opts *o)
 {
     static unsigned char secret[32];
@@ -210,10 +211,11 @@ static void print_report(const opts *o, int size, const timing *t, double q, dou
 }
 
 /* The benchmark: build, one warm-up epoch, then the timed get epochs. */
-static int run_bench(obl_mpi *m, const opts *o, int rank, int size)
+/* Balancer 0 builds ids 0 .. N-1; returns the build's time in us. */
+static double bench_build(obl_mpi *m, const opts *o, int rank)
 {
-    size_t ks = o->p.key_size, vs = o->p.value_size, B = o->p.batch;
-    uint64_t n = o->n, absent = n / 4 + 1;
+    size_t ks = o->p.key_size, vs = o->p.value_size;
+    uint64_t n = o->n;
     unsigned char *keys = malloc(rank == 0 ? n * ks + 1 : 1);
     unsigned char *vals = malloc(rank == 0 ? n * vs + 1 : 1);
     for (uint64_t i = 0; rank == 0 && i < n; i++) {
@@ -227,6 +229,15 @@ static int run_bench(obl_mpi *m, const opts *o, int rank, int size)
     free(vals);
     if (e != OBL_OK)
         die(m, e, "build");
+    return init;
+}
+
+static int run_bench(obl_mpi *m, const opts *o, int rank, int size)
+{
+    size_t ks = o->p.key_size, vs = o->p.value_size, B = o->p.batch;
+    uint64_t n = o->n, absent = n / 4 + 1;
+    double init = bench_build(m, o, rank);
+    obl_err e;
     unsigned char *qk = malloc(B * ks), *out = malloc(B * vs), *want = malloc(vs);
     uint64_t *found = malloc(B * 8), *ids = malloc(B * 8), bytes0 = 0;
     long bad = 0;
