@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Benchmark types `lb` (REPORT type LOADBALANCE, implementation obl: the
  * oblivious load balancer of obl/lb.h) and `lb-baseline` (implementation

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * obl/lb.h: the oblivious load balancer (Snoopy, Dauterman et al., SOSP
  * 2021, section 4; docs/lb.md).
@@ -38,6 +39,8 @@
 #ifdef __cplusplus
 extern "C" {
 #endif
+
+OBL_API_BEGIN
 
 /* Operations (secret). */
 enum { OBL_LB_GET = 0, OBL_LB_PUT = 1, OBL_LB_ERASE = 2 };
@@ -123,6 +126,8 @@ size_t obl_lb_memory_bytes(const obl_lb *lb);
 
 /* Frees the balancer, wiping its memory; NULL is fine. */
 void obl_lb_destroy(obl_lb *lb);
+
+OBL_API_END
 
 #ifdef __cplusplus
 }

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * The shard batch size of the load balancer (obl/lb.h, docs/lb.md): the
  * smallest n with P[Bin(B, 1/S) > n] <= 2^-lambda, from the exact binomial

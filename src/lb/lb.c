@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * The oblivious load balancer (obl/lb.h; Snoopy, Dauterman et al., SOSP
  * 2021, section 4). docs/lb.md describes the steps and what they reveal.

@@ -42,6 +42,7 @@
 
 #include "ct.h"
 #include "common/secret.h"
+#include "common/testing.h"
 #include "common/trace.h"
 #include "oram/nroram_internal.h"
 #include "sort/bsort.h"
@@ -54,11 +55,12 @@
 
 /* Tests only: the drawn leaves are ANDed with this (all ones: unchanged),
  * so that a test can crowd the blocks onto few paths and fill the stash. */
-static uint64_t bs_leaf_mask = UINT64_MAX;
+OBL_TEST_KNOB(uint64_t, bs_leaf_mask, UINT64_MAX);
 
 /* Tests only: 0 makes every build take the two-word form of step 3. */
-static int bs_allow_packed = 1;
+OBL_TEST_KNOB(int, bs_allow_packed, 1);
 
+#ifdef OBL_TESTING
 /* see nroram_internal.h */
 void nr_build_set_packing(int allow)
 {
@@ -76,6 +78,7 @@ void nr_build_set_blocks(size_t l2_bytes, size_t l3_bytes)
 {
     obl_bsort_set_blocks(l2_bytes, l3_bytes);
 }
+#endif
 
 /* see nroram_internal.h */
 obl_err nr_build(obl_nroram *o, uint64_t n, const unsigned char *data, size_t ss,

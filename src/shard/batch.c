@@ -110,24 +110,34 @@ static uint64_t per_request_fits(const sb_job *j, uint64_t *next)
     return ok;
 }
 
-/* The shards' answers; for a writing batch with scan stores, the scans'
- * writes are left pending. Sets *engine. */
-static obl_err answer(sb_job *j, unsigned *engine, uint64_t *next)
+/* The engine of a batch: a writing batch uses the scan store if kept; a
+ * get batch with both stores the cheaper by the cost model. With one shard
+ * a get batch through the omaps needs no balancer (duplicates are
+ * harmless to gets), so the scan's side is charged with it. Public. */
+static obl_err choose_engine(obl_shard *m, size_t B, size_t b, int writes, unsigned *engine)
 {
-    obl_shard *m = j->m;
     int scan = m->keep_scan;
-    if (!j->writes && m->keep_scan && m->keep_omap) {
+    if (!writes && m->keep_scan && m->keep_omap) {
         if (!m->calibrated) { /* the cost model's constants, at first use */
             obl_err c = shard_calibrate(m);
             if (c != OBL_OK)
                 return c;
             m->calibrated = 1;
         }
-        scan = shard_est_scan(m, j->b) < shard_est_per_request(m, j->b);
+        double bal = m->S == 1 ? shard_est_balance(m, B, b) : 0;
+        scan = shard_est_scan(m, b) + bal < shard_est_per_request(m, b);
     }
     *engine = scan ? OBL_SHARD_ENGINE_SCAN : OBL_SHARD_ENGINE_PER_REQUEST;
+    return OBL_OK;
+}
+
+/* The shards' answers; for a writing batch with scan stores, the scans'
+ * writes are left pending. */
+static obl_err answer(sb_job *j, unsigned engine, uint64_t *next)
+{
+    obl_shard *m = j->m;
     obl_err e;
-    if (scan) {
+    if (engine == OBL_SHARD_ENGINE_SCAN) {
         e = each_shard(j, task_scan_begin, 1);
         if (e != OBL_OK)
             scan_abort_all(m);
@@ -141,6 +151,19 @@ static obl_err answer(sb_job *j, unsigned *engine, uint64_t *next)
             e = OBL_ERR_FULL;
     }
     return e;
+}
+
+/* One shard, gets through its omap: the B requests as they are. */
+static obl_err direct_gets(obl_shard *m, size_t B, const unsigned char *keys,
+                           unsigned char *vout, uint64_t *found)
+{
+    size_t ks = m->p.key_size, vs = m->p.value_size;
+    for (size_t i = 0; i < B; i++) {
+        obl_err e = obl_omap_get(m->om[0], keys + i * ks, vout + i * vs, &found[i]);
+        if (e != OBL_OK)
+            return e;
+    }
+    return OBL_OK;
 }
 
 /* The writes after the answers: pending scans, then the omaps. */
@@ -184,13 +207,18 @@ static obl_err run_batch(obl_shard *m, sb_job *j, size_t B, const uint64_t *ops,
 {
     uint64_t next[OBL_SHARD_MAX_SHARDS];
     unsigned engine = 0;
+    obl_err e = choose_engine(m, B, j->b, j->writes, &engine);
+    if (e != OBL_OK)
+        return e;
+    int direct = m->S == 1 && !j->writes && engine == OBL_SHARD_ENGINE_PER_REQUEST;
     double t0 = shard_now_us();
-    obl_err e = shard_route_split(&m->rt, B, j->b, ops, keys, vin, &j->bf);
+    if (!direct)
+        e = shard_route_split(&m->rt, B, j->b, ops, keys, vin, &j->bf);
     double t1 = shard_now_us();
     if (e == OBL_OK)
-        e = answer(j, &engine, next);
+        e = direct ? direct_gets(m, B, keys, vout, found) : answer(j, engine, next);
     double t2 = shard_now_us();
-    if (e == OBL_OK)
+    if (e == OBL_OK && !direct)
         e = shard_route_join(&m->rt, B, j->b, keys, &j->bf, vout, found);
     double t3 = shard_now_us();
     if (e != OBL_OK) {

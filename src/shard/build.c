@@ -22,7 +22,8 @@ typedef struct bl_job {
 } bl_job;
 
 /* 1 if two of the n keys are equal: a sort of their words and a pass. */
-static obl_err has_duplicate(obl_shard *m, const unsigned char *keys, size_t n, uint64_t *dup)
+static obl_err has_duplicate(obl_shard *m, const unsigned char *keys, size_t n, obl_prg *g,
+                             uint64_t *dup)
 {
     size_t kw = m->rt.kw, rs = 8 * kw, bytes;
     *dup = 0;
@@ -36,7 +37,7 @@ static obl_err has_duplicate(obl_shard *m, const unsigned char *keys, size_t n, 
         return OBL_ERR_NOMEM;
     for (size_t i = 0; i < n; i++)
         memcpy(r + i * rs, keys + i * m->p.key_size, m->p.key_size);
-    shard_bitonic_sort_words(r, n, rs, kw);
+    shard_sort(r, n, rs, kw, 1, g, &m->ac.a);
     uint64_t d = 0;
     for (size_t i = 1; i < n; i++)
         d |= obl_ct_memeq(r + (i - 1) * rs, r + i * rs, rs);
@@ -64,7 +65,7 @@ static obl_err task_build(void *arg, size_t s)
         e = obl_omap_build(&m->om[s], &op, k, v, n);
     } else {
         uint64_t dup = 0;
-        e = has_duplicate(m, k, n, &dup);
+        e = has_duplicate(m, k, n, &j->prg[s], &dup);
         if (e == OBL_OK && OBL_DECLASSIFY_VAL(dup)) /* public: bad input */
             e = OBL_ERR_DUPLICATE_KEY;
     }

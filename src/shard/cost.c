@@ -5,8 +5,8 @@
  * compared with z slots, plus three sorts of the table's records
  * (shard_scan_table_shape gives nb and z), the shards in parallel or, with
  * fewer shards than threads, each scan split over the threads. Its
- * constants are timed at creation on the map's own stores (docs/shard.md,
- * "Cost model").
+ * constants are timed (thread CPU time) at the first get batch on the
+ * map's own stores (docs/shard.md, "Cost model").
  */
 #include <math.h>
 #include <string.h>
@@ -49,6 +49,22 @@ double shard_est_scan(obl_shard *m, size_t b)
     return rounds(m) * (scan + sorts);
 }
 
+/* see shard_map.h: five sorts of B + S b records (route.c) */
+double shard_est_balance(const obl_shard *m, size_t B, size_t b)
+{
+    double n = (double)(B + (size_t)m->S * b);
+    return 5.0 * m->cost.ce_us * n * log2(n + 1);
+}
+
+/* CPU time of the calling thread (us): the constants measure work, which
+ * other processes on the machine would inflate in wall-clock time. */
+static double cpu_now_us(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+    return (double)ts.tv_sec * 1e6 + (double)ts.tv_nsec / 1e3;
+}
+
 /* The least of three timings of a get batch of b dummies on store s. */
 static double time_scan(shard_scan *s, size_t b, size_t ks, size_t vs, const obl_alloc_ctx *ac)
 {
@@ -63,10 +79,10 @@ static double time_scan(shard_scan *s, size_t b, size_t ks, size_t vs, const obl
     shard_batch bt = {b, op, dummy, buf + 24 * b, NULL, buf + 24 * b + b * ks, found};
     double best = INFINITY;
     for (int r = 0; r < 3; r++) {
-        double t0 = shard_now_us();
+        double t0 = cpu_now_us();
         if (shard_scan_batch(s, &bt, NULL, 1) != OBL_OK)
             best = -1;
-        double t = shard_now_us() - t0;
+        double t = cpu_now_us() - t0;
         best = best < 0 ? best : fmin(best, t);
     }
     obl_free(&c, buf, bytes);
@@ -99,9 +115,9 @@ static obl_err calibrate_scan(obl_shard *m)
         return OBL_ERR_NOMEM;
     for (size_t i = 0; i < n; i++)
         memcpy(r + i * rs, &(uint64_t){(i * 0x9e3779b97f4a7c15ull) >> 20}, 8);
-    double t0 = shard_now_us();
+    double t0 = cpu_now_us();
     shard_sort(r, n, rs, 1, 1, &m->prg, &m->ac.a);
-    m->cost.ce_us = (shard_now_us() - t0) / (4096.0 * 12.0);
+    m->cost.ce_us = (cpu_now_us() - t0) / (4096.0 * 12.0);
     obl_free(&c, r, bytes);
     return OBL_OK;
 }
@@ -114,11 +130,14 @@ obl_err shard_calibrate(obl_shard *m)
     if (m->keep_omap) {
         unsigned char key[OBL_SHARD_MAX_KEY_SIZE] = {0}, val[OBL_SHARD_MAX_VALUE_SIZE];
         uint64_t found;
-        double t0 = shard_now_us();
-        for (int i = 0; i < 16; i++)
+        double t0 = 0;
+        for (int i = 0; i < 48; i++) { /* 16 to warm the caches, 32 timed */
+            if (i == 16)
+                t0 = cpu_now_us();
             if (obl_omap_get(m->om[0], key, val, &found) != OBL_OK)
                 return OBL_ERR_STATE;
-        m->cost.access_us = (shard_now_us() - t0) / 16;
+        }
+        m->cost.access_us = (cpu_now_us() - t0) / 32;
     }
     return m->keep_scan ? calibrate_scan(m) : OBL_OK;
 }

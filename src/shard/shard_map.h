@@ -60,6 +60,9 @@ obl_err shard_calibrate(obl_shard *m);
 double shard_est_per_request(const obl_shard *m, size_t b);
 double shard_est_scan(obl_shard *m, size_t b);
 
+/* The balancer's estimate (us) for B requests, b per shard. */
+double shard_est_balance(const obl_shard *m, size_t B, size_t b);
+
 /* Microseconds since an arbitrary origin (CLOCK_MONOTONIC). */
 double shard_now_us(void);
 

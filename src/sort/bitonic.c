@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Bitonic sort of records for any n (obl/sort.h): Batcher's network (1968)
  * in the arbitrary-n form of H. W. Lang: sort the first half descending,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * The bitonic sort of 64-bit keys and the oblivious expansion that the tree
  * ORAM's bulk build runs (src/oram/build.c): keys below 2^63, an optional
@@ -12,6 +13,7 @@
 
 #include "ct.h"
 #include "common/secret.h"
+#include "common/testing.h"
 #include "common/trace.h"
 #include "sort/bsort.h"
 
@@ -469,14 +471,17 @@ static void bs_steps(const bsort *s, size_t lo, size_t hi, size_t k, int mirror,
 
 /* The cache sizes the blocks are made for; obl_bsort_set_blocks (tests)
  * shrinks them, so that small sorts take every blocked path. */
-static size_t bs_l2_bytes = BS_BLOCK_BYTES, bs_l3_bytes = BS_L3_BYTES;
+OBL_TEST_KNOB(size_t, bs_l2_bytes, BS_BLOCK_BYTES);
+OBL_TEST_KNOB(size_t, bs_l3_bytes, BS_L3_BYTES);
 
+#ifdef OBL_TESTING
 /* see sort/bsort.h */
 void obl_bsort_set_blocks(size_t l2_bytes, size_t l3_bytes)
 {
     bs_l2_bytes = l2_bytes ? l2_bytes : BS_BLOCK_BYTES;
     bs_l3_bytes = l3_bytes ? l3_bytes : BS_L3_BYTES;
 }
+#endif
 
 /* The largest power of two C >= 8, at most m (itself a power of two, or
  * below 8), with C elements of esz bytes in at most bytes / 2. Public. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Private: the 64-bit-key bitonic sort and expansion of the ORAM bulk build
  * (src/sort/bsort.c). The general record sorts are in obl/sort.h.
@@ -41,7 +42,9 @@ void obl_bsort_sort(const bsort *s, size_t m);
  */
 void obl_bsort_expand(const bsort *s, size_t base, size_t n, uint64_t z);
 
+#ifdef OBL_TESTING
 /* Tests only: the cache sizes the sort blocks for (0: the defaults). */
 void obl_bsort_set_blocks(size_t l2_bytes, size_t l3_bytes);
+#endif
 
 #endif /* OBL_SRC_SORT_BSORT_H */

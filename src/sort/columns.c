@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Bitonic sort of columns (obl/sort.h, obl_sort_columns): n = 2^k rows held
  * as ncol arrays of 64-bit words, the key in the first kw columns (1 or 2,
@@ -110,6 +111,26 @@ void col_ce_reg(__m256i X[][4], int a, int b, int asc, const size_t nc, const si
     }
 }
 
+/* The four vectors of rows e, e + q, e + 2q, e + 3q through the steps of
+ * spans 2q and q, in registers (col_step2v, col_quads). */
+OBL_SIMD_INLINE("avx2")
+void col_quad4(const col_arr *s, size_t e, size_t q, int asc, const size_t nc, const size_t kw)
+{
+    __m256i X[COL_MAXC][4];
+    for (int a = 0; a < 4; a++) {
+        COL_TOUCH(e + a * q, 4);
+        for (size_t c = 0; c < nc; c++)
+            X[c][a] = _mm256_loadu_si256((const void *)(s->col[c] + e + a * q));
+    }
+    col_ce_reg(X, 0, 2, asc, nc, kw);
+    col_ce_reg(X, 1, 3, asc, nc, kw);
+    col_ce_reg(X, 0, 1, asc, nc, kw);
+    col_ce_reg(X, 2, 3, asc, nc, kw);
+    for (int a = 0; a < 4; a++)
+        for (size_t c = 0; c < nc; c++)
+            _mm256_storeu_si256((void *)(s->col[c] + e + a * q), X[c][a]);
+}
+
 /* Steps j and j / 2 of stage k (j >= 8) in one pass over [lo, hi): the
  * rows e, e + q, e + 2q, e + 3q (q = j / 2) are closed under both steps,
  * so four vectors of four rows per column stay in registers through both
@@ -122,21 +143,8 @@ void col_step2v(const col_arr *s, size_t lo, size_t hi, size_t k, size_t j, cons
     const size_t q = j / 2;
     for (size_t b = lo; b < hi; b += 2 * j) {
         const int asc = !(b & k);
-        for (size_t r = 0; r < q; r += COL_LANES) {
-            __m256i X[COL_MAXC][4];
-            for (int a = 0; a < 4; a++) {
-                COL_TOUCH(b + r + a * q, 4);
-                for (size_t c = 0; c < nc; c++)
-                    X[c][a] = _mm256_loadu_si256((const void *)(s->col[c] + b + r + a * q));
-            }
-            col_ce_reg(X, 0, 2, asc, nc, kw);
-            col_ce_reg(X, 1, 3, asc, nc, kw);
-            col_ce_reg(X, 0, 1, asc, nc, kw);
-            col_ce_reg(X, 2, 3, asc, nc, kw);
-            for (int a = 0; a < 4; a++)
-                for (size_t c = 0; c < nc; c++)
-                    _mm256_storeu_si256((void *)(s->col[c] + b + r + a * q), X[c][a]);
-        }
+        for (size_t r = 0; r < q; r += COL_LANES)
+            col_quad4(s, b + r, q, asc, nc, kw);
     }
 }
 
@@ -278,6 +286,32 @@ static void col_pairs(void *ctx, size_t lo, size_t hi)
     }
 }
 
+#if OBL_CT_AVX2
+/* Quads [lo, hi) of a full pass of spans j and j / 2 (quad p: rows e +
+ * a * q, a = 0 .. 3, q = j / 2, e = (p / q) * 2j + p % q; q >= COL_BLOCK,
+ * chunks of multiples of 64). */
+OBL_INLINE void col_quads_nk(const col_job *jb, size_t lo, size_t hi, const size_t nc,
+                             const size_t kw)
+{
+    const size_t j = jb->j, q = j / 2;
+    for (size_t p = lo; p < hi; p += COL_LANES) {
+        size_t e = p / q * 2 * j + p % q;
+        col_quad4(jb->s, e, q, !(e & jb->k), nc, kw);
+    }
+}
+
+static void col_quads(void *ctx, size_t lo, size_t hi)
+{
+    const col_job *jb = ctx;
+    switch (jb->s->ncol * 4 + jb->s->kw) { /* public */
+    case 2 * 4 + 1: col_quads_nk(jb, lo, hi, 2, 1); break;
+    case 4 * 4 + 1: col_quads_nk(jb, lo, hi, 4, 1); break;
+    case 4 * 4 + 2: col_quads_nk(jb, lo, hi, 4, 2); break;
+    default: col_quads_nk(jb, lo, hi, jb->s->ncol, jb->s->kw); break;
+    }
+}
+#endif
+
 /* see columns.h */
 void col_sort(const col_arr *s)
 {
@@ -290,6 +324,12 @@ void col_sort(const col_arr *s)
     obl_par_for(t, n / C, 1, col_blocks, &jb);
     for (size_t k = 2 * C; k <= n; k <<= 1) {
         size_t j = k / 2;
+#if OBL_CT_AVX2
+        for (; j >= 2 * C; j >>= 2) { /* spans j and j / 2 >= C in one pass */
+            col_job qj = {s, C, k, j};
+            obl_par_for(t, n / 4, 64, col_quads, &qj);
+        }
+#endif
         for (; j >= C; j >>= 1) {
             col_job pj = {s, C, k, j};
             obl_par_for(t, n / 2, 64, col_pairs, &pj);

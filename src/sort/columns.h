@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Private: the bitonic network on columns (columns.c), the vector sort the
  * load balancer and obl_sort_columns run.

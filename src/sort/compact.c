@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Order-preserving tight compaction and its inverse, expansion, on arrays of
  * records (obl/sort.h): ORCompact and OROffCompact of Sasy, Johnson and
@@ -160,6 +161,15 @@ static void cp_off(cp_node *nd)
     if (n < 2)
         return;
     const uint32_t *E = nd->E;
+    if (n == 2) { /* the general step with m = the first mark: swap iff m == z */
+        const rec_arr *a = nd->a;
+        REC_TOUCH(base);
+        REC_TOUCH(base + 1);
+        uint64_t m = (uint64_t)(E[base + 1] - E[base]);
+        rec_cswap(obl_ct_mask(obl_ct_eq64(m, nd->z)), rec_at(a, base), rec_at(a, base + 1),
+                  a->words);
+        return;
+    }
     const uint64_t z = nd->z, m = (uint64_t)(E[base + h] - E[base]);
     const uint64_t zl = z & (h - 1), zr = (z + m) & (h - 1);
     const uint64_t sb = obl_ct_ge64(zl + m, h) ^ obl_ct_ge64(z, h);

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Fork-join helpers (par.h): a thread per chunk, joined before return.
  */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Fork-join helpers for the record sorts (pthreads, no pool, no global
  * state): a call creates its threads and joins them before returning. When

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Private helpers of the record sorts (obl/sort.h): an array of records of
  * `words` 64-bit words each, the key in the first kw words (1 or 2, the
@@ -59,9 +60,6 @@ void rec_expand(const rec_arr *a, const uint32_t *E);
 
 /* Sorts a's records ascending with the bitonic network (bitonic.c). */
 void rec_sort_bitonic(const rec_arr *a);
-
-/* From this many records on, obl_sort shuffles, then sorts (docs/sort.md). */
-#define OBL_SORT_SHUFFLED_MIN ((size_t)1 << 10)
 
 struct obl_prg;
 

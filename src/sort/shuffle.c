@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Oblivious random shuffle and shuffle-then-sort (obl/sort.h).
  *
@@ -19,6 +20,7 @@
 
 #include "common/prg.h"
 #include "common/secret.h"
+#include "sort/columns.h"
 #include "sort/par.h"
 #include "sort/rec.h"
 
@@ -144,11 +146,12 @@ static inline int sh_lt(const sh_ent *x, const sh_ent *y)
 static void sh_merge(const sh_ent *x, size_t nx, const sh_ent *y, size_t ny, sh_ent *out)
 {
     size_t i = 0, j = 0, k = 0;
-    while (i < nx && j < ny) {
-        if (sh_lt(&y[j], &x[i]))
-            out[k++] = y[j++];
-        else
-            out[k++] = x[i++];
+    while (i < nx && j < ny) { /* the comparison picks a source, no branch */
+        size_t c = (size_t)sh_lt(&y[j], &x[i]);
+        const sh_ent *src = c ? &y[j] : &x[i];
+        out[k++] = *src;
+        j += c;
+        i += c ^ 1;
     }
     while (i < nx)
         out[k++] = x[i++];
@@ -254,6 +257,32 @@ obl_err obl_sort_shuffled(void *recs, size_t n, const obl_sort_params *p)
     return sh_sort(&a, p);
 }
 
+/* The column network on a copy of the records as columns (n a power of
+ * two, at most 8 words a record): the records' words move to the columns
+ * and back at public addresses. */
+static obl_err sh_sort_columns(const rec_arr *a, const obl_sort_params *p)
+{
+    const size_t n = a->n, W = a->words, bytes = n * W * 8;
+    obl_alloc_ctx ac;
+    obl_alloc_init(&ac, p->alloc);
+    uint64_t *buf = obl_alloc(&ac, bytes, 64);
+    if (!buf)
+        return OBL_ERR_NOMEM;
+    uint64_t *cols[8];
+    for (size_t c = 0; c < W; c++)
+        cols[c] = buf + c * n;
+    for (size_t i = 0; i < n; i++)
+        for (size_t c = 0; c < W; c++)
+            cols[c][i] = a->w[i * W + c];
+    col_arr s = {cols, W, a->kw, n, a->threads};
+    col_sort(&s);
+    for (size_t i = 0; i < n; i++)
+        for (size_t c = 0; c < W; c++)
+            a->w[i * W + c] = cols[c][i];
+    obl_free(&ac, buf, bytes);
+    return OBL_OK;
+}
+
 /* see obl/sort.h */
 obl_err obl_sort(void *recs, size_t n, const obl_sort_params *p)
 {
@@ -261,9 +290,8 @@ obl_err obl_sort(void *recs, size_t n, const obl_sort_params *p)
     obl_err e = rec_arr_init(&a, recs, n, p);
     if (e != OBL_OK || n < 2)
         return e;
-    if (n < OBL_SORT_SHUFFLED_MIN) { /* public */
-        rec_sort_bitonic(&a);
-        return OBL_OK;
-    }
-    return sh_sort(&a, p);
+    if ((n & (n - 1)) == 0 && a.words <= 8) /* public */
+        return sh_sort_columns(&a, p);
+    rec_sort_bitonic(&a);
+    return OBL_OK;
 }

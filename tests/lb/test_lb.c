@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Tests of obl/lb.h: the shard batch size against a direct binomial sum;
  * batches routed, answered by a model shard engine and routed back,

@@ -12,24 +12,11 @@
 #include "common/secret.h"
 #include "common/trace.h"
 #include "shard/shard_internal.h"
+#include "shard/shard_model.h"
 #include "testutil.h"
 
 #define KS 8
 #define VS 12
-
-typedef struct {
-    size_t n, cap;
-    uint64_t *k;
-    unsigned char *v;
-} model;
-
-static long model_find(const model *m, uint64_t k)
-{
-    for (size_t i = 0; i < m->n; i++)
-        if (m->k[i] == k)
-            return (long)i;
-    return -1;
-}
 
 typedef struct {
     size_t b;
@@ -80,20 +67,8 @@ static void model_apply(model *m, const req *q, int *ok)
     for (size_t i = 0; i < q->b; i++) {
         uint64_t k;
         memcpy(&k, q->keys + i * KS, KS);
-        long p = model_find(m, k);
-        if (q->dummy[i] || q->op[i] == OBL_OMAP_GET)
-            continue;
-        if (q->op[i] == OBL_OMAP_PUT) {
-            if (p < 0) {
-                p = (long)m->n++;
-                m->k[p] = k;
-            }
-            memcpy(m->v + (size_t)p * VS, q->vin + i * VS, VS);
-        } else if (p >= 0) {
-            m->n--;
-            m->k[p] = m->k[m->n];
-            memcpy(m->v + (size_t)p * VS, m->v + m->n * VS, VS);
-        }
+        if (!q->dummy[i])
+            model_write(m, q->op[i], k, q->vin + i * VS);
     }
 }
 
@@ -129,7 +104,7 @@ static void model_stream(uint64_t cap, size_t b, unsigned parts, obl_pool *pool,
         return;
     test_rng r;
     test_rng_seed(&r, T.seed ^ cap ^ b << 20);
-    model m = {0, cap, calloc(cap + 1, 8), calloc(cap + 1, VS)};
+    model m = model_new(cap, VS);
     size_t n0 = cap / 2;
     for (size_t i = 0; i < n0; i++) { /* keys 1001.. for the load */
         m.k[i] = 1001 + i;
@@ -156,8 +131,7 @@ static void model_stream(uint64_t cap, size_t b, unsigned parts, obl_pool *pool,
             fprintf(stderr, "  cap %" PRIu64 " b %zu parts %u round %d\n", cap, b, parts, it);
     }
     shard_scan_destroy(s);
-    free(m.k);
-    free(m.v);
+    model_free(&m);
 }
 
 /* Two stores in the same state, batches of the same b, different requests:
@@ -180,7 +154,7 @@ static void trace_equal(size_t b, int writes)
         CHECK(shard_scan_load(s, keys, vals, 150) == OBL_OK);
         test_rng r;
         test_rng_seed(&r, T.seed + (uint64_t)k * 99);
-        model m = {150, 200, keys, vals};
+        model m = {150, 200, VS, keys, vals};
         static req q;
         make_batch(&r, &m, &q, b, writes);
         obl_trace_begin(&t[k]);

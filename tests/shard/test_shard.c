@@ -5,30 +5,18 @@
  * sizes 1 .. 2^16 (small ones under memcheck), a bulk build, all keys in
  * one shard, empty and full maps; bad input and allocation failure leave
  * the map unchanged. With --ct the batches' keys, values and ops are
- * marked secret for memcheck and the map runs one thread.
+ * marked secret for memcheck and the map runs one thread (two in two
+ * streams: memcheck serialises them).
  */
 #include <obl/shard.h>
 
 #include "common/secret.h"
 #include "shard/shard_map.h"
+#include "shard/shard_model.h"
 #include "testutil.h"
 
 #define KS 8
 #define VS 16
-
-typedef struct {
-    size_t n, cap;
-    uint64_t *k;
-    unsigned char *v;
-} model;
-
-static long mfind(const model *m, uint64_t k)
-{
-    for (size_t i = 0; i < m->n; i++)
-        if (m->k[i] == k)
-            return (long)i;
-    return -1;
-}
 
 /* The batch's answers from the state before it, then its writes in order. */
 static int model_batch(model *m, size_t B, const uint64_t *ops, const uint64_t *keys,
@@ -38,24 +26,12 @@ static int model_batch(model *m, size_t B, const uint64_t *ops, const uint64_t *
     static const unsigned char zero[VS];
     int ok = 1;
     for (size_t i = 0; i < B; i++) {
-        long p = mfind(m, keys[i]);
+        long p = model_find(m, keys[i]);
         ok &= found[i] == (p >= 0);
         ok &= !memcmp(vout + i * VS, p >= 0 ? m->v + (size_t)p * VS : zero, VS);
     }
-    for (size_t i = 0; vin && i < B; i++) {
-        long p = mfind(m, keys[i]);
-        if (ops[i] == OBL_OMAP_PUT) {
-            if (p < 0) {
-                p = (long)m->n++;
-                m->k[p] = keys[i];
-            }
-            memcpy(m->v + (size_t)p * VS, vin + i * VS, VS);
-        } else if (ops[i] == OBL_OMAP_ERASE && p >= 0) {
-            m->n--;
-            m->k[p] = m->k[m->n];
-            memcpy(m->v + (size_t)p * VS, m->v + m->n * VS, VS);
-        }
-    }
+    for (size_t i = 0; vin && i < B; i++)
+        model_write(m, ops[i], keys[i], vin + i * VS);
     return ok;
 }
 
@@ -123,6 +99,9 @@ static void fill_batch(test_rng *r, bufs *b, size_t B, int kind, uint64_t univer
     }
 }
 
+/* Threads under memcheck (which serialises them): 1, and 2 for one stream. */
+static unsigned ct_threads = 1;
+
 static obl_shard_params params(uint64_t cap, unsigned S, unsigned engines, unsigned threads)
 {
     obl_shard_params p = {0};
@@ -130,7 +109,7 @@ static obl_shard_params params(uint64_t cap, unsigned S, unsigned engines, unsig
     p.key_size = KS;
     p.value_size = VS;
     p.shards = S;
-    p.threads = T.ct ? 1 : threads;
+    p.threads = T.ct ? ct_threads : threads;
     p.engines = engines;
     p.use_seed = 1;
     p.seed = T.seed;
@@ -155,7 +134,7 @@ static void stream(uint64_t cap, unsigned S, unsigned engines, const size_t *Bs,
 {
     test_rng r;
     test_rng_seed(&r, T.seed ^ cap ^ (uint64_t)S << 32 ^ engines);
-    model m = {0, cap, calloc(universe + 1, 8), calloc(universe + 1, VS)};
+    model m = model_new(universe, VS);
     size_t n0 = (size_t)(cap < universe ? cap : universe) / 2;
     for (size_t i = 0; i < n0; i++) {
         m.k[i] = 1 + 2 * i % universe;
@@ -185,8 +164,7 @@ static void stream(uint64_t cap, unsigned S, unsigned engines, const size_t *Bs,
     CHECK(st.shards == S && st.batches > 0 && st.shard_capacity >= cap / S);
     CHECK(obl_shard_memory_bytes(s) > 0);
     obl_shard_destroy(s);
-    free(m.k);
-    free(m.v);
+    model_free(&m);
 }
 
 /* Keys of one shard only: fine while the batch's distinct keys fit in b;
@@ -205,7 +183,7 @@ static void one_shard(unsigned engines)
         if (shard_route_shard_of(&s->rt, (const unsigned char *)&k) == 0)
             ks[nk++] = k;
     CHECK(nk > b && b < B);
-    model m = {0, 400, calloc(401, 8), calloc(401, VS)};
+    model m = model_new(400, VS);
     bufs bb;
     bufs_init(&bb, B);
     test_rng r;
@@ -221,8 +199,7 @@ static void one_shard(unsigned engines)
         bb.keys[i] = ks[i % (b - 1)];
     CHECK(do_batch(s, &m, &bb, B, 0) == OBL_OK); /* unchanged */
     bufs_free(&bb);
-    free(m.k);
-    free(m.v);
+    model_free(&m);
     obl_shard_destroy(s);
 }
 
@@ -287,7 +264,8 @@ static void alloc_failure(unsigned engines)
             CHECK(e == OBL_ERR_NOMEM && s == NULL && fa.live == 0);
             continue;
         }
-        model m = {20, 40, calloc(41, 8), calloc(41, VS)};
+        model m = model_new(40, VS);
+        m.n = 20;
         memcpy(m.k, keys, sizeof keys);
         memcpy(m.v, vals, sizeof vals);
         int done = 0;
@@ -308,8 +286,7 @@ static void alloc_failure(unsigned engines)
         }
         obl_shard_destroy(s);
         CHECK(fa.live == 0);
-        free(m.k);
-        free(m.v);
+        model_free(&m);
         break;
     }
 }
@@ -331,6 +308,11 @@ int main(int argc, char **argv)
         }
         one_shard(e);
         alloc_failure(e);
+    }
+    if (T.ct) { /* the pool's threads under memcheck too */
+        ct_threads = 2;
+        stream(64, 3, 0, small, 5, 60, 4);
+        stream(64, 1, 2, small, 5, 60, 4);
     }
     if (!T.ct) /* large batches, both engines */
         stream(1u << 15, 15, 0, big, 3, 1u << 15, 3);

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Tests of obl/sort.h: bitonic sort, shuffle, shuffle-then-sort, compaction
  * and expansion against plain models (qsort, stable filtering), at small,
@@ -170,7 +171,7 @@ static void test_models(void)
 {
     size_t maxn = T.ct ? 300 : ((size_t)1 << 20);
 #ifdef SORT_SANITIZE
-    maxn = (size_t)1 << 14;
+    maxn = (size_t)1 << 12; /* -O0 with sanitizers: small sizes */
 #endif
     size_t ns[32], cnt = sizes(ns, maxn);
     static const sort_fn fns[] = {obl_sort_bitonic, obl_sort_shuffled, obl_sort};
@@ -212,6 +213,9 @@ static void test_columns(void)
 {
     long before = T.failures;
     size_t maxn = T.ct ? 256 : ((size_t)1 << 18);
+#ifdef SORT_SANITIZE
+    maxn = (size_t)1 << 12;
+#endif
     for (size_t n = 1; n <= maxn; n *= 2)
         for (size_t kw = 1; kw <= 2; kw++)
             for (int pat = 0; pat < 3; pat++) {
@@ -256,6 +260,9 @@ static void test_shuffle(void)
 {
     long before = T.failures;
     size_t maxn = T.ct ? 300 : 100000;
+#ifdef SORT_SANITIZE
+    maxn = 5000;
+#endif
     for (size_t n = 0; n <= maxn; n = n < 10 ? n + 1 : n * 3 + 1) {
         size_t bytes = n * 16;
         uint64_t *r = malloc(bytes + 8), *orig = malloc(bytes + 8);
@@ -357,6 +364,8 @@ static void test_bad_input(void)
         big[i] = 2048 - i;
     CHECK_EQ_U64(obl_sort_shuffled(big, 1024, &p), OBL_ERR_NOMEM);
     CHECK_EQ_U64(big[0], 2048); /* unchanged */
+    CHECK_EQ_U64(obl_sort(big, 1024, &p), OBL_ERR_NOMEM); /* the columns' scratch */
+    CHECK_EQ_U64(big[0], 2048);
     CHECK_EQ_U64(obl_compact(r, 2, fl, NULL, &p), OBL_ERR_NOMEM);
     CHECK_EQ_U64(fa.live, 0);
     printf("  bad input: %s\n", T.failures == before ? "ok" : "FAILED");
