@@ -203,6 +203,7 @@ static inline __m512i nr_tail_lanes(size_t vs)
 #endif
 
 
+#if OBL_CT_AVX512 /* used by nr_plan_target only */
 /* a == b ? x : y (a, b < 2^63). Secret: every argument. */
 static inline uint64_t nr_sel_eq(uint64_t a, uint64_t b, uint64_t x, uint64_t y)
 {
@@ -217,6 +218,7 @@ static inline uint64_t nr_sel_eq(uint64_t a, uint64_t b, uint64_t x, uint64_t y)
     return obl_ct_select64(nr_eqs(a, b), x, y);
 #endif
 }
+#endif
 
 /* Tests only (nr_set_plan_scalar): 1 runs the scalar metadata passes even
  * where the vector ones apply. */
@@ -226,6 +228,7 @@ OBL_TEST_KNOB(int, nr_plan_scalar, 0);
 void nr_set_plan_scalar(int on) { nr_plan_scalar = on; }
 #endif
 
+#if OBL_CT_AVX512 /* its one caller is the AVX-512 plan (nroram_impl.h) */
 /*
  * PrepareTarget (fig. 4) over the arrays nr_plan_deepest fills, leaf to
  * root, into tg[0..D] (255 for none): src is the level a pending drop at
@@ -248,6 +251,7 @@ static inline void nr_plan_target(const uint16_t *dp, const uint16_t *idle, uint
         src = nsrc;
     }
 }
+#endif
 
 #if OBL_CT_AVX512
 /*
