@@ -1,6 +1,6 @@
 /*
  * Tests of obl_mpi's message layer (src/mpi/msg.c) without MPI: sealed
- * messages open on the peer's channel only; every flipped bit, a replay,
+ * messages open on the peer's channel only; a flipped bit at every byte, a replay,
  * a reordering, a truncation or extension, another epoch, another pair's
  * key and an unexpected size are rejected with their fault, and a rejected
  * message changes nothing (the genuine one still opens). Keys differ per
@@ -53,7 +53,7 @@ static void test_roundtrip(msg_chan *a, msg_chan *b, test_rng *r)
     }
 }
 
-/* Every single-bit flip is rejected; then the genuine message opens. */
+/* A bit flipped at every byte is rejected; then the genuine message opens. */
 static void test_flips(msg_chan *a, msg_chan *b, uint64_t ep)
 {
     unsigned char pt[PL] = {1, 2, 3}, ct[MPI_MSG_HDR + PL + MPI_MSG_TAG], out[PL];
