@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Benchmark types `sharded` (REPORT type UnorderedMap, implementation
  * obl_sharded) and `batched` (obl_batched: the same map with one shard):

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * obl/shard.h: a sharded oblivious map answering batches of requests
  * (Sharded-UMAP), and with one shard a batched map (Batched-UMAP).
@@ -42,6 +43,8 @@
 #ifdef __cplusplus
 extern "C" {
 #endif
+
+OBL_API_BEGIN
 
 #define OBL_SHARD_MAX_KEY_SIZE 64u
 #define OBL_SHARD_MAX_VALUE_SIZE 1024u
@@ -132,6 +135,8 @@ size_t obl_shard_memory_bytes(const obl_shard *m);
 
 /* Stops the threads, frees and wipes everything; NULL is fine. */
 void obl_shard_destroy(obl_shard *m);
+
+OBL_API_END
 
 #ifdef __cplusplus
 }

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """The sharded map's engine crossover: queries/s of each engine.
 
 obl-bench sharded runs with `--engines 1` (per-request only), `--engines 2`

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * The worker pool of pool.h: one mutex and two condition variables. A job is
  * published under the mutex with a new generation number; every worker

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * A fixed pool of worker threads (POSIX threads) for the batched layer: the
  * caller chooses the number of threads T at creation (0 = the online cores);

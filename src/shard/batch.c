@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * The batch path of the sharded map: balance (route.c), answer on every
  * shard with the chosen engine, route the answers back, then apply the

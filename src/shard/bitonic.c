@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Bitonic sort of fixed-size records by a leading 64-bit key, for any n
  * (Batcher 1968; the recursion for arbitrary n from H. W. Lang's notes on

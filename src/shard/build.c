@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Bulk build of the sharded map (obl_shard_build): the pairs are dealt to
  * their shards, then every shard builds its stores in parallel (the omap's

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * The cost model that picks a get batch's engine from public sizes alone:
  * per-request: ceil(S / T) rounds of b omap accesses (the shards run in

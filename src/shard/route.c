@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * The sharded map's balancer for keys and values of any size: a batch of B
  * requests becomes S shard batches of exactly b entries, every distinct key

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * The scan engine: a shard's entries in a plain array, each batch answered
  * by one pass over all of them (Snoopy's subORAM: Dauterman, Fang, Demertzis,

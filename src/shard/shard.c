@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * The sharded map of obl/shard.h: S shards, each an obl_omap (per-request
  * engine) and/or a plain entry array (scan engine), behind the balancer of

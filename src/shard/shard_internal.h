@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Private interface of the sharded map (obl/shard.h): one shard's padded
  * batch, the two shard engines that answer it and the sort they use.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * The sharded map's structure, shared by shard.c (creation, build),
  * batch.c (the batch path) and cost.c (the cost model).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * The reference model of the shard tests: a plain list of (key, value)
  * pairs with 8-byte keys, searched linearly; obviously right, slow.

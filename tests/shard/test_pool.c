@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Tests of the worker pool (src/pool): every task of a job runs exactly
  * once for T = 1 .. 5 threads and n = 0 .. 200 tasks, jobs follow each

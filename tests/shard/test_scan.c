@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Tests of the scan engine (src/shard/scan.c) on one shard's padded
  * batches: against a plain model (a list of pairs) with hits, misses,

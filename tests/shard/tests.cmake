@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # Batched layer: the worker pool, the shard engines and the sharded map.
 obl_add_test(test_pool shard/test_pool.c)
 # The pool's locking under helgrind (valgrind is there in the ct build).
