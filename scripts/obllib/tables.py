@@ -133,6 +133,10 @@ def impl_order(impls, run_impls):
     return sorted(impls, key=key)
 
 
+# Types with their own tables and figures (obllib/ramp.py), not against N.
+RAMP_TYPES = ("Ramp-UMAP", "Ramp-UMAP-timeline")
+
+
 class Table:
     def __init__(self, key, section, subsection, title, header, rows, note=""):
         self.key, self.section, self.subsection = key, section, subsection
@@ -170,7 +174,7 @@ def measured_tables(records, spread="minmax"):
                 base[(r["impl"],) + tuple(r["params"].get(p) for p in MATCH_PARAMS) + (m,)] = s
     groups = {}
     for r in records:
-        if "N" not in r["params"]:
+        if "N" not in r["params"] or r["report_type"] in RAMP_TYPES:  # ramp.tables
             continue
         tp = table_params(r, names)
         for m, s in r["metrics"].items():
