@@ -30,6 +30,7 @@
 #include <obl/omap.h>
 
 #include "ct.h"
+#include "common/cpu.h"
 #include "common/secret.h"
 #include "omap/omap_internal.h"
 #include "oram/nroram_internal.h"
@@ -322,6 +323,9 @@ obl_err omap_alloc(obl_omap **out, const obl_omap_params *p)
         return OBL_ERR_INVALID_ARG;
     if (p->capacity > ((uint64_t)1 << 40))
         return OBL_ERR_TOO_LARGE;
+    const int isa = obl_isa_pick(); /* its ORAMs pick the same */
+    if (isa < 0)
+        return OBL_ERR_UNSUPPORTED;
     uint32_t layout = omap_layout(p);
     if (!layout)
         return OBL_ERR_TOO_LARGE;
@@ -365,6 +369,7 @@ obl_err omap_alloc(obl_omap **out, const obl_omap_params *p)
     obl_omap *m = (obl_omap *)obl_alloc(&ac, sizeof(*m), 64);
     if (!m)
         return OBL_ERR_NOMEM;
+    m->isa = isa;
     m->ac = ac;
     m->capacity = p->capacity;
     m->M = M;
@@ -1109,6 +1114,9 @@ size_t obl_omap_memory_bytes(const obl_omap *m)
         return 0;
     return m->ac.bytes + obl_roram_memory_bytes(m->oram) + obl_nroram_memory_bytes(m->vo);
 }
+
+/* see obl/omap.h */
+const char *obl_omap_variant(const obl_omap *m) { return m ? obl_isa_name(m->isa) : NULL; }
 
 /* see obl/omap.h */
 void obl_omap_destroy(obl_omap *m) { omap_free(m); }

@@ -58,6 +58,7 @@
 #define OMAP_HS 8u
 
 struct obl_omap {
+    int isa;              /* public: the variant chosen at creation (common/cpu.h) */
     obl_alloc_ctx ac;
     obl_prg prg;
     uint64_t sk[4];       /* SipHash keys: (sk[0], sk[1]) buckets, (sk[2], sk[3])

@@ -360,7 +360,7 @@ static inline __attribute__((always_inline)) void NR_F(nr_evict_core)(obl_nroram
      * (FB) the path's metadata was not copied into the buffer
      * (nr_evict_next): its slots are read in the tree. */
 #if OBL_CT_AVX512
-    if (!nr_plan_scalar) { /* public; tests only: the portable form */
+    if (!o->plan_scalar) { /* public; tests only: the portable form */
         /* the buffer's slots in whole vectors (64 bytes of slack after them;
          * rr has room for the lanes past them) */
         for (uint32_t j = 0; j < (FB ? P : ns); j += NR_PER)
@@ -426,7 +426,7 @@ static inline __attribute__((always_inline)) void NR_F(nr_evict_core)(obl_nroram
      * of sw0) or slot 1 (bit k of sw1). */
     uint64_t sel, sw0 = 0, sw1 = 0;
 #if OBL_CT_AVX512
-    if (P <= 32 && D <= 31 && !nr_plan_scalar) { /* public */
+    if (P <= 32 && D <= 31 && !o->plan_scalar) { /* public */
         uint16_t dp[32], idl[32], tgt[32];
         uint32_t second, e0, best0;
         nr_plan_deepest(rr, P, D, dp, idl, &second, &e0, &best0);
@@ -754,7 +754,7 @@ static inline __attribute__((always_inline)) void NR_F(nr_evict_core)(obl_nroram
 static inline int NR_F(nr_whole_buckets)(const obl_nroram *o)
 {
 #if OBL_CT_AVX512
-    return o->vs == 8 && o->bstride == 4 * sizeof(NR_META) && !nr_plan_scalar;
+    return o->vs == 8 && o->bstride == 4 * sizeof(NR_META) && !o->plan_scalar;
 #else
     (void)o;
     return 0;
@@ -864,7 +864,7 @@ static inline __attribute__((always_inline)) uint64_t NR_F(nr_fetch_core)(obl_nr
     if (vs != 8 && !reg64) /* public */
         memset(o->tmp, 0, vs);
 #if OBL_CT_AVX512
-    if (P <= 64 && !nr_plan_scalar) { /* public (the switch: tests only) */
+    if (P <= 64 && !o->plan_scalar) { /* public (the switch: tests only) */
         /* the stash's ids compared in chunks; the matches as a bit mask */
         uint64_t mt = 0;
         for (uint32_t j = 0; j < P; j += NR_PER) {
@@ -899,7 +899,7 @@ static inline __attribute__((always_inline)) uint64_t NR_F(nr_fetch_core)(obl_nr
     }
 #if OBL_CT_AVX512
     /* public: one-vector buckets (the switch: tests only) */
-    if (vs == 8 && bstride == 4 * sizeof(NR_META) && !nr_plan_scalar) {
+    if (vs == 8 && bstride == 4 * sizeof(NR_META) && !o->plan_scalar) {
         /* ids compared in their lanes; a match's value lane taken, its id
          * lane set to all ones; the metadata stored back whole */
         __m512i acc = _mm512_setzero_si512();
@@ -969,7 +969,7 @@ static inline __attribute__((always_inline)) uint64_t NR_F(nr_fetch_core)(obl_nr
 }
 
 /* see nroram_internal.h; block size as in nr_evict_buf */
-uint64_t NR_F(nr_fetch)(obl_nroram *o, uint64_t id, uint64_t pos)
+static uint64_t NR_F(nr_fetch)(obl_nroram *o, uint64_t id, uint64_t pos)
 {
 #define NR_FETCH_CALL(VS, NWC) return NR_F(nr_fetch_core)(o, id, pos, VS, NWC)
     NR_BY_WORDS(o, NR_FETCH_CALL, (void)0)
@@ -986,7 +986,7 @@ static inline uint64_t NR_F(nr_stash_count)(const obl_nroram *o)
 #if OBL_CT_AVX512
     /* whole chunks, the lanes past the stash dropped from the
      * comparison's mask */
-    if (!nr_plan_scalar) { /* public; the switch: tests only */
+    if (!o->plan_scalar) { /* public; the switch: tests only */
         uint32_t c = o->P;
         for (uint32_t j = 0; j < o->P; j += NR_PER) {
             __mmask8 kl = NR_F(nr_chunk_ideq)(NR_F(nr_chunk_load)(bm, j), NR_F(nr_chunk_lanes)(o->P, j),
@@ -1054,7 +1054,7 @@ static inline __attribute__((always_inline)) void NR_F(nr_stash_in)(obl_nroram *
     NR_WORD nid = NR_SEL(keep, (NR_WORD)id, NR_DUMMY);
     NR_WORD nleaf = (NR_WORD)(new_pos & (o->L - 1));
 #if OBL_CT_AVX512
-    if (o->P <= 64 && !nr_plan_scalar) { /* public (the switch: tests only) */
+    if (o->P <= 64 && !o->plan_scalar) { /* public (the switch: tests only) */
         /* The empty slots as a bit mask (a comparison per entry, no
          * branch), its lowest bit isolated: the slot to fill. */
         const uint32_t P = o->P;
@@ -1149,7 +1149,7 @@ static void NR_F(nr_settle)(obl_nroram *o)
 }
 
 /* see nroram_internal.h; block size as in nr_evict_buf */
-obl_err NR_F(nr_put)(obl_nroram *o, uint64_t keep, uint64_t id, uint64_t new_pos)
+static obl_err NR_F(nr_put)(obl_nroram *o, uint64_t keep, uint64_t id, uint64_t new_pos)
 {
     if (o->vs == 64) /* public */
         NR_F(nr_stash_in)(o, keep, id, new_pos, 64);

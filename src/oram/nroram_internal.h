@@ -84,7 +84,26 @@ typedef struct nr_meta64 {
 #define NR_DUMMY32 UINT32_MAX
 #define NR_DUMMY64 UINT64_MAX
 
+/* Bytes after the tree, the stash and o->tmp that whole-vector loads and
+ * stores may touch (nr_reg_words in nr_access.c). */
+#define NR_SLACK 64
+
+struct obl_nroram;
+
+/* A variant's operations for one metadata width (nr_access.c; the wrappers
+ * below say what they do). */
+typedef struct nr_ops {
+    uint64_t (*fetch)(struct obl_nroram *o, uint64_t id, uint64_t pos);
+    obl_err (*put)(struct obl_nroram *o, uint64_t keep, uint64_t id, uint64_t new_pos);
+    obl_err (*recover)(struct obl_nroram *o);
+    int (*scan_max16)(const uint16_t in[32], uint16_t out[32]);
+} nr_ops;
+
 struct obl_nroram {
+    const nr_ops *ops;  /* public: the variant's code for this width, chosen
+                           at creation (common/cpu.h) */
+    int isa;            /* public: that variant (OBL_ISA_*) */
+    int plan_scalar;    /* public; tests only (nr_set_plan_scalar) */
     obl_alloc_ctx ac;
     obl_prg prg;
     uint64_t capacity;
@@ -171,14 +190,22 @@ static inline uint32_t nr_log_leaves(uint64_t capacity)
  * then stores nothing. The map (src/omap/omap.c) relies on this for the
  * 8-byte key 0xff..ff, whose value it keeps outside the ORAM.
  */
-uint64_t nr_fetch32(obl_nroram *o, uint64_t id, uint64_t pos);
-obl_err nr_put32(obl_nroram *o, uint64_t keep, uint64_t id, uint64_t new_pos);
-uint64_t nr_fetch64(obl_nroram *o, uint64_t id, uint64_t pos);
-obl_err nr_put64(obl_nroram *o, uint64_t keep, uint64_t id, uint64_t new_pos);
+static inline uint64_t nr_fetch(obl_nroram *o, uint64_t id, uint64_t pos)
+{
+    return o->ops->fetch(o, id, pos);
+}
+
+static inline obl_err nr_put(obl_nroram *o, uint64_t keep, uint64_t id, uint64_t new_pos)
+{
+    return o->ops->put(o, keep, id, new_pos);
+}
 
 /* Before an access: if the structure is in the `full` state, tries extra
  * evictions; OBL_ERR_STATE if the stash still has no free slot. Public. */
-obl_err nr_ready(obl_nroram *o);
+static inline obl_err nr_ready(obl_nroram *o)
+{
+    return o->full ? o->ops->recover(o) : OBL_OK; /* public state */
+}
 
 /* A block's id computed from its content (nr_build): called on every slot
  * of the tree and the stash, real or empty, so it must take the same time
@@ -239,16 +266,17 @@ void nr_build_set_packing(int allow);
  * UINT64_MAX restores uniform leaves. */
 void nr_build_set_leaf_mask(uint64_t mask);
 
-/* Tests only, not thread-safe: 1 makes every eviction take the portable
- * form even where the AVX-512 one applies: scalar reaches, metadata passes
- * (level by level, not nr_plan_deepest in nroram.c) and stash count, no
+/* Tests only: 1 makes every eviction of tree o take the portable form even
+ * where the AVX-512 one applies: scalar reaches, metadata passes (level by
+ * level, not nr_plan_deepest in nr_access.c) and stash count, no
  * whole-bucket evictions (the path's metadata goes through the buffer),
- * and ReadAndRemove and the stash insertion slot by slot;
- * 0 restores the default. Both must leave the same tree and stash. */
-void nr_set_plan_scalar(int on);
+ * and ReadAndRemove and the stash insertion slot by slot; 0 restores the
+ * default. Both must leave the same tree and stash. */
+void nr_set_plan_scalar(obl_nroram *o, int on);
 
 /* Tests only: out[i] = max(in[0..i]) by the vector prefix maximum of the
- * AVX-512 metadata passes; returns 0 (out untouched) in builds without it. */
+ * AVX-512 metadata passes; returns 0 (out untouched) when the variant a
+ * structure would pick now has none. */
 int nr_test_scan_max16(const uint16_t in[32], uint16_t out[32]);
 
 #endif /* OBL_SRC_ORAM_NRORAM_INTERNAL_H */

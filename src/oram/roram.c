@@ -26,6 +26,7 @@
 #include <obl/oram.h>
 
 #include "ct.h"
+#include "common/cpu.h"
 #include "common/secret.h"
 #include "common/trace.h"
 #include "oram/nroram_internal.h"
@@ -43,6 +44,7 @@ typedef uint32_t ro_w32 __attribute__((may_alias));
 #define RO_SCAN_VALUES_MAX 4096u
 
 struct obl_roram {
+    int isa;            /* public: the variant chosen at creation (common/cpu.h) */
     obl_alloc_ctx ac;
     obl_prg prg;
     uint64_t n;
@@ -96,6 +98,9 @@ static obl_err ro_create(obl_roram **out, const obl_roram_params *p, const void 
     *out = NULL;
     if (!p || p->n == 0 || p->value_size == 0 || p->value_size > OBL_ORAM_MAX_VALUE_SIZE)
         return OBL_ERR_INVALID_ARG;
+    const int isa = obl_isa_pick(); /* its trees pick the same (nr_create) */
+    if (isa < 0)
+        return OBL_ERR_UNSUPPORTED;
     const size_t vs = p->value_size;
     size_t total;
     if (!obl_mul_ok((size_t)p->n, vs, &total) || p->n > ((uint64_t)1 << 40))
@@ -138,6 +143,7 @@ static obl_err ro_create(obl_roram **out, const obl_roram_params *p, const void 
     obl_roram *r = (obl_roram *)obl_alloc(&ac, sizeof(*r), 64);
     if (!r)
         return OBL_ERR_NOMEM;
+    r->isa = isa;
     r->n = p->n;
     r->vs = vs;
     r->lk = lk;
@@ -413,10 +419,10 @@ static obl_err ro_access(obl_roram *r, uint64_t index, uint64_t is_write, const 
         uint64_t b = bi >> r->sh[l];
         uint64_t pub = p;
         OBL_DECLASSIFY(&pub, sizeof(pub)); /* LEAK: the leaf label, revealed by design */
-        nr_fetch32(o, b, pub);
+        nr_fetch(o, b, pub);
         uint64_t slot = (bi >> r->sh[l - 1]) & (((uint64_t)1 << r->fl[l]) - 1);
         uint32_t next = ro_leaf_swap(r, l, o->tmp, slot, (uint32_t)np[l - 1]);
-        obl_err e = nr_put32(o, 1, b, np[l]);
+        obl_err e = nr_put(o, 1, b, np[l]);
         if (e != OBL_OK)
             ret = e;
         p = next;
@@ -425,10 +431,10 @@ static obl_err ro_access(obl_roram *r, uint64_t index, uint64_t is_write, const 
         obl_nroram *o = r->lv[0];
         uint64_t pub = p;
         OBL_DECLASSIFY(&pub, sizeof(pub)); /* LEAK: the leaf label, revealed by design */
-        nr_fetch32(o, bi, pub);
+        nr_fetch(o, bi, pub);
         uint64_t slot = index & (((uint64_t)1 << r->lk) - 1);
         ro_slot_rmw(o->tmp, (uint64_t)1 << r->lk, vs, slot, r->val, out, w, in, fn, ctx);
-        obl_err e = nr_put32(o, 1, bi, np[0]);
+        obl_err e = nr_put(o, 1, bi, np[0]);
         if (e != OBL_OK)
             ret = e;
     }
@@ -490,6 +496,9 @@ size_t obl_roram_memory_bytes(const obl_roram *o)
         b += obl_nroram_memory_bytes(o->lv[l]);
     return b;
 }
+
+/* see obl/oram.h */
+const char *obl_roram_variant(const obl_roram *o) { return o ? obl_isa_name(o->isa) : NULL; }
 
 /* see obl/oram.h */
 void obl_roram_destroy(obl_roram *o)
