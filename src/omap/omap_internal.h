@@ -46,6 +46,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #include <obl/omap.h>
 #include <obl/oram.h>
@@ -55,10 +56,38 @@
 #include "omap/speck.h"
 
 /* bucket and stash entry header bytes */
+/* Leaves: 32-bit words; headers: 64-bit words. */
+static inline uint64_t ld32(const unsigned char *p)
+{
+    uint32_t w;
+    memcpy(&w, p, 4);
+    return w;
+}
+
+static inline void st32(unsigned char *p, uint64_t w)
+{
+    uint32_t v = (uint32_t)w;
+    memcpy(p, &v, 4);
+}
+
+static inline uint64_t ld64(const unsigned char *p)
+{
+    uint64_t w;
+    memcpy(&w, p, 8);
+    return w;
+}
+
+static inline void st64(unsigned char *p, uint64_t w) { memcpy(p, &w, 8); }
+
+/* The operation of omap_op.c (see obl_omap_access). */
+typedef obl_err (*omap_access_t)(obl_omap *m, uint64_t op, const void *key, const void *value_in,
+                                 void *value_out, uint64_t *found);
+
 #define OMAP_HS 8u
 
 struct obl_omap {
-    int isa;              /* public: the variant chosen at creation (common/cpu.h) */
+    omap_access_t access; /* public: the variant's operation, chosen at creation */
+    int isa;              /* public: that variant (common/cpu.h) */
     obl_alloc_ctx ac;
     obl_prg prg;
     uint64_t sk[4];       /* SipHash keys: (sk[0], sk[1]) buckets, (sk[2], sk[3])
