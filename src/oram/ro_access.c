@@ -119,7 +119,7 @@ static void ro_slot_rmw(unsigned char *blk, uint64_t k, size_t vs, uint64_t slot
  * The access. Secret: index, is_write, in/out contents, the callback's
  * work. Public: the pointers' NULL-ness, the error returned.
  */
-static obl_err ro_access_impl(obl_roram *r, uint64_t index, uint64_t is_write, const void *in,
+static obl_err ro_access(obl_roram *r, uint64_t index, uint64_t is_write, const void *in,
                          void *out, obl_oram_update_fn fn, void *ctx)
 {
     if (!r)
@@ -178,4 +178,4 @@ static obl_err ro_access_impl(obl_roram *r, uint64_t index, uint64_t is_write, c
 }
 
 OBL_VARIANT_DECLARE(const ro_access_t, ro_access_fn);
-const ro_access_t OBL_V(ro_access_fn) = ro_access_impl;
+const ro_access_t OBL_V(ro_access_fn) = ro_access;

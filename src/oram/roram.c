@@ -250,8 +250,8 @@ obl_err ro_ready(obl_roram *r)
     return OBL_OK;
 }
 
-/* The access (ro_access.c), in the variant the structure picked. */
-static obl_err ro_access(obl_roram *r, uint64_t index, uint64_t is_write, const void *in,
+/* The access (ro_access.c, ro_access), in the variant the structure picked. */
+static obl_err ro_run(obl_roram *r, uint64_t index, uint64_t is_write, const void *in,
                          void *out, obl_oram_update_fn fn, void *ctx)
 {
     if (!r)
@@ -263,13 +263,13 @@ static obl_err ro_access(obl_roram *r, uint64_t index, uint64_t is_write, const 
 obl_err obl_roram_access(obl_roram *o, uint64_t index, uint64_t is_write, const void *in,
                          void *out)
 {
-    return ro_access(o, index, is_write, in, out, NULL, NULL);
+    return ro_run(o, index, is_write, in, out, NULL, NULL);
 }
 
 /* see obl/oram.h */
 obl_err obl_roram_read(obl_roram *o, uint64_t index, void *value_out)
 {
-    return ro_access(o, index, 0, NULL, value_out, NULL, NULL);
+    return ro_run(o, index, 0, NULL, value_out, NULL, NULL);
 }
 
 /* see obl/oram.h */
@@ -277,7 +277,7 @@ obl_err obl_roram_write(obl_roram *o, uint64_t index, const void *value)
 {
     if (!value)
         return OBL_ERR_INVALID_ARG;
-    return ro_access(o, index, 1, value, NULL, NULL, NULL);
+    return ro_run(o, index, 1, value, NULL, NULL, NULL);
 }
 
 /* see obl/oram.h */
@@ -285,7 +285,7 @@ obl_err obl_roram_update(obl_roram *o, uint64_t index, obl_oram_update_fn fn, vo
 {
     if (!fn)
         return OBL_ERR_INVALID_ARG;
-    return ro_access(o, index, 0, NULL, NULL, fn, ctx);
+    return ro_run(o, index, 0, NULL, NULL, fn, ctx);
 }
 
 /* see obl/oram.h */
