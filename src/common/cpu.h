@@ -65,4 +65,13 @@ const char *obl_isa_name(int v);
 #define OBL_VARIANT_PICK(name, v) ((void)(v), &name##_native)
 #endif
 
+/* CALL(v) for every variant v this build holds (its suffix). */
+#if defined(OBL_DISPATCH) && defined(OBL_BUILT_AVX512)
+#define OBL_VARIANT_EACH(CALL) CALL(portable) CALL(avx2) CALL(avx512)
+#elif defined(OBL_DISPATCH)
+#define OBL_VARIANT_EACH(CALL) CALL(portable) CALL(avx2)
+#else
+#define OBL_VARIANT_EACH(CALL) CALL(native)
+#endif
+
 #endif /* OBL_SRC_COMMON_CPU_H */
