@@ -50,8 +50,8 @@ static inline uint64_t nr_eq(uint64_t a, uint64_t b)
  * written so that the value carried from level to level passes through
  * one compare and one conditional move per step: each chain runs once per
  * level and eviction, and its latency, not its instruction count, is what
- * it costs (measured: running PrepareTarget's chain three times instead of
- * once added 0.155 us to an access of NRORAM 8/8 at 2^16, 0.67 us). The
+ * it costs (running PrepareTarget's chain three times instead of once
+ * measured a quarter slower an access at 2^16). The
  * x86 versions are cmov in inline assembly (no branch; the compiler cannot
  * turn them into one); elsewhere masks. Secret: every argument but lv.
  */
@@ -305,9 +305,8 @@ static inline void nr_plan_deepest(const uint16_t *rr, uint32_t P, uint32_t D, u
     /* the stash: the deepest-going block (reach << 8 | slot, the largest
      * wins) and whether a slot is empty (255 - slot for the empty ones).
      * rr and tg are read as whole vectors (both have room) and masked in
-     * registers (docs/oram.md, "Masked memory operands": in-process 2^20
-     * 0.967, 0.928, 0.861, 0.994 x; 2^16 and 2^12 0.974-1.006 x); gcc 12
-     * folds these masks, public lengths, back into masked loads */
+     * registers (docs/oram.md, "Masked memory operands"); gcc 12 folds
+     * these masks, public lengths, back into masked loads */
     __m512i rs = _mm512_maskz_mov_epi16(pm, _mm512_loadu_si512((const void *)rr));
     __m512i bkey = _mm512_maskz_mov_epi16(pm, _mm512_or_si512(_mm512_slli_epi16(rs, 8), iota));
     __m512i ekey = _mm512_maskz_mov_epi16(pm & _mm512_cmpeq_epi16_mask(rs, zero),

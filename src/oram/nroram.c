@@ -89,11 +89,10 @@ obl_err nr_create(obl_nroram **out, const obl_nroram_params *p, int clear)
     /* A bucket of 33 to 63 bytes (8-byte values with 64-bit metadata: 48)
      * is padded to one cache line: it then never straddles two lines, so a
      * path is one line per level and no load of a bucket is split. Costs a
-     * third more memory for those sizes only; NRORAM 8/8, both versions in
-     * one process with 5 placements (docs/oram.md, "Buckets of one line"):
-     * 0.955 and 0.955 x the time at 2^20, 0.928 and 0.934 x at 2^16.
-     * Larger buckets keep their size (the RORAM's 144-byte ones would grow
-     * by a third too, past its memory target). Public: the sizes. */
+     * third more memory for those sizes only, for faster accesses
+     * (docs/oram.md, "Buckets of one line"). Larger buckets keep their
+     * size (the RORAM's 144-byte ones would grow by a third too, past its
+     * memory target). Public: the sizes. */
     if (bstride > 32 && bstride < 64)
         bstride = 64;
     if (!obl_mul_ok((size_t)nbuckets, bstride, &tree_bytes) || tree_bytes > OBL_ORAM_MAX_BYTES)
@@ -181,12 +180,9 @@ obl_err obl_nroram_create(obl_nroram **out, const obl_nroram_params *p)
     /* A tree used alone has its accesses back to back: an access's second
      * eviction prefetches the path of the next access's second eviction,
      * not of its first, which would start after only the caller's work and
-     * a ReadAndRemove (NRORAM 8/8, in-process A/B, 3 placements x 6
-     * rounds, both orders: 2^20 0.934 and 0.946 x, 4/8 0.896 and 0.977 x,
-     * 2^16 0.972 and 0.952 x, 2^12 1.00 x). The trees of a RORAM or a map
-     * keep a lead of one: their next access comes after the other trees'
-     * (two ahead there: RORAM 8/8 1.027 and 1.006 x, 8/56 1.012 and
-     * 0.995 x, map get 1.010 and 1.021 x). */
+     * a ReadAndRemove. The trees of a RORAM or a map keep a lead of one:
+     * their next access comes after the other trees', and two ahead gained
+     * nothing there (docs/oram.md, "NRORAM: Circuit ORAM"). */
     if (e == OBL_OK)
         (*out)->pf_lead = 2;
     return e;

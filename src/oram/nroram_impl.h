@@ -107,14 +107,12 @@ static inline uint64_t NR_F(nr_evict_leaf)(const obl_nroram *o, uint64_t g)
 /* At the start of an access: prefetches the buckets of the accessed path
  * (o->pathb) from level pf_k0 down, so that the misses of the deep levels
  * overlap instead of queueing behind each other; the levels above pf_k0 are
- * on every path and stay in cache (prefetching them cost instructions for
- * nothing: skipping them took NRORAM 8/8 from 1.46 to 1.26 us at 2^20 and
- * 1.23 to 1.12 us at 2^16, in-process A/B). The eviction paths are
- * prefetched o->pf_lead evictions ahead (nr_evict_next). All path prefetches go
- * deepest level first: the deep buckets are the ones likely to come from
- * DRAM, and the prefetches stall once the miss buffers are full, so the
- * slowest start first (in-process A/B, NRORAM 8/8 at 2^20: 0.965, 0.983,
- * 0.999, 0.972 x; RORAM 8/56: 0.987, 0.959 x). */
+ * on every path and stay in cache (prefetching them costs instructions for
+ * nothing). The eviction paths are prefetched o->pf_lead evictions ahead
+ * (nr_evict_next). All path prefetches go deepest level first: the deep
+ * buckets are the ones likely to come from DRAM, and the prefetches stall
+ * once the miss buffers are full, so the slowest start first (both choices
+ * measured: docs/oram.md, "NRORAM: Circuit ORAM"). */
 static inline void NR_F(nr_prefetch_access)(const obl_nroram *o)
 {
     for (uint32_t k = o->D; k-- > o->pf_k0;)
@@ -235,8 +233,8 @@ static inline __mmask8 NR_F(nr_chunk_lanes)(uint32_t P, uint32_t j)
  * changes with them (or with masks inside them), and nr_chunk_store writes
  * the other lanes back as they were loaded (slots past the stash, or the
  * buffer's 64 bytes of slack). Plain loads and stores, not masked ones:
- * the scans that follow read the chunk again soon (in-process A/B,
- * 2026-12-06: see docs/oram.md, "Masked memory operands"). */
+ * the scans that follow read the chunk again soon, and a masked store does
+ * not forward to them (docs/oram.md, "Masked memory operands"). */
 static inline __m512i NR_F(nr_chunk_load)(const NR_META *bm, uint32_t j)
 {
     __m512i v = _mm512_loadu_si512((const void *)&bm[j]);
@@ -394,21 +392,12 @@ static inline __attribute__((always_inline)) void NR_F(nr_evict_core)(obl_nroram
                 NR_F(nr_reach_chunk)(m, e, logL, &rr[P + 2 * k]);
             }
             /* the path of the eviction pf_lead after this one
-             * (nr_evict_next), once this one's
-             * metadata has been loaded: issued before those loads, the
-             * prefetches waited for miss buffers (NRORAM 8/8 at 2^20, in-process
-             * A/B: 0.91 to 1.00 x the time, four comparisons; issued at the
-             * end of the data pass instead: 1.08 and 1.19 x; queued and
-             * issued one per level of the data pass, as the read path's
-             * are: 1.065 and 1.056 x; as reads to L2 instead of prefetchw:
-             * 1.010 and 0.982 x, 2026-12-06; with pf_lead 2, queued one per
-             * level: 1.015 and 1.018 x at 2^20, 1.028 and 1.026 x at 2^16).
-             * With a lead of two, to L1 (locality 3) instead of L2: NRORAM
-             * 8/8 at 2^20 0.933, 0.985, 0.919, 0.938 x; 4/8 0.966, 0.977 x;
-             * 2^22 0.958, 0.953 x; 2^16 0.998, 1.011 x. The RORAM's and the
-             * map's trees (lead one) keep L2: for them L1 measured RORAM
-             * 1.001, 0.996 x (8/8) and 0.997, 0.993 x (8/56), map get
-             * 1.030, 0.979 x. */
+             * (nr_evict_next), once this one's metadata has been loaded:
+             * issued before those loads, the prefetches waited for miss
+             * buffers; at the end of the data pass, or one per level, they
+             * came too late. A tree of lead two (used alone) prefetches to
+             * L1, the trees of a RORAM or a map (lead one) to L2, where L1
+             * gained nothing (docs/oram.md, "NRORAM: Circuit ORAM"). */
             if (o->pf_lead > 1) /* public */
                 NR_PREFETCH_EVICT_PATH(o, o->pf_next, 3);
             else
@@ -654,12 +643,11 @@ static inline __attribute__((always_inline)) void NR_F(nr_evict_core)(obl_nroram
             if (o->pfq_i < o->pfq_n) /* public */
                 NR_PREFETCH_BUCKET(o, o->pfq[o->pfq_i++], 0, 3);
             OBL_TRACE_TOUCH(OBL_TRACE_REGION_ORAM_TREE, OBL_TRACE_WRITE, b, 1);
-            /* whole buckets by plain loads and stores, no masked ones (a
-             * 32-byte bucket moved with a 512-bit load and store masked to
-             * its 8 lanes made NRORAM 4/8 at 2^20 1.5 x slower: in-process
-             * A/B 0.603 and 0.686 x the time with these, 2026-12-06; the
+            /* whole buckets by plain loads and stores, no masked ones: the
              * next eviction or access reads the top levels' buckets again
-             * soon after, and a masked store seems not to forward to them) */
+             * soon after, and a masked store does not forward to those loads
+             * (masked moves measured far slower: docs/oram.md, "Masked
+             * memory operands") */
 #if NRW == 64
             __m512i bv = _mm512_loadu_si512((const void *)bp);
 #else
@@ -763,9 +751,8 @@ static inline int NR_F(nr_whole_buckets)(const obl_nroram *o)
 
 /* The block size is a constant in the copy for 64-byte blocks (every
  * position-map level and the packed data levels of the recursive ORAM), so
- * its block moves are single vectors without a loop (in-process A/B, with
- * nr_fetch and nr_put alike: NRORAM 4/64 at 2^13 0.94 -> 0.82 us, at 2^17
- * 1.34 -> 1.24 us). */
+ * its block moves are single vectors without a loop (nr_fetch and nr_put
+ * alike). */
 static int NR_F(nr_evict_buf)(obl_nroram *o, uint64_t e)
 {
 #define NR_EVICT_CALL(VS, NWC) NR_F(nr_evict_core)(o, e, VS, NWC, 0)
@@ -799,14 +786,11 @@ static inline __attribute__((always_inline)) uint64_t NR_F(nr_fetch_core)(obl_nr
         /* the read path's prefetches are queued and the first eviction's
          * data pass issues one per level, so they do not stall on miss
          * buffers its own loads fill (it has D levels, at least as many as
-         * the queue, so the loop after settle only guards; A/B at 2^20
-         * 0.96-0.98 x, at 2^16 0.94-0.98 x; issuing them during the second
-         * eviction instead was 1.04-1.13 x). With a lead of 2 (a tree used
-         * alone, obl_nroram_create) the evictions' paths are in cache by
-         * then, their loads hold no miss buffers, and the read path is
-         * prefetched at once (NRORAM 8/8 at 2^20 0.928 and 0.951 x, 4/8
-         * 0.900 and 0.964 x, 2^22 0.983 and 0.907 x, 2^16 0.996-1.013 x;
-         * RORAM trees, lead 1, unchanged: 0.994 and 1.001 x). */
+         * the queue, so the loop after settle only guards; during the
+         * second eviction they came too late). With a lead of 2 (a tree
+         * used alone, obl_nroram_create) the evictions' paths are in cache
+         * by then, their loads hold no miss buffers, and the read path is
+         * prefetched at once (docs/oram.md, "NRORAM: Circuit ORAM"). */
         o->pfq_n = 0;
         o->pfq_i = 0;
         for (uint32_t k = o->D; k-- > o->pf_k0;)
@@ -825,9 +809,9 @@ static inline __attribute__((always_inline)) uint64_t NR_F(nr_fetch_core)(obl_nr
      * mask arithmetic as in nr_evict_buf. At most one real block matches
      * (an id is stored once: obl_nroram_insert's rule that the id be absent),
      * so 8- and 64-byte blocks are OR-ed into a register (the compiler
-     * cannot keep o->tmp in one: it may alias the tree); in-process A/B
-     * with the eviction's held block (nr_evict_core) for 64 bytes. Other
-     * sizes are moved into o->tmp. */
+     * cannot keep o->tmp in one: it may alias the tree), as the eviction's
+     * held block is (nr_evict_core) for 64 bytes. Other sizes are moved
+     * into o->tmp. */
     NR_WORD f = 0;
     uint64_t acc8 = 0;
 #if OBL_CT_AVX512
@@ -910,9 +894,9 @@ static inline __attribute__((always_inline)) uint64_t NR_F(nr_fetch_core)(obl_nr
             unsigned char *bp = o->tree + b * bstride;
             OBL_TRACE_TOUCH(OBL_TRACE_REGION_ORAM_TREE, OBL_TRACE_RW, b, 1);
             /* plain loads and stores, as in the eviction's whole-bucket
-             * pass (nr_evict_core); the metadata stored back alone: NRORAM
-             * 8/8 at 2^20 0.908 and 0.965 x the time of the masked 48-byte
-             * load and 32-byte store, 2^16 0.999 and 1.003 x */
+             * pass (nr_evict_core), and the metadata stored back alone:
+             * faster than a masked load and store of the bucket's part
+             * (docs/oram.md, "Masked memory operands") */
 #if NRW == 64
             /* lanes: id0 leaf0 id1 leaf1 value0 value1, padding */
             __m512i v = _mm512_loadu_si512((const void *)bp);
@@ -1081,8 +1065,8 @@ static inline __attribute__((always_inline)) void NR_F(nr_stash_in)(obl_nroram *
             uint64_t t;
             memcpy(&t, o->tmp, 8);
             /* behind the barrier: else gcc 12 folds the broadcast into a
-             * load of o->tmp masked by the secret slot (found by review,
-             * 2026-12-06) */
+             * load of o->tmp masked by the secret slot (the masked-operand
+             * audit, tests/ct/masked_ops.sh, rejects that) */
             __m512i tv = _mm512_set1_epi64((long long)t);
             NR_VBARRIER(tv);
             for (uint32_t j = 0; j < P; j += 8) {

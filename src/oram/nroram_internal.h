@@ -58,27 +58,14 @@ typedef struct nr_meta64 {
 
 /* Trees above this size prefetch every cache line of a bucket, also the
  * line a bucket straddles at its end; smaller ones (mostly in cache) skip
- * it, which measured faster there. In-process A/B, NRORAM 8/8 (48-byte
- * buckets), median of 31-41 rounds of 20000 accesses: 2^20 (48 MiB tree)
- * 1.64 -> 1.40 us, 2^16 (3 MiB) 0.91 -> 1.03 us. The limit was 16 MiB
- * until 2026-12-04, when the VM's caches held far less than that (a
- * dependent load measured 146 ns over 8 MiB, 20 ns over 2 MiB) and the
- * eviction's data pass stalled on the straddled line: 2^18 (12 MiB)
- * 1.34 -> 1.17 and 1.45 -> 1.20 us, 2^16 0.98 -> 0.93, 0.98 -> 0.94,
- * 0.98 -> 1.00 us (binaries alternating, 7 rounds of 50000 each). */
+ * it, which measured faster there; above it, the eviction's data pass
+ * stalled on the straddled line (docs/oram.md, "NRORAM: Circuit ORAM"). */
 #define NR_PF_LINES_BYTES ((size_t)2 << 20)
 
 /* Levels whose buckets together take at most this many bytes are touched
- * by every path, so they stay in cache and are not prefetched. 256 KiB
- * until 2026-12-04; then, both libraries in one process (scripts/ab.sh,
- * 21-31 alternating rounds), 64 KiB measured RORAM 8/56 at 2^20 0.849,
- * 0.926, 0.861, 1.002 and 0.960 x the time of 256 KiB (the last two with
- * either structure created first), the map's get 0.984 x, NRORAM 8/8
- * 0.947 and 1.002 x, RORAM 8/8 1.000 x; 32 KiB 0.980 x (8/56) and 1.015 x
- * (8/8), 16 KiB about 1.0 x, 0 (every level) 1.09 x. Again on
- * 2026-12-05 with 4-5 placements (obl-ab, OBL_AB_PLACEMENTS): 16 KiB
- * against 64 KiB measured NRORAM 8/8 at 2^20 1.005 and 1.026 x, the map's
- * get 1.021 and 0.989 x. */
+ * by every path, so they stay in cache and are not prefetched. The limit
+ * was chosen by measurement of NRORAM, RORAM and map accesses against
+ * 16 KiB to 256 KiB (docs/oram.md, "NRORAM: Circuit ORAM"). */
 #define NR_PF_HOT_BYTES ((size_t)64 << 10)
 
 #define NR_DUMMY32 UINT32_MAX

@@ -80,9 +80,9 @@ static obl_err ro_create(obl_roram **out, const obl_roram_params *p, const void 
         lk++;
     /* Data blocks: k = 2^lk values, the most that fit in 64 bytes; a block
      * of 33 to 63 bytes is padded to 64 (one cache line, and the ORAM's
-     * block moves then have no tail). In-process A/B, RORAM 8/56: 6.12 ->
-     * 5.37 us at 2^20, 3.64 -> 2.98 us at 2^16, for 137.6 -> 153.6 bytes
-     * per entry. */
+     * block moves then have no tail): faster accesses for about a tenth
+     * more memory per entry of 56 bytes (docs/oram.md, "RORAM: recursive
+     * ORAM"). */
     const size_t bpk = vs << lk; /* bytes of the k packed values */
     const size_t bsz = bpk > 32 && bpk < 64 ? 64 : bpk;
     const uint64_t nb = (p->n + ((uint64_t)1 << lk) - 1) >> lk;
