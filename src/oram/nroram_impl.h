@@ -339,24 +339,23 @@ static inline void NR_F(nr_reach_chunk)(__m512i m, uint64_t e, uint32_t logL, ui
 
 #endif
 
-static inline __attribute__((always_inline)) void NR_F(nr_evict_core)(obl_nroram *o, uint64_t e,
-                                                                     const size_t vs, const int NW,
-                                                                     const int FB)
+/*
+ * The reach of every slot of the eviction on path e into rr: 0 for an empty
+ * slot, else 1 + the common prefix length of its leaf and e (nr_reach);
+ * the stash's slots first, then the path's, root to leaf. With whole-bucket
+ * moves (FB) the path's metadata was not copied into the buffer
+ * (nr_evict_next): its slots are read in the tree, and once they are
+ * loaded the eviction path pf_lead ahead is prefetched.
+ * Secret: the metadata and rr. Public: e, the sizes, FB.
+ */
+static inline __attribute__((always_inline)) void NR_F(nr_evict_reach)(obl_nroram *o, uint64_t e,
+                                                                      uint16_t *rr, const int FB)
 {
-    (void)NW; /* no vector registers without AVX-512 */
     (void)FB;
     NR_META *bm = (NR_META *)o->bmeta;
     const uint32_t D = o->D, P = o->P, logL = o->logL, ns = o->nslots;
-    uint64_t *deepest = o->deepest, *target = o->target, *best = o->best, *empty = o->empty,
-             *hasempty = o->hasempty;
-    uint16_t rr[NR_MAX_SLOTS + 64]; /* + 64: whole vectors (nr_plan_deepest) */
-
-    OBL_TRACE_TOUCH(OBL_TRACE_REGION_ORAM_STASH, OBL_TRACE_RW, 0, P);
-
-    /* reach of every slot: 0 for an empty slot, else 1 + the common prefix
-     * length of its leaf and e (see nr_reach). With whole-bucket moves
-     * (FB) the path's metadata was not copied into the buffer
-     * (nr_evict_next): its slots are read in the tree. */
+    (void)D;
+    (void)P;
 #if OBL_CT_AVX512
     if (!o->plan_scalar) { /* public; tests only: the portable form */
         /* the buffer's slots in whole vectors (64 bytes of slack after them;
@@ -410,103 +409,111 @@ static inline __attribute__((always_inline)) void NR_F(nr_evict_core)(obl_nroram
             rr[s] = NR_F(nr_slot_reach)(&bm[s], e, logL);
     }
 
+}
+
+#if OBL_CT_AVX512
+/*
+ * EvictFast's data pass with whole buckets in one vector per level (8-byte
+ * values in 32- or 64-byte buckets, nr_whole_buckets): the held block (hm,
+ * h8) goes down the path swapping with slot 0 or 1 as sw0 and sw1 say
+ * (nr_plan); what it holds at the end is stored in o->tmp.
+ * Secret: hm, h8, sw0, sw1, the buckets. Public: the path.
+ */
+static inline __attribute__((always_inline)) void NR_F(nr_evict_pass_fb)(obl_nroram *o,
+                                                                        uint64_t sw0,
+                                                                        uint64_t sw1, NR_META hm,
+                                                                        uint64_t h8)
+{
+    const uint32_t D = o->D;
+    /* 32-bit lanes of a bucket: slot 0's id, leaf and value (FB_M0),
+     * slot 1's (FB_M1); the held block sits in slot 0's lanes */
+#if NRW == 64
+    const __mmask16 FB_M0 = 0x030f, FB_M1 = 0x0cf0;
+    static const int32_t p01[16] = {0, 1, 2, 3, 0, 1, 2, 3, 8, 9, 8, 9, 12, 13, 14, 15};
+    static const int32_t p10[16] = {4, 5, 6, 7, 4, 5, 6, 7, 10, 11, 10, 11, 12, 13, 14, 15};
+    __m512i h = _mm512_maskz_set1_epi64(1, (long long)hm.id);
+    h = _mm512_mask_set1_epi64(h, 2, (long long)hm.leaf);
+    h = _mm512_mask_set1_epi64(h, 16, (long long)h8);
+#else
+    const __mmask16 FB_M0 = 0x33, FB_M1 = 0xcc;
+    static const int32_t p01[16] = {0, 1, 0, 1, 4, 5, 4, 5, 8, 9, 10, 11, 12, 13, 14, 15};
+    static const int32_t p10[16] = {2, 3, 2, 3, 6, 7, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15};
+    __m512i h = _mm512_maskz_set1_epi32(1, (int)hm.id);
+    h = _mm512_mask_set1_epi32(h, 2, (int)hm.leaf);
+    h = _mm512_mask_set1_epi64(h, 4, (long long)h8);
+#endif
+    const __m512i i01 = _mm512_loadu_si512((const void *)p01);
+    const __m512i i10 = _mm512_loadu_si512((const void *)p10);
+    const size_t bstride = o->bstride;
+    unsigned char *tree = o->tree;
+    for (uint32_t lv = 1; lv <= D; lv++) {
+        uint32_t c0 = (uint32_t)(sw0 >> (lv - 1)) & 1, c1 = (uint32_t)(sw1 >> (lv - 1)) & 1;
+        __mmask16 k0 = (__mmask16)((0u - c0) & FB_M0);
+        __mmask16 k1 = (__mmask16)((0u - c1) & FB_M1), k1h = (__mmask16)((0u - c1) & FB_M0);
+        uint64_t b = o->pathb[lv - 1];
+        unsigned char *bp = tree + b * bstride;
+        if (o->pfq_i < o->pfq_n) /* public */
+            NR_PREFETCH_BUCKET(o, o->pfq[o->pfq_i++], 0, 3);
+        OBL_TRACE_TOUCH(OBL_TRACE_REGION_ORAM_TREE, OBL_TRACE_WRITE, b, 1);
+        /* whole buckets by plain loads and stores, no masked ones: the
+         * next eviction or access reads the top levels' buckets again
+         * soon after, and a masked store does not forward to those loads
+         * (masked moves measured far slower: docs/oram.md, "Masked
+         * memory operands") */
+#if NRW == 64
+        __m512i bv = _mm512_loadu_si512((const void *)bp);
+#else
+        __m512i bv = _mm512_zextsi256_si512(_mm256_loadu_si256((const __m256i *)bp));
+#endif
+        NR_VBARRIER(bv);
+        /* the held block's chain is one blend per level: the slot it
+         * takes is moved into slot 0's lanes beside the chain */
+        __m512i take = _mm512_mask_permutexvar_epi32(bv, k1h, i10, bv);
+        __m512i nb = _mm512_mask_mov_epi32(bv, k0, h);
+        nb = _mm512_mask_permutexvar_epi32(nb, k1, i01, h);
+        h = _mm512_mask_mov_epi32(h, k0 | k1h, take);
+        NR_VBARRIER(nb);
+#if NRW == 64
+        _mm512_storeu_si512((void *)bp, nb);
+#else
+        _mm256_storeu_si256((__m256i *)bp, _mm512_castsi512_si256(nb));
+#endif
+    }
+    h8 = (uint64_t)_mm_cvtsi128_si64(_mm512_extracti32x4_epi32(h, NRW == 64 ? 2 : 1));
+    memcpy(o->tmp, &h8, 8);
+}
+#endif
+
+/*
+ * One eviction (EvictFast, section 3.4) on path e, specialised by the
+ * constant block size vs, register count NW and whole-bucket flag FB
+ * (nr_evict_buf): the reaches (nr_evict_reach), the plan (nr_plan, in
+ * nr_plan.h), the stash pick-up and the data pass (nr_evict_pass_fb, or the
+ * per-level loop below). Longer than a screen because the pick-up and the
+ * data pass share the held block in registers (hreg, h8, hm): a split must
+ * keep them there, which these always-inline parts do only when they are
+ * passed by value (measure the machine code after any further split).
+ * Secret: the metadata, the blocks, the plan. Public: e, the sizes.
+ */
+static inline __attribute__((always_inline)) void NR_F(nr_evict_core)(obl_nroram *o, uint64_t e,
+                                                                     const size_t vs, const int NW,
+                                                                     const int FB)
+{
+    (void)NW; /* no vector registers without AVX-512 */
+    (void)FB;
+    NR_META *bm = (NR_META *)o->bmeta;
+    const uint32_t D = o->D, P = o->P;
+    uint16_t rr[NR_MAX_SLOTS + 64]; /* + 64: whole vectors (nr_plan_deepest) */
+
+    OBL_TRACE_TOUCH(OBL_TRACE_REGION_ORAM_STASH, OBL_TRACE_RW, 0, P);
+
+    NR_F(nr_evict_reach)(o, e, rr, FB);
+
     /* The plan: which stash slot EvictFast picks up (sel, 255 for none),
      * and at level k + 1 whether the held block swaps with slot 0 (bit k
      * of sw0) or slot 1 (bit k of sw1). */
-    uint64_t sel, sw0 = 0, sw1 = 0;
-#if OBL_CT_AVX512
-    if (P <= 32 && D <= 31 && !o->plan_scalar) { /* public */
-        uint16_t dp[32], idl[32], tgt[32];
-        uint32_t second, e0, best0;
-        nr_plan_deepest(rr, P, D, dp, idl, &second, &e0, &best0);
-        nr_plan_target(dp, idl, D, tgt);
-        sel = nr_plan_swaps(tgt, D, second, e0, best0, &sw0, &sw1);
-    } else
-#endif
-    {
-    /* PrepareDeepest (fig. 3). First, per level and independently of the
-     * others: the slot of its deepest-going block (best), its first empty
-     * slot, whether it has one, and the reach of that block as a key
-     * reach << 8 | (255 - level): a larger key reaches deeper, and between
-     * equal reaches the level nearer the root wins, as the paper's strict
-     * "goal < reach" update keeps the first. Level 0 is the stash. */
-    uint64_t gk; /* the running maximum of the keys of the levels above */
-    {
-        uint32_t bk = 0, ek = 255;
-        for (uint32_t s = 0; s < P; s++) {
-            uint32_t k = (uint32_t)rr[s] << 8 | s;
-            bk = bk > k ? bk : k;
-            uint32_t eks = rr[s] == 0 ? s : 255;
-            ek = ek < eks ? ek : eks;
-        }
-        best[0] = bk & 0xff;
-        empty[0] = ek;
-        hasempty[0] = nr_lt(ek, 255);
-        gk = (bk & ~(uint32_t)0xff) | 255; /* reach 0 if the stash is empty */
-    }
-    /* Then, root to leaf, each level's own part and the one sequential
-     * part of PrepareDeepest in the same loop: the running maximum of the
-     * keys of the levels above each level gives its deepest[] (the level
-     * whose block can go deepest, if that is at least this level). */
-    deepest[0] = NR_NONE;
-    for (uint32_t lv = 1; lv <= D; lv++) {
-        uint32_t s0 = P + (lv - 1) * NR_Z;
-        uint32_t r0 = rr[s0], r1 = rr[s0 + 1];
-        uint32_t second = (uint32_t)(r0 < r1), sm = (uint32_t)0 - second;
-        uint32_t r = r0 ^ (sm & (r0 ^ r1));
-        uint32_t d0 = (uint32_t)(r0 == 0);
-        best[lv] = s0 + second;
-        empty[lv] = s0 + (d0 ^ 1); /* slot 0 if empty, else slot 1 */
-        hasempty[lv] = d0 | (uint32_t)(r1 == 0);
-        uint64_t goal = gk >> 8, from = 255 - (gk & 255);
-        deepest[lv] = obl_ct_select64(nr_lt(goal, lv) ^ 1, from, NR_NONE);
-        gk = nr_max_step(gk, (uint64_t)(r << 8 | (255 - lv)));
-    }
-
-    /* PrepareTarget (fig. 4): leaf to root. src is the level a pending
-     * drop at level dest waits for, or NR_NONE. At level lv: if src == lv
-     * (the drop's block is picked up here), target[lv] = dest and lv
-     * starts the next chain if a block of a level above can come down to
-     * it (deepest[lv] != NR_NONE); with nothing pending, lv starts one if
-     * it also has an empty slot; while src < lv is pending, lv is passed
-     * over. So the new src is deepest[lv] (NR_NONE if none) on a hit,
-     * deepest[lv] or NR_NONE (no empty slot) when idle, else src: one
-     * nr_target_step, with the outputs computed beside the chain. */
-    {
-        uint64_t src = NR_NONE, dest = NR_NONE;
-        for (uint32_t lv = D + 1; lv-- > 0;) {
-            uint64_t dl = deepest[lv];
-            uint64_t nsrc = nr_target_step(src, lv, dl, obl_ct_select64(hasempty[lv], dl, NR_NONE));
-            target[lv] = obl_ct_select64(nr_eqs(src, lv), dest, NR_NONE);
-            /* a chain starts here iff src changed to a level */
-            uint64_t c = (nr_eqs(nsrc, NR_NONE) | nr_eqs(nsrc, src)) ^ 1;
-            dest = obl_ct_select64(c, lv, dest);
-            src = nsrc;
-        }
-    }
-
-    /* EvictFast's decisions, from metadata only: the targets of the
-     * pick-ups grow with the level (each chain of PrepareTarget runs
-     * toward the root, and the next one starts above where it ended), so
-     * the block held on arriving at level lv is the one of the latest
-     * pick-up, and it is dropped at lv iff the largest target so far (hd)
-     * is lv. The hold swaps with one slot (c0: slot 0, c1: slot 1): the
-     * deepest block's when picking up, else the first empty one. */
-    uint64_t tg0 = nr_eqs(target[0], NR_NONE) ^ 1;
-    sel = obl_ct_select64(tg0, best[0], 255);
-    uint64_t hd = obl_ct_select64(tg0, target[0], 0);
-    for (uint32_t lv = 1; lv <= D; lv++) {
-        uint32_t s0 = P + (lv - 1) * NR_Z;
-        uint64_t towrite = nr_eqs(hd, lv);
-        uint64_t tgl = nr_eqs(target[lv], NR_NONE) ^ 1;
-        uint64_t sl = obl_ct_select64(tgl, best[lv], empty[lv]);
-        uint64_t doswap = tgl | towrite;
-        uint64_t c1 = doswap & (sl - s0); /* sl - s0 is 0 or 1 */
-        hd = obl_ct_select64(tgl, target[lv], hd);
-        sw0 |= (doswap ^ c1) << (lv - 1);
-        sw1 |= c1 << (lv - 1);
-    }
-    }
+    uint64_t sw0, sw1;
+    const uint64_t sel = nr_plan(o, rr, &sw0, &sw1);
 
     /* EvictFast: one data pass. At level lv the held block (if its
      * destination is lv) is dropped and/or the level's deepest block picked
@@ -613,62 +620,7 @@ static inline __attribute__((always_inline)) void NR_F(nr_evict_core)(obl_nroram
     }
 #if OBL_CT_AVX512
     if (FB) { /* public: whole buckets in one vector (nr_evict_buf) */
-        /* 32-bit lanes of a bucket: slot 0's id, leaf and value (FB_M0),
-         * slot 1's (FB_M1); the held block sits in slot 0's lanes */
-#if NRW == 64
-        const __mmask16 FB_M0 = 0x030f, FB_M1 = 0x0cf0;
-        static const int32_t p01[16] = {0, 1, 2, 3, 0, 1, 2, 3, 8, 9, 8, 9, 12, 13, 14, 15};
-        static const int32_t p10[16] = {4, 5, 6, 7, 4, 5, 6, 7, 10, 11, 10, 11, 12, 13, 14, 15};
-        __m512i h = _mm512_maskz_set1_epi64(1, (long long)hm.id);
-        h = _mm512_mask_set1_epi64(h, 2, (long long)hm.leaf);
-        h = _mm512_mask_set1_epi64(h, 16, (long long)h8);
-#else
-        const __mmask16 FB_M0 = 0x33, FB_M1 = 0xcc;
-        static const int32_t p01[16] = {0, 1, 0, 1, 4, 5, 4, 5, 8, 9, 10, 11, 12, 13, 14, 15};
-        static const int32_t p10[16] = {2, 3, 2, 3, 6, 7, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15};
-        __m512i h = _mm512_maskz_set1_epi32(1, (int)hm.id);
-        h = _mm512_mask_set1_epi32(h, 2, (int)hm.leaf);
-        h = _mm512_mask_set1_epi64(h, 4, (long long)h8);
-#endif
-        const __m512i i01 = _mm512_loadu_si512((const void *)p01);
-        const __m512i i10 = _mm512_loadu_si512((const void *)p10);
-        const size_t bstride = o->bstride;
-        unsigned char *tree = o->tree;
-        for (uint32_t lv = 1; lv <= D; lv++) {
-            uint32_t c0 = (uint32_t)(sw0 >> (lv - 1)) & 1, c1 = (uint32_t)(sw1 >> (lv - 1)) & 1;
-            __mmask16 k0 = (__mmask16)((0u - c0) & FB_M0);
-            __mmask16 k1 = (__mmask16)((0u - c1) & FB_M1), k1h = (__mmask16)((0u - c1) & FB_M0);
-            uint64_t b = o->pathb[lv - 1];
-            unsigned char *bp = tree + b * bstride;
-            if (o->pfq_i < o->pfq_n) /* public */
-                NR_PREFETCH_BUCKET(o, o->pfq[o->pfq_i++], 0, 3);
-            OBL_TRACE_TOUCH(OBL_TRACE_REGION_ORAM_TREE, OBL_TRACE_WRITE, b, 1);
-            /* whole buckets by plain loads and stores, no masked ones: the
-             * next eviction or access reads the top levels' buckets again
-             * soon after, and a masked store does not forward to those loads
-             * (masked moves measured far slower: docs/oram.md, "Masked
-             * memory operands") */
-#if NRW == 64
-            __m512i bv = _mm512_loadu_si512((const void *)bp);
-#else
-            __m512i bv = _mm512_zextsi256_si512(_mm256_loadu_si256((const __m256i *)bp));
-#endif
-            NR_VBARRIER(bv);
-            /* the held block's chain is one blend per level: the slot it
-             * takes is moved into slot 0's lanes beside the chain */
-            __m512i take = _mm512_mask_permutexvar_epi32(bv, k1h, i10, bv);
-            __m512i nb = _mm512_mask_mov_epi32(bv, k0, h);
-            nb = _mm512_mask_permutexvar_epi32(nb, k1, i01, h);
-            h = _mm512_mask_mov_epi32(h, k0 | k1h, take);
-            NR_VBARRIER(nb);
-#if NRW == 64
-            _mm512_storeu_si512((void *)bp, nb);
-#else
-            _mm256_storeu_si256((__m256i *)bp, _mm512_castsi512_si256(nb));
-#endif
-        }
-        h8 = (uint64_t)_mm_cvtsi128_si64(_mm512_extracti32x4_epi32(h, NRW == 64 ? 2 : 1));
-        memcpy(hold, &h8, 8);
+        NR_F(nr_evict_pass_fb)(o, sw0, sw1, hm, h8);
         o->st.evictions++;
         return;
     }
@@ -770,6 +722,11 @@ static int NR_F(nr_evict_buf)(obl_nroram *o, uint64_t e)
 
 static void NR_F(nr_settle)(obl_nroram *o);
 
+/* ReadAndRemove of block id on path pos, with the previous access's owed
+ * evictions run while the path arrives (nr_settle). One function of about
+ * 180 lines: the stash and path scans OR the found block into registers
+ * (acc8, or vectors for 64 bytes) that live across both scans; the vector
+ * and portable scans are alternatives of each scan, kept side by side. */
 static inline __attribute__((always_inline)) uint64_t NR_F(nr_fetch_core)(obl_nroram *o, uint64_t id,
                                                                           uint64_t pos, const size_t vs,
                                                                           const int NW)
