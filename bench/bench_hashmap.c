@@ -101,7 +101,7 @@ static int hashmap_run(bench_case *c, void *state)
     uint64_t t0, t1;
     uint64_t found = bench_plain_hashmap_gets(m, s->miss, s->hit, q, kb, vb, buf, &t0, &t1);
     failed |= found != q;
-    /* the gets of present keys, under the issue's name and under the public
+    /* the gets of present keys, under the map types' name and under the public
      * harness's name for a UMAP lookup (peers' REPORT lines use Read_*) */
     bench_record_phase(c, "Get_latency_us", "Get_throughput_qps", t0, t1, q);
     bench_record_phase(c, "Read_latency_us", "Read_throughput_qps", t0, t1, q);

@@ -529,9 +529,8 @@ const bench_env *bench_get_env(void)
 
 /*
  * --cpu K: pins the process to CPU K for the whole run, so that a run is
- * not moved between CPUs that run at different speeds (on this project's
- * 2-vCPU VM one of them measured a third slower than the other for
- * minutes at a time; docs/bench.md, "Which CPU"). Returns 0 on success.
+ * not moved between virtual CPUs that run at different speeds
+ * (docs/bench.md, "Which CPU"). Returns 0 on success.
  */
 static int bench_pin_cpu(uint64_t k)
 {
@@ -617,7 +616,7 @@ void bench_json_env(FILE *f, const bench_env *e)
 /* ----------------------------------------------------------- output -- */
 
 /* About six significant digits, never exponent notation. */
-static void bench_fmt(char *buf, size_t len, double x)
+void bench_fmt(char *buf, size_t len, double x)
 {
     if (!isfinite(x)) {
         snprintf(buf, len, "nan");
@@ -641,9 +640,10 @@ static void bench_report_line(const bench_case *c, char *out, size_t len)
         if (k_ > 0)                                                                  \
             at += (size_t)k_;                                                        \
     } while (0)
-    APPEND("REPORT_123%s|%s|%s| N:=%" PRIu64 " | Key_bytes := %" PRIu64
+    APPEND("REPORT_123%s|%s|%s| %s:=%" PRIu64 " | Key_bytes := %" PRIu64
            " | Value_bytes := %" PRIu64,
-           t->report_type, t->impl, bench_get_env()->tag, c->p.n, c->p.key_bytes,
+           t->report_type, t->impl, bench_get_env()->tag, t->n_name ? t->n_name : "N", c->p.n,
+           c->p.key_bytes,
            c->p.value_bytes);
     for (int i = 0; i < t->nextra; i++)
         APPEND(" | %s := %" PRIu64, t->extra[i].param, c->p.extra[i]);
@@ -731,7 +731,7 @@ static int bench_usage_error(const char *fmt, ...)
 }
 
 /* "1024" or "2^10" -> value; 0 on a malformed number. */
-static int bench_parse_u64(const char *s, uint64_t *out)
+int bench_parse_u64(const char *s, uint64_t *out)
 {
     char *end;
     if (!*s || !isdigit((unsigned char)*s))
@@ -831,7 +831,13 @@ static void bench_type_help(const bench_type *t)
 
 struct bench_plan {
     FILE *out;
+    uint64_t max_n;
 };
+
+uint64_t bench_plan_max_n(const bench_plan *pl)
+{
+    return pl->max_n;
+}
 
 /* From N = 2^19 on the plan runs obl's cases with BENCH_PLAN_BIG_REPS
  * repetitions and no warm-up (the baselines are cheap and keep theirs):
@@ -883,7 +889,7 @@ static int bench_list_cases(int argc, char **argv, const bench_type *const *type
     }
     if (!max_n)
         max_n = large ? BENCH_LARGE_MAX_N : BENCH_DEFAULT_MAX_N;
-    bench_plan pl = {stdout};
+    bench_plan pl = {stdout, max_n};
     for (size_t t = 0; t < ntypes; t++)
         for (uint64_t n = BENCH_PLAN_MIN_N; n <= max_n; n *= 2)
             types[t]->plan(&pl, n);
@@ -991,7 +997,7 @@ static int bench_run_type(const bench_type *t, int argc, char **argv)
             val = argv[++i];
         }
         uint64_t *dst = NULL;
-        if (!strcmp(name, "--n")) {
+        if (!strcmp(name, "--n") || (t->n_flag && !strcmp(name, t->n_flag))) {
             if (!bench_parse_n_list(val, ns, &nn))
                 return bench_usage_error("%s: bad --n '%s' (e.g. 1024, 1024,4096, 2^10..2^20)",
                                          t->name, val);

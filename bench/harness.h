@@ -86,6 +86,9 @@ typedef struct bench_type {
     /* Adds this type's default cases of size n (called for every N of the
      * default grid) with bench_plan_add(). */
     void (*plan)(bench_plan *pl, uint64_t n);
+    /* NULL, or the name n goes by in the REPORT line (the load balancer's
+     * "B") and a flag that sets it like --n ("--batch"). */
+    const char *n_name, *n_flag;
 } bench_type;
 
 /* The whole driver: subcommands, list-types, list-cases, --help. Returns the
@@ -124,6 +127,10 @@ void bench_build_done(bench_case *c, bench_build *b);
  * over the build b, from /proc/self/statm).
  */
 void bench_record_memory(bench_case *c, size_t alloc_bytes, const bench_build *b);
+
+/* The largest N the plan being written goes to (2^20 by default, more with
+ * --large or --max-n), for types whose default plan stops earlier. */
+uint64_t bench_plan_max_n(const bench_plan *pl);
 
 /* Adds a case to the plan: its parameters (key/value bytes, extras; n as
  * given), the memory it needs and how long it should take. */
@@ -277,6 +284,12 @@ const bench_env *bench_get_env(void);
  * "median": .., "min": .., "max": .., "q1": .., "q3": .. (no braces). */
 void bench_json_string(FILE *f, const char *s);
 void bench_json_number(FILE *f, double x);
+
+/* A REPORT line's number: about six significant digits, no exponent. */
+void bench_fmt(char *buf, size_t len, double x);
+
+/* "1024" or "2^10" -> *out; 0 on a malformed number. */
+int bench_parse_u64(const char *s, uint64_t *out);
 void bench_json_env(FILE *f, const bench_env *e);
 void bench_json_stats(FILE *f, const bench_stats *s);
 

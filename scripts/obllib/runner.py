@@ -25,7 +25,7 @@ import sys
 import tempfile
 import time
 
-from . import plan, stats
+from . import plan, ramp, stats
 
 MEMORY_MARGIN = 0.9   # a case may use at most 90 % of MemAvailable
 DEFAULT_TIMEOUT_FLOOR = 60.0
@@ -112,7 +112,8 @@ def list_cases(bench_bin, max_n=None, large=False):
             if key not in case:
                 raise RuntimeError(f"list-cases line {number} lacks {key!r}")
         cases.append(case)
-    return cases
+    # Ramp-UMAP runs obl-server and obl-load, not an obl-bench subcommand
+    return cases + ramp.cases(bench_bin, max_n, large)
 
 
 def list_types(bench_bin):
@@ -151,6 +152,8 @@ def signal_name(num):
 
 def run_case(bench_bin, case, timeout_s, reps=None, extra_args=()):
     """Run one case in its own process group. -> result dict."""
+    if case.get("driver") == ramp.DRIVER:
+        return ramp.run_case(bench_bin, case, timeout_s)
     with tempfile.TemporaryDirectory(prefix="obl-case-") as tmp:
         json_path = os.path.join(tmp, "case.jsonl")
         out_path, err_path = os.path.join(tmp, "stdout"), os.path.join(tmp, "stderr")

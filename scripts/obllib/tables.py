@@ -1,4 +1,4 @@
-"""Markdown tables and the README refresh.
+"""Markdown tables, the README's compact table and its refresh.
 
 One table per (benchmark type, fixed parameters, metric): rows by N, columns
 by implementation, each cell the median with its spread. Every implementation
@@ -10,7 +10,9 @@ measured on the same machine in the same run.
 
 Each table is preceded by `<!-- obl-table: KEY -->`; the README refresh finds
 curated tables by that key, between `<!-- obl-tables:begin -->` and
-`<!-- obl-tables:end -->`, and replaces only the table rows under it.
+`<!-- obl-tables:end -->`, and replaces only the table rows under it. The key
+SUMMARY is the compact table (summary_table): one row per headline case at
+the largest N measured.
 """
 import re
 
@@ -20,14 +22,16 @@ BEGIN = "<!-- obl-tables:begin -->"
 END = "<!-- obl-tables:end -->"
 KEY_RE = re.compile(r"<!--\s*obl-table:\s*(.*?)\s*-->")
 
-BASELINES = ("baseline_array", "baseline_hashmap")
-BASELINE_FOR = {"NRORAM": "baseline_array", "RORAM": "baseline_array"}
+BASELINES = ("baseline_array", "baseline_hashmap", "baseline_lb")
+BASELINE_FOR = {"NRORAM": "baseline_array", "RORAM": "baseline_array",
+                "LOADBALANCE": "baseline_lb"}
 DEFAULT_BASELINE = "baseline_hashmap"
 MATCH_PARAMS = ("N", "Key_bytes", "Value_bytes")
 
 TYPE_TITLES = {"NRORAM": "Non-Recursive ORAM (NRORAM)", "RORAM": "Recursive ORAM (RORAM)",
                "UMAP": "Unordered Map (UMAP)", "Sharded-UMAP": "Sharded Unordered Map (Sharded-UMAP)",
-               "Ramp-UMAP": "Open-loop Unordered Map (Ramp-UMAP)"}
+               "Ramp-UMAP": "Open-loop Unordered Map (Ramp-UMAP)",
+               "LOADBALANCE": "Load balancer (LOADBALANCE; N is the batch size B)"}
 METRIC_TITLES = {
     "Read_latency_us": "Read latency (us/query)",
     "Write_latency_us": "Write latency (us/query)",
@@ -36,6 +40,8 @@ METRIC_TITLES = {
     "Batch_read_latency_us": "Batch read latency (us/batch)",
     "Initialization_time_us": "Initialization time (us)",
     "Memory_kb": "Memory (KiB)",
+    "Latency_us": "Latency (us/batch)",
+    "Throughput_qps": "Throughput (queries/s)",
     "Bytes_per_entry": "Memory per entry (bytes/entry)",
 }
 UNIT_WORDS = (("_us", "us"), ("_ns", "ns"), ("_ms", "ms"), ("_qps", "queries/s"),
@@ -127,6 +133,10 @@ def impl_order(impls, run_impls):
     return sorted(impls, key=key)
 
 
+# Types with their own tables and figures (obllib/ramp.py), not against N.
+RAMP_TYPES = ("Ramp-UMAP", "Ramp-UMAP-timeline")
+
+
 class Table:
     def __init__(self, key, section, subsection, title, header, rows, note=""):
         self.key, self.section, self.subsection = key, section, subsection
@@ -164,7 +174,7 @@ def measured_tables(records, spread="minmax"):
                 base[(r["impl"],) + tuple(r["params"].get(p) for p in MATCH_PARAMS) + (m,)] = s
     groups = {}
     for r in records:
-        if "N" not in r["params"]:
+        if "N" not in r["params"] or r["report_type"] in RAMP_TYPES:  # ramp.tables
             continue
         tp = table_params(r, names)
         for m, s in r["metrics"].items():
@@ -277,13 +287,19 @@ def split_row(line):
     return [c.strip() for c in line.strip().strip("|").split("|")]
 
 
-def refresh(text, tables):
-    """Refresh curated tables between the markers; -> new text.
+ENV_MARK = "<!-- obl-env -->"
+
+
+def refresh(text, tables, env=""):
+    """Refresh curated tables between the markers; -> new text. A line that
+    starts with <!-- obl-env --> becomes that mark followed by `env`, when
+    given (the machine and commit of the run).
 
     Raises ValueError (nothing is written by the caller) when the markers are
     missing, a key matches no table, or a key has no table under it."""
     by_key = {t.key: t for t in tables}
-    lines = text.split("\n")
+    lines = [f"{ENV_MARK} {env}" if env and l.lstrip().startswith(ENV_MARK) else l
+             for l in text.split("\n")]
     try:
         begin = next(i for i, l in enumerate(lines) if l.strip() == BEGIN)
         end = next(i for i, l in enumerate(lines) if l.strip() == END and i > begin)
@@ -327,15 +343,68 @@ def refresh(text, tables):
     return "\n".join(out + lines[end:])
 
 
-def replace_block(text, body):
-    """--write-readme without --main: the whole block becomes `body`."""
-    lines = text.split("\n")
-    try:
-        begin = next(i for i, l in enumerate(lines) if l.strip() == BEGIN)
-        end = next(i for i, l in enumerate(lines) if l.strip() == END and i > begin)
-    except StopIteration:
-        raise ValueError(f"README has no {BEGIN} ... {END} block") from None
-    return "\n".join(lines[:begin + 1] + [""] + body.rstrip("\n").split("\n") + [""] + lines[end:])
+# ---- the README's compact table ------------------------------------------
+
+SUMMARY_KEY = "SUMMARY"
+MAP_TYPES = ("UMAP", "UnorderedMap")
+# (report types, fixed parameters, metric, row label[, metric whose baseline
+# applies]): the plain caller's NRORAM read first, as the headline
+# (docs/bench.md, "The caller's positions"); the array baseline has no plain
+# caller metric, its plain read is the comparison.
+SUMMARY_ROWS = (
+    (("NRORAM",), "Key_bytes=8,Value_bytes=8", "Read_latency_plain_caller_us",
+     "NRORAM 8/8 read, plain caller (us)", "Read_latency_us"),
+    (("NRORAM",), "Key_bytes=8,Value_bytes=8", "Read_latency_us",
+     "NRORAM 8/8 read, positions prefetched (us)"),
+    (("RORAM",), "Key_bytes=8,Value_bytes=8", "Read_latency_us", "RORAM 8/8 read (us)"),
+    (("RORAM",), "Key_bytes=8,Value_bytes=56", "Read_latency_us", "RORAM 8/56 read (us)"),
+    (MAP_TYPES, "Key_bytes=8,Value_bytes=56", "Get_latency_us", "UMAP 8/56 get (us)"),
+    (MAP_TYPES, "Key_bytes=8,Value_bytes=56", "Initialization_time_us",
+     "UMAP 8/56 bulk build (us)"),
+)
+
+
+def summary_table(tables):
+    """One row per SUMMARY_ROWS entry found, at the largest N obl measured:
+    obl's cell, the peers' cells of the same row, the baseline and the ratio.
+    None when no entry is found."""
+    by_key = {t.key: t for t in tables}
+
+    def find(types, params, metric):
+        return next((by_key[k] for k in (f"{ty} | {params} | {metric}" for ty in types)
+                     if k in by_key), None)
+
+    picked, peers = [], []
+    for types, params, metric, label, *base_metric in SUMMARY_ROWS:
+        t = find(types, params, metric)
+        if t is None or "obl" not in t.header:
+            continue
+        rows = [r for r in t.rows if r[t.header.index("obl")]]
+        if not rows:
+            continue
+        bt = find(types, params, base_metric[0]) if base_metric else t
+        picked.append((label, t, rows[-1], bt))
+        peers += [h for h in t.header[1:] if h != "obl" and h not in BASELINES
+                  and "÷" not in h and h not in peers]
+    if not picked:
+        return None
+    header = ["Benchmark", "N", "obl"] + peers + ["non-oblivious baseline", "obl ÷ baseline"]
+    out = []
+    for label, t, row, bt in picked:
+        col = {h: i for i, h in enumerate(t.header)}
+        base = ""
+        if bt is not None:
+            brow = next((r for r in bt.rows if r[0] == row[0]), None)
+            base = next((brow[bt.header.index(b)] for b in BASELINES
+                         if brow and b in bt.header), "")
+        ratio = next((row[i] for h, i in col.items() if h.startswith("obl ÷")), "")
+        if base and bt is not t:
+            ratio = stats.fmt(float(row[col["obl"]].split()[0]) / float(base.split()[0]), 3)
+        out.append([label, row[0], row[col["obl"]]] + [row[col[p]] if p in col else ""
+                                                        for p in peers] + [base, ratio])
+    return Table(SUMMARY_KEY, "Summary", "", "Summary at the largest N", header, out,
+                 "median (min–max) of the run's repetitions; ratio of medians to the "
+                 "non-oblivious baseline of the same run.")
 
 
 def curated_keys(text):

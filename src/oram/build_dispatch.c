@@ -11,10 +11,7 @@
 #define BD_DECLARE(v)                                                                        \
     obl_err nr_build_##v(obl_nroram *o, uint64_t n, const unsigned char *data, size_t ss,    \
                          size_t data_len, const uint64_t *ids, nr_id_fn id_fn,              \
-                         const void *id_ctx, uint32_t *leaves_out);                        \
-    void nr_build_set_blocks_##v(size_t l2_bytes, size_t l3_bytes);                          \
-    void nr_build_set_packing_##v(int allow);                                                \
-    void nr_build_set_leaf_mask_##v(uint64_t mask);
+                         const void *id_ctx, uint32_t *leaves_out);
 OBL_VARIANT_EACH(BD_DECLARE)
 
 /* see nroram_internal.h */
@@ -25,6 +22,13 @@ obl_err nr_build(obl_nroram *o, uint64_t n, const unsigned char *data, size_t ss
     return OBL_VARIANT_PICK(nr_build, o->isa)(o, n, data, ss, data_len, ids, id_fn, id_ctx,
                                               leaves_out);
 }
+
+#ifdef OBL_TESTING
+#define BD_DECLARE_SET(v)                                                                    \
+    void nr_build_set_blocks_##v(size_t l2_bytes, size_t l3_bytes);                          \
+    void nr_build_set_packing_##v(int allow);                                                \
+    void nr_build_set_leaf_mask_##v(uint64_t mask);
+OBL_VARIANT_EACH(BD_DECLARE_SET)
 
 /* see nroram_internal.h */
 void nr_build_set_blocks(size_t l2_bytes, size_t l3_bytes)
@@ -46,3 +50,4 @@ void nr_build_set_leaf_mask(uint64_t mask)
 #define BD_LEAF_MASK(v) nr_build_set_leaf_mask_##v(mask);
     OBL_VARIANT_EACH(BD_LEAF_MASK)
 }
+#endif

@@ -172,5 +172,11 @@ static obl_err nr_recover64(obl_nroram *o)
     return ok ? OBL_OK : OBL_ERR_STATE;
 }
 
-const nr_ops OBL_V(nr_ops32) = {nr_fetch32, nr_put32, nr_recover32, nr_scan_max16_test};
-const nr_ops OBL_V(nr_ops64) = {nr_fetch64, nr_put64, nr_recover64, nr_scan_max16_test};
+/* the prefix-maximum hook for the tests, only in their build */
+#ifdef OBL_TESTING
+#define NR_SCAN_TEST nr_scan_max16_test
+#else
+#define NR_SCAN_TEST NULL
+#endif
+const nr_ops OBL_V(nr_ops32) = {nr_fetch32, nr_put32, nr_recover32, NR_SCAN_TEST};
+const nr_ops OBL_V(nr_ops64) = {nr_fetch64, nr_put64, nr_recover64, NR_SCAN_TEST};

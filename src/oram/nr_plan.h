@@ -141,7 +141,7 @@ static inline __m512i nr_scan_max16(__m512i x)
 }
 
 /* Tests only: out[i] = max(in[0..i]) by nr_scan_max16. */
-static int nr_scan_max16_test(const uint16_t in[32], uint16_t out[32])
+static inline int nr_scan_max16_test(const uint16_t in[32], uint16_t out[32])
 {
     _mm512_storeu_si512((void *)out, nr_scan_max16(_mm512_loadu_si512((const void *)in)));
     return 1;
@@ -240,7 +240,7 @@ static inline uint32_t nr_plan_swaps(const uint16_t *tg, uint32_t D, uint32_t se
     return (uint32_t)obl_ct_select64(t0, best0, 255);
 }
 #else
-static int nr_scan_max16_test(const uint16_t in[32], uint16_t out[32])
+static inline int nr_scan_max16_test(const uint16_t in[32], uint16_t out[32])
 {
     (void)in;
     (void)out;

@@ -38,9 +38,11 @@ OBL_VARIANT_DECLARE(const ro_access_t, ro_access_fn);
 
 /* Trees of at most 2^ro_pos16_max leaves keep their leaves as 16-bit
  * words; 16, or a test's setting (ro_set_pos16_max, roram_internal.h). */
-static int ro_pos16_max = 16;
+OBL_TEST_KNOB(int, ro_pos16_max, 16);
 
+#ifdef OBL_TESTING
 void ro_set_pos16_max(int k) { ro_pos16_max = k > 16 ? 16 : k; }
+#endif
 
 /* Whether the leaves of a tree of c blocks are kept as 16-bit words. */
 static int ro_leaves16(uint64_t c) { return (int)nr_log_leaves(c) <= ro_pos16_max; }
@@ -67,6 +69,11 @@ static obl_err ro_create(obl_roram **out, const obl_roram_params *p, const void 
         return OBL_ERR_INVALID_ARG;
     *out = NULL;
     if (!p || p->n == 0 || p->value_size == 0 || p->value_size > OBL_ORAM_MAX_VALUE_SIZE)
+        return OBL_ERR_INVALID_ARG;
+    /* checked here, not only by the trees: an array small enough to be a
+     * scan has none, and its parameters must not pass where a larger
+     * array's fail */
+    if (p->stash_size && (p->stash_size < 2 || p->stash_size > 64))
         return OBL_ERR_INVALID_ARG;
     const int isa = obl_isa_pick(); /* its trees pick the same (nr_create) */
     if (isa < 0)

@@ -1,7 +1,7 @@
 /*
  * Internals of the recursive ORAM: the structure, shared by creation
  * (src/oram/roram.c) and the access (src/oram/ro_access.c, one copy per
- * instruction-set variant), and what the oblivious map (src/omap/omap.c)
+ * instruction-set variant), and what the oblivious map (src/omap/access.c)
  * must know before it changes anything: whether its next accesses will be
  * refused.
  */
