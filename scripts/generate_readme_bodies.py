@@ -44,9 +44,14 @@ def environment_text(run):
     if not run or not run.get("env"):
         return ""
     e = run["env"]
-    return (f"Environment: {e.get('cpu')}, {e.get('cores')} cores, "
+    text = (f"Environment: {e.get('cpu')}, {e.get('cores')} cores, "
             f"{round((e.get('memory_kb') or 0) / 1048576, 1)} GiB RAM, Linux {e.get('kernel')}, "
             f"obl {e.get('git')}, run {run.get('time')}.")
+    if run.get("plugins"):
+        text += f"\n\nImplementations (plug-ins, benchmark/): {', '.join(run['plugins'])}."
+    for skip in run.get("plugins_skipped") or []:
+        text += f"\nPlug-in {skip['name']} skipped: {skip['reason']}."
+    return text
 
 
 def all_tables(records, noise, root, spread):

@@ -228,6 +228,8 @@ def main(argv=None):
              large=large, selector=args.selector, reps=args.reps, rounds=args.rounds,
              timeout=args.timeout,
              env=env, types=runner.list_types(args.bench_bin), cases=len(cases),
+             plugins=sorted(ready),
+             plugins_skipped=[{"name": n, "reason": why} for n, why in skipped_plugins],
              noise_case=plan.case_name(noise_case) if noise_case else None)
     for name, why in skipped_plugins:
         log.emit("plugin_skipped", name=name, reason=why)

@@ -97,6 +97,7 @@ void nroram(uint64_t n, uint64_t q, uint64_t* seed) {
   using KT = typename Val<K>::type;
   using VT = typename Val<V>::type;
   using Oram = ODSL::CircuitORAM::ORAM<VT, 2, 20, uint32_t, KT, 4096, false>;
+  std::vector<uint64_t> addr = draw(q, n, seed);  // before timing and before rss0
   long rss0 = peer_rss_kb();
   uint64_t t0 = peer_now_ns();
   Oram oram(n);
@@ -106,7 +107,6 @@ void nroram(uint64_t n, uint64_t q, uint64_t* seed) {
     for (uint64_t i = 0; i < n; i++)
       pos[i] = oram.Write((KT)i, Val<V>::make(i * 7 + 1));
   uint64_t t2 = peer_now_ns();
-  std::vector<uint64_t> addr = draw(q, n, seed);
   uint64_t bad = 0, t3 = peer_now_ns();
   for (uint64_t i = 0; i < q; i++) {
     VT out{};
@@ -138,6 +138,7 @@ template <size_t V>
 void roram(uint64_t n, uint64_t q, uint64_t* seed) {
   using VT = typename Val<V>::type;
   using Ram = ODSL::RecursiveORAM<VT>;
+  std::vector<uint64_t> addr = draw(q, n, seed);  // before timing and before rss0
   long rss0 = peer_rss_kb();
   uint64_t t0 = peer_now_ns();
   Ram* zero = new Ram(n);
@@ -156,7 +157,6 @@ void roram(uint64_t n, uint64_t q, uint64_t* seed) {
     o->InitFromReader(rd);
   }
   double fill_us = g_public ? 0.0 : (peer_now_ns() - f0) / 1e3;
-  std::vector<uint64_t> addr = draw(q, n, seed);
   uint64_t bad = 0, t3 = peer_now_ns();
   for (uint64_t i = 0; i < q; i++) {
     VT out{};
@@ -190,6 +190,12 @@ void umap(uint64_t n, uint64_t q, uint64_t* seed) {
   using KT = typename Val<K>::type;
   using VT = typename Val<V>::type;
   uint64_t cap = n * 5 / 4;  // fill 0.8, as the harness runs the map
+  uint64_t hits = g_public ? q * 4 / 5 : q, misses = g_public ? q - hits : q / 4;
+  std::vector<uint64_t> hk(hits), mk(misses);  // drawn before timing and before rss0
+  for (uint64_t i = 0; i < hits; i++)
+    hk[i] = g_public ? i % n : peer_below(seed, n);
+  for (uint64_t i = 0; i < misses; i++)
+    mk[i] = g_public ? n + i % (cap - n) : n + peer_below(seed, 1ull << 40);
   long rss0 = peer_rss_kb();
   uint64_t t0 = peer_now_ns();
   ODSL::OMap<KT, VT, uint32_t> map(cap);
@@ -201,12 +207,6 @@ void umap(uint64_t n, uint64_t q, uint64_t* seed) {
   init->Finalize();
   delete init;
   uint64_t t1 = peer_now_ns();
-  uint64_t hits = g_public ? q * 4 / 5 : q, misses = g_public ? q - hits : q / 4;
-  std::vector<uint64_t> hk(hits), mk(misses);
-  for (uint64_t i = 0; i < hits; i++)
-    hk[i] = g_public ? i % n : peer_below(seed, n);
-  for (uint64_t i = 0; i < misses; i++)
-    mk[i] = g_public ? n + i % (cap - n) : n + peer_below(seed, 1ull << 40);
   uint64_t bad = 0, t2 = peer_now_ns();
   for (uint64_t i = 0; i < hits; i++) {
     VT out{};
@@ -239,6 +239,12 @@ void sharded(uint64_t n, uint64_t shards, uint64_t b, uint64_t batches, uint64_t
   using KT = typename Val<K>::type;
   using VT = typename Val<V>::type;
   uint64_t cap = n * 5 / 4;
+  std::vector<std::vector<KT>> qs(batches, std::vector<KT>(b));  // before timing and rss0
+  for (auto& batch : qs)
+    for (auto& k : batch) {
+      bool hit = peer_below(seed, 5) < 4;
+      k = Val<K>::make(key_of(hit ? peer_below(seed, n) : n + peer_below(seed, 1ull << 40)));
+    }
   long rss0 = peer_rss_kb();
   uint64_t t0 = peer_now_ns();
   ODSL::ParOMap<KT, VT, uint32_t> map(cap, shards);
@@ -247,12 +253,6 @@ void sharded(uint64_t n, uint64_t shards, uint64_t b, uint64_t batches, uint64_t
   init->Finalize();
   delete init;
   uint64_t t1 = peer_now_ns();
-  std::vector<std::vector<KT>> qs(batches, std::vector<KT>(b));
-  for (auto& batch : qs)
-    for (auto& k : batch) {
-      bool hit = peer_below(seed, 5) < 4;
-      k = Val<K>::make(key_of(hit ? peer_below(seed, n) : n + peer_below(seed, 1ull << 40)));
-    }
   std::vector<VT> res(b);
   uint64_t burst = 0, wb = 0;
   for (auto& batch : qs) {

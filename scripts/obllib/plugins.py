@@ -14,7 +14,8 @@ A case group: {"type": "RORAM", "impl": "olabs_oram", "N": "2^10..2^20" or
 "args": {run-control k=v, not part of the case's identity}, "est_us_per_op":
 rough microseconds per timed operation, "ops": timed operations}.
 The scripts run with OBL_ROOT (the repository), OBL_PLUGIN_WORK (its build
-directory, build/plugins/<name>/) and OBL_BENCH (obl-bench) set.
+directory, build/plugins/<name>/, or $OBL_PLUGINS_WORK/<name>) and OBL_BENCH
+(obl-bench) set.
 """
 import fnmatch
 import json
@@ -43,7 +44,8 @@ class Plugin:
     def env(self, root, bench_bin=None):
         env = dict(os.environ)
         env["OBL_ROOT"] = root
-        env["OBL_PLUGIN_WORK"] = os.path.join(root, "build", "plugins", self.name)
+        work_root = os.environ.get("OBL_PLUGINS_WORK") or os.path.join(root, "build", "plugins")
+        env["OBL_PLUGIN_WORK"] = os.path.join(work_root, self.name)
         if bench_bin:
             env["OBL_BENCH"] = bench_bin
         return env
