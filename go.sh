@@ -6,7 +6,8 @@
 # 2. builds the release configuration (build/, obl-bench in build/bench/),
 # 3. runs the plan with scripts/run.py (arguments are passed on to it):
 #    logs/full_runs/<timestamp>.jsonl and results/,
-# 4. prints the Markdown tables (also in results/tables.md),
+# 4. prints the Markdown tables (also in results/tables.md) and writes them
+#    as the results page docs/results/latest.md (linked from README.md),
 # 5. draws the PNG figures under figures/.
 # BENCHMARK_MODE=plan prints the case list instead of running it (steps 1-2
 # still run); BENCHMARK_SELECTOR=cases.txt runs only the cases marked run.
@@ -43,7 +44,7 @@ if [ "$status" -ge 2 ]; then
     log "scripts/run.py failed (status $status)"
     exit "$status"
 fi
-"$PY" scripts/generate_readme_bodies.py > results/tables.md
+"$PY" scripts/generate_readme_bodies.py --write-results docs/results/latest.md > results/tables.md
 cat results/tables.md
 "$PY" scripts/draw_figures.py --clean >&2
 if [ "$status" -ne 0 ]; then

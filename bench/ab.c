@@ -1,6 +1,6 @@
 /*
  * obl-ab: two versions of the library in one process, their rounds
- * alternating (docs/bench.md, "Which CPU"). On a VM whose speed changes
+ * alternating (docs/bench.md, "Two libraries in one process"). On a VM whose speed changes
  * from one stretch of minutes to the next, binaries run in turn compare two
  * stretches; rounds that alternate in one process compare the libraries.
  *
@@ -55,18 +55,16 @@ void old_obl_omap_destroy(obl_omap *m);
 
 #define AB_MAX_ROUNDS 1000
 
-/* 1: the new version's structure is created first. The same library
- * against itself (RORAM 8/56 at 2^20, 21 rounds) measured 1.04-1.21 x for
- * the second structure in one stretch of the VM and 0.996-1.016 x, in
- * either order, in another; so scripts/ab.sh runs both orders. */
+/* 1: the new version's structure is created first. The structure created
+ * second can be faster or slower for reasons of placement alone, so
+ * scripts/ab.sh runs both orders (docs/bench.md, "Two libraries in one
+ * process"). */
 static int ab_new_first;
 
 /* Pairs of structures created, one after the other (OBL_AB_PLACEMENTS).
- * On the project's VM the same code's read time differs by up to 15 %
- * from one structure to the next (2026-12-05: NRORAM 8/8 at 2^20, the
- * same code in two processes 1.44 and 1.11 us, a change measured 0.84 and
- * 1.16 x in the two orders of creation), which looks like where the guest's
- * memory is backed; fresh pairs spread that over both versions. */
+ * The same code's read time differs from one structure to the next (where
+ * the VM backs its memory, it seems); fresh pairs spread that over both
+ * versions (docs/bench.md, "Two libraries in one process"). */
 static int ab_placements = 1;
 
 /* Which version placement pl creates first. */

@@ -30,8 +30,8 @@
  *                           baseline of this run; Get_slowdown_ratio is
  *                           Get_latency_us over it
  * Every operation performs the same ORAM accesses, so the phases differ
- * only by noise; they are measured separately because the issue asks for
- * each. Results are checked (hit and miss counts, values of the hits).
+ * only by noise; they are measured separately so that each has its own
+ * figure, as the public harness reports them. Results are checked (hit and miss counts, values of the hits).
  */
 #include <inttypes.h>
 #include <stdlib.h>
@@ -99,9 +99,8 @@ static int umap_baseline(bench_case *c, const bench_map_workload *s, double get_
     for (uint64_t i = 0; i < n; i++)
         failed |= plain_hashmap_put(h, s->keys + i * kb, s->vals + i * vb, NULL) != OBL_OK;
     /* timed as the hashmap type times its gets (bench_hashmap.h); the
-     * fold of whole values (a chain of multiplies, about 8 ns a get)
-     * would be a third of a plain get at 2^12, so the values are checked
-     * by a second, untimed pass */
+     * fold of whole values (a chain of multiplies) would be a large part
+     * of a plain get, so the values are checked by a second, untimed pass */
     uint64_t t0, t1, sum = 0;
     uint64_t found = bench_plain_hashmap_gets(h, s->miss, s->hit, q, kb, vb, buf, &t0, &t1);
     for (uint64_t i = 0; i < q; i++) {
@@ -152,13 +151,11 @@ static int umap_run(bench_case *c, void *state)
     uint64_t found = 0, f;
     /* the values are checked by a checksum folded in the timed loop (in
      * registers) and compared after it with the expected values' (read at
-     * random, about 0.3 us a get, so not in the loop); storing every result
-     * for the check instead cost a fresh Q * V-byte buffer per repetition
-     * (1.1 MB at Q = 20,000 and V = 56, page faults and stores timed as
-     * gets) */
+     * random, so not in the loop); storing every result instead would time
+     * a fresh Q * V-byte buffer's page faults and stores as gets */
     /* timed from the first get after the build, as the peers' drivers: the
      * Q hits twice over, the first pass the warm-up phase (the first gets
-     * after a build of 2^20 pairs ran up to 60% slower, docs/bench.md) */
+     * after a build run slower, docs/bench.md "How a case is measured") */
     uint64_t sum = 0, want = 0, tw = 0;
     uint64_t t0 = bench_now_ns();
     for (int pass = 0; pass < 2; pass++) {

@@ -556,9 +556,8 @@ const bench_env *bench_get_env(void)
 
 /*
  * --cpu K: pins the process to CPU K for the whole run, so that a run is
- * not moved between CPUs that run at different speeds (on this project's
- * 2-vCPU VM one of them measured a third slower than the other for
- * minutes at a time; docs/bench.md, "Which CPU"). Returns 0 on success.
+ * not moved between virtual CPUs that run at different speeds
+ * (docs/bench.md, "Which CPU"). Returns 0 on success.
  */
 static int bench_pin_cpu(uint64_t k)
 {

@@ -194,8 +194,8 @@ static int mb_cmov(int reps, FILE *json)
 static int mb_lookup(int reps, FILE *json)
 {
     static const size_t entry_sizes[] = {8, 64};
-    /* ORAM access latencies to compare against: the range of the public
-     * harness's RORAM/NRORAM results at 2^10 .. 2^20 (0.17 .. 4.4 us). */
+    /* ORAM access latencies to compare against: the range of tree ORAM
+     * accesses at 2^10 .. 2^20 (docs/oram.md, "Measured costs"). */
     static const double oram_us[] = {0.25, 0.5, 1.0, 2.0};
     printf("# question: what does a full-table lookup obl_ct_lookup cost against a direct index,\n"
            "# per table size, and up to which size does it beat an ORAM access of a given cost?\n"

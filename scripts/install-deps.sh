@@ -18,6 +18,10 @@ command -v clang >/dev/null 2>&1 || need="$need clang"
 command -v cmake >/dev/null 2>&1 || need="$need cmake"
 command -v make >/dev/null 2>&1 || need="$need make"
 command -v git >/dev/null 2>&1 || need="$need git"
+# the install test builds an example against the installed library with it
+command -v pkg-config >/dev/null 2>&1 || need="$need pkg-config"
+# the symbol check (tests/pkg) reads the library with nm, readelf, objcopy
+command -v readelf >/dev/null 2>&1 || need="$need binutils"
 command -v valgrind >/dev/null 2>&1 && [ -f /usr/include/valgrind/memcheck.h ] || need="$need valgrind"
 [ -x /usr/bin/python3 ] || need="$need python3"
 if [ -x /usr/bin/python3 ]; then

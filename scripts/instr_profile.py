@@ -47,9 +47,8 @@ def build():
     bdir = os.path.join(ROOT, "build-prof")
     subprocess.run(["cmake", "-S", ROOT, "-B", bdir, "-DCMAKE_BUILD_TYPE=Release",
                     "-DOBL_NATIVE=OFF", "-DOBL_BUILD_TESTS=OFF",
-                    # OBL_NATIVE=OFF alone targets baseline x86-64 (SSE2) plus
-                    # AES-NI; until 2026-12-06 this script built that and
-                    # called it x86-64-v3
+                    # OBL_NATIVE=OFF alone may target baseline x86-64 (SSE2);
+                    # the profile is of the x86-64-v3 (AVX2) code
                     "-DCMAKE_C_FLAGS=-g -march=x86-64-v3"],
                    check=True, stdout=subprocess.DEVNULL)
     subprocess.run(["cmake", "--build", bdir, "-j2", "--target", "obl-bench"],

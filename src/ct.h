@@ -269,12 +269,9 @@ OBL_SIMD_INLINE("avx2") void obl_ct_cswap_avx2_inl(uint64_t ctl, void *a, void *
  * conditional copy is an AND/XOR of full vectors, not a k-mask move, which
  * compilers fold into a load masked by the secret (gcc 12 did). The tail
  * (len % 64 bytes, public) goes through 32-byte blends and 8- and 4-byte
- * words, not
- * a byte-masked load and store, which measured far slower on Zen 4 (likely
- * because a masked store is not forwarded to the next load of the same
- * bytes, and the eviction reloads its held block at every level). Measured:
- * NRORAM 4/56 at 2^16 2.34 -> 1.60 us, 4/96 2.61 -> 1.69 us, 4/120 2.85 ->
- * 2.14 us; 64-byte blocks, which have no tail, take 1.2-1.3 us.
+ * words, not a byte-masked load and store: a masked store is slow to
+ * forward to the next load of the same bytes, and the eviction reloads its
+ * held block at every level (docs/oram.md, "Eviction").
  */
 OBL_SIMD_INLINE("avx512f,avx512bw") void obl_ct_cmov_avx512_inl(uint64_t ctl, void *dst, const void *src, size_t len)
 {

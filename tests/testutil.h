@@ -2,8 +2,9 @@
  * Minimal test support shared by the test executables: seed handling
  * (`-s N`, printed first so that any run can be replayed), a `--ct` flag set
  * when the test runs under memcheck (tests shrink their sizes there), a
- * deterministic test-side PRNG for generating operations, and CHECK macros
- * that count failures instead of stopping at the first.
+ * deterministic test-side PRNG for generating operations, CHECK macros
+ * that count failures instead of stopping at the first, and named sub-tests
+ * (test_run: `--list`, `--only NAME`; each is its own ctest entry).
  *
  * Values computed from secrets must be declassified (OBL_DECLASSIFY) before a
  * CHECK compares them: the comparison is the test's own branch.
@@ -23,6 +24,10 @@ typedef struct {
     int long_run;    /* --long: the soak sizes, for runs outside CI */
     long failures;
     long checks;
+    const char *only;       /* --only NAME: run that sub-test alone */
+    int list;               /* --list: print the sub-tests' names */
+    const char *list_match; /* --list-matches A,B,...: the names, in order? */
+    const char *skip;       /* set by test_skip in the running sub-test */
 } obl_test_ctx;
 
 static obl_test_ctx T;
@@ -37,7 +42,15 @@ static inline void test_init(int argc, char **argv, const char *name)
             T.ct = 1;
         else if (!strcmp(argv[i], "--long"))
             T.long_run = 1;
+        else if (!strcmp(argv[i], "--only") && i + 1 < argc)
+            T.only = argv[++i];
+        else if (!strcmp(argv[i], "--list"))
+            T.list = 1;
+        else if (!strcmp(argv[i], "--list-matches") && i + 1 < argc)
+            T.list_match = argv[++i];
     }
+    if (T.list || T.list_match)
+        return;
     printf("%s: seed %" PRIu64 "%s (replay with -s %" PRIu64 ")\n", name, T.seed,
            T.ct ? " [memcheck]" : "", T.seed);
     fflush(stdout);
@@ -47,6 +60,98 @@ static inline int test_done(const char *name)
 {
     printf("%s: %ld checks, %ld failed\n", name, T.checks, T.failures);
     return T.failures ? 1 : 0;
+}
+
+/* ---------------------------------------------------------- sub-tests -- */
+
+/* A named sub-test. Its name is its function's: TEST_CASE(fn). */
+typedef struct {
+    const char *name;
+    void (*run)(void);
+} test_case;
+#define TEST_CASE(fn) {#fn, fn}
+
+/* The running sub-test does not apply here (say why); it then needs no
+ * check. Any other sub-test that makes no check fails. */
+static inline void test_skip(const char *why) { T.skip = why; }
+
+/* Exit status of a run whose only sub-test was skipped (ctest's
+ * SKIP_RETURN_CODE). */
+#define TEST_SKIPPED 77
+
+/* Each sub-test's own stream: the seed mixed with its name, so that
+ * `--only NAME -s S` replays exactly what the full run with -s S did. */
+static inline uint64_t test_case_seed(uint64_t seed, const char *name)
+{
+    uint64_t h = 0xcbf29ce484222325ULL; /* FNV-1a */
+    for (const char *c = name; *c; c++)
+        h = (h ^ (unsigned char)*c) * 0x100000001b3ULL;
+    return seed ^ h;
+}
+
+typedef struct test_rng test_rng;
+static inline void test_rng_seed(test_rng *r, uint64_t seed);
+
+/* --list-matches: 0 iff the comma-separated names are the cases, in order
+ * (the build registers one ctest entry per name it read from the source). */
+static inline int test_list_matches(const test_case *cases, size_t n, const char *want)
+{
+    const char *p = want;
+    for (size_t i = 0; i < n; i++) {
+        size_t len = strlen(cases[i].name);
+        if (strncmp(p, cases[i].name, len) != 0 || (p[len] != ',' && p[len] != 0)) {
+            fprintf(stderr, "sub-test %zu is %s; the build registered %s\n", i, cases[i].name, p);
+            return 1;
+        }
+        p += len + (p[len] == ',');
+    }
+    if (*p) {
+        fprintf(stderr, "the build registered sub-tests the source lacks: %s\n", p);
+        return 1;
+    }
+    return 0;
+}
+
+/* Runs the sub-tests (all, or --only NAME), each from its own seed; prints
+ * the summary. Returns the exit status: 0, 1 on a failure, 2 on an unknown
+ * name, TEST_SKIPPED when the one sub-test asked for was skipped. */
+static inline int test_run(const char *prog, const test_case *cases, size_t n, test_rng *rng)
+{
+    if (T.list) {
+        for (size_t i = 0; i < n; i++)
+            printf("%s\n", cases[i].name);
+        return 0;
+    }
+    if (T.list_match)
+        return test_list_matches(cases, n, T.list_match);
+    size_t ran = 0, skipped = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (T.only && strcmp(T.only, cases[i].name) != 0)
+            continue;
+        long c0 = T.checks, f0 = T.failures;
+        T.skip = NULL;
+        test_rng_seed(rng, test_case_seed(T.seed, cases[i].name));
+        printf("== %s (replay: %s -s %" PRIu64 "%s --only %s)\n", cases[i].name, prog, T.seed,
+               T.ct ? " --ct" : "", cases[i].name);
+        fflush(stdout);
+        cases[i].run();
+        ran++;
+        if (T.skip) {
+            skipped++;
+            printf("   skipped: %s\n", T.skip);
+        } else if (T.checks == c0) {
+            T.failures++;
+            fprintf(stderr, "%s: made no check\n", cases[i].name);
+        }
+        printf("   %s: %ld checks, %ld failed\n", cases[i].name, T.checks - c0, T.failures - f0);
+        fflush(stdout);
+    }
+    if (T.only && !ran) {
+        fprintf(stderr, "%s: no sub-test %s (--list)\n", prog, T.only);
+        return 2;
+    }
+    int rc = test_done(prog);
+    return rc == 0 && ran == 1 && skipped == 1 ? TEST_SKIPPED : rc;
 }
 
 #define CHECK(cond)                                                                  \
@@ -75,7 +180,7 @@ static inline int test_done(const char *name)
 
 /* xoshiro256** (Blackman, Vigna 2018): the tests' own reproducible stream,
  * independent of the library's PRG under test. */
-typedef struct { uint64_t s[4]; } test_rng;
+struct test_rng { uint64_t s[4]; };
 
 static inline uint64_t test_rotl(uint64_t x, int k) { return (x << k) | (x >> (64 - k)); }
 

@@ -16,6 +16,22 @@
 extern "C" {
 #endif
 
+/*
+ * The library is compiled with every symbol hidden; what a public header
+ * declares between OBL_API_BEGIN and OBL_API_END is exported, nothing else
+ * (the shared library's symbol table, and libobl.a whose other symbols are
+ * local). Every header of include/obl/ wraps its declarations so.
+ */
+#if defined(__GNUC__) || defined(__clang__)
+#define OBL_API_BEGIN _Pragma("GCC visibility push(default)")
+#define OBL_API_END _Pragma("GCC visibility pop")
+#else
+#define OBL_API_BEGIN
+#define OBL_API_END
+#endif
+
+OBL_API_BEGIN
+
 #define OBL_VERSION_MAJOR 0
 #define OBL_VERSION_MINOR 1
 #define OBL_VERSION_PATCH 0
@@ -98,6 +114,8 @@ const char *obl_version(void);
 /* Which constant-time block-move variant this build uses: "avx512", "avx2" or
  * "portable". Public: it depends on the build, never on data. */
 const char *obl_ct_variant(void);
+
+OBL_API_END
 
 #ifdef __cplusplus
 }

@@ -58,6 +58,8 @@
 extern "C" {
 #endif
 
+OBL_API_BEGIN
+
 #define OBL_OMAP_MAX_KEY_SIZE 1024u
 #define OBL_OMAP_MAX_VALUE_SIZE 65536u
 
@@ -209,6 +211,8 @@ size_t obl_omap_memory_bytes(const obl_omap *m);
 
 /* Frees and wipes everything; NULL is fine. */
 void obl_omap_destroy(obl_omap *m);
+
+OBL_API_END
 
 #ifdef __cplusplus
 }

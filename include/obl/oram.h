@@ -61,6 +61,8 @@
 extern "C" {
 #endif
 
+OBL_API_BEGIN
+
 /* Largest value size the ORAMs accept. */
 #define OBL_ORAM_MAX_VALUE_SIZE ((size_t)1 << 20)
 
@@ -262,6 +264,8 @@ void obl_roram_stats(const obl_roram *o, obl_oram_stats *st);
 size_t obl_roram_memory_bytes(const obl_roram *o);
 
 void obl_roram_destroy(obl_roram *o);
+
+OBL_API_END
 
 #ifdef __cplusplus
 }

@@ -1,4 +1,4 @@
-"""Markdown tables and the README refresh.
+"""Markdown tables, the README's compact table and its refresh.
 
 One table per (benchmark type, fixed parameters, metric): rows by N, columns
 by implementation, each cell the median with its spread. Every implementation
@@ -10,7 +10,9 @@ measured on the same machine in the same run.
 
 Each table is preceded by `<!-- obl-table: KEY -->`; the README refresh finds
 curated tables by that key, between `<!-- obl-tables:begin -->` and
-`<!-- obl-tables:end -->`, and replaces only the table rows under it.
+`<!-- obl-tables:end -->`, and replaces only the table rows under it. The key
+SUMMARY is the compact table (summary_table): one row per headline case at
+the largest N measured.
 """
 import re
 
@@ -340,13 +342,19 @@ def split_row(line):
     return [c.strip() for c in line.strip().strip("|").split("|")]
 
 
-def refresh(text, tables):
-    """Refresh curated tables between the markers; -> new text.
+ENV_MARK = "<!-- obl-env -->"
+
+
+def refresh(text, tables, env=""):
+    """Refresh curated tables between the markers; -> new text. A line that
+    starts with <!-- obl-env --> becomes that mark followed by `env`, when
+    given (the machine and commit of the run).
 
     Raises ValueError (nothing is written by the caller) when the markers are
     missing, a key matches no table, or a key has no table under it."""
     by_key = {t.key: t for t in tables}
-    lines = text.split("\n")
+    lines = [f"{ENV_MARK} {env}" if env and l.lstrip().startswith(ENV_MARK) else l
+             for l in text.split("\n")]
     try:
         begin = next(i for i, l in enumerate(lines) if l.strip() == BEGIN)
         end = next(i for i, l in enumerate(lines) if l.strip() == END and i > begin)
@@ -390,15 +398,75 @@ def refresh(text, tables):
     return "\n".join(out + lines[end:])
 
 
-def replace_block(text, body):
-    """--write-readme without --main: the whole block becomes `body`."""
-    lines = text.split("\n")
-    try:
-        begin = next(i for i, l in enumerate(lines) if l.strip() == BEGIN)
-        end = next(i for i, l in enumerate(lines) if l.strip() == END and i > begin)
-    except StopIteration:
-        raise ValueError(f"README has no {BEGIN} ... {END} block") from None
-    return "\n".join(lines[:begin + 1] + [""] + body.rstrip("\n").split("\n") + [""] + lines[end:])
+# ---- the README's compact table ------------------------------------------
+
+SUMMARY_KEY = "SUMMARY"
+MAP_TYPES = ("UMAP", "UnorderedMap")
+# (report types, fixed parameters, metric, row label[, metric whose baseline
+# applies]): the plain caller's NRORAM read first, as the headline
+# (docs/bench.md, "The caller's positions"); the array baseline has no plain
+# caller metric, its plain read is the comparison.
+SUMMARY_ROWS = (
+    (("NRORAM",), "Key_bytes=8,Value_bytes=8", "Read_latency_plain_caller_us",
+     "NRORAM 8/8 read, plain caller (us)", "Read_latency_us"),
+    (("NRORAM",), "Key_bytes=8,Value_bytes=8", "Read_latency_us",
+     "NRORAM 8/8 read, positions prefetched (us)"),
+    (("RORAM",), "Key_bytes=8,Value_bytes=8", "Read_latency_us", "RORAM 8/8 read (us)"),
+    (("RORAM",), "Key_bytes=8,Value_bytes=56", "Read_latency_us", "RORAM 8/56 read (us)"),
+    (MAP_TYPES, "Key_bytes=8,Value_bytes=56,fill=0.8", "Get_latency_us",
+     "UnorderedMap 8/56 get, fill 0.8 (us)"),
+    (MAP_TYPES, "Key_bytes=8,Value_bytes=56,fill=0.8", "Initialization_time_us",
+     "UnorderedMap 8/56 bulk build, fill 0.8 (us)"),
+)
+
+
+def summary_table(tables):
+    """One row per SUMMARY_ROWS entry found, at the largest N obl measured:
+    obl's cell, the peers' cells of the same row, the baseline and the ratio.
+    None when no entry is found."""
+    by_key = {t.key: t for t in tables}
+
+    def find(types, params, metric):
+        return next((by_key[k] for k in (f"{ty} | {params} | {metric}" for ty in types)
+                     if k in by_key), None)
+
+    picked, peers = [], []
+    for types, params, metric, label, *base_metric in SUMMARY_ROWS:
+        t = find(types, params, metric)
+        if t is None or "obl" not in t.header:
+            continue
+        rows = [r for r in t.rows if r[t.header.index("obl")]]
+        if not rows:
+            continue
+        bt = find(types, params, base_metric[0]) if base_metric else t
+        picked.append((label, t, rows[-1], bt))
+        peers += [h for h in t.header[1:] if h != "obl" and is_peer(h) and "÷" not in h
+                  and not h.endswith(PUBLIC_METHOD_SUFFIX) and h not in peers]
+    if not picked:
+        return None
+    best = any("obl ÷ best peer" in t.header for _, t, _, _ in picked)
+    header = (["Benchmark", "N", "obl"] + peers + ["non-oblivious baseline", "obl ÷ baseline"]
+              + (["obl ÷ best peer"] if best else []))
+    out = []
+    for label, t, row, bt in picked:
+        col = {h: i for i, h in enumerate(t.header)}
+        base = ""
+        if bt is not None:
+            brow = next((r for r in bt.rows if r[0] == row[0]), None)
+            base = next((brow[bt.header.index(b)] for b in BASELINES
+                         if brow and b in bt.header), "")
+        ratio = next((row[i] for h, i in col.items() if h.startswith("obl ÷ baseline")), "")
+        if base and bt is not t:
+            ratio = stats.fmt(float(row[col["obl"]].split()[0]) / float(base.split()[0]), 3)
+        out.append([label, row[0], row[col["obl"]]] + [row[col[p]] if p in col else ""
+                                                        for p in peers] + [base, ratio]
+                   + ([row[col["obl ÷ best peer"]] if "obl ÷ best peer" in col else ""]
+                      if best else []))
+    return Table(SUMMARY_KEY, "Summary", "", "Summary at the largest N", header, out,
+                 "median (min–max) of the run's repetitions; ratio of medians to the "
+                 "non-oblivious baseline of the same run"
+                 + ("; `obl ÷ best peer`: to the best peer of the same run at that N, named"
+                    if best else "") + ".")
 
 
 def curated_keys(text):

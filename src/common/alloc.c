@@ -12,15 +12,10 @@
 
 /* Blocks of at least OBL_HUGE_MIN bytes are aligned to, and rounded up to,
  * 2 MiB and advised for transparent huge pages (Linux, MADV_HUGEPAGE; a
- * no-op where the kernel's setting is "never"). For the ORAM trees (read at
- * random): with 4 KiB pages nearly every bucket below a tree's cached
- * levels is also a TLB miss. For the builds' working arrays (read in
- * order): on this project's VM a 4 KiB page fault costs about 10 us, so
- * first touching 128 MiB took 330 ms with 4 KiB pages against 10 ms with
- * huge pages that the process had freed before (188 ms the first time);
- * the map build of 2^20 pairs (8/56), which touches about 500 MiB of fresh
- * memory, went from 1.7 to 0.77 s in obl-bench. Measured in docs/oram.md
- * ("Huge pages"). Public: the size and alignment. */
+ * no-op where the kernel's setting is "never"): for the ORAM trees, read at
+ * random, fewer TLB misses; for the builds' working arrays, read in order,
+ * far fewer page faults on fresh memory. Numbers: docs/oram.md, "Huge
+ * pages". Public: the size and alignment. */
 #define OBL_HUGE_MIN ((size_t)4 << 20)
 #define OBL_HUGE_PAGE ((size_t)2 << 20)
 

@@ -6,6 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#ifdef OBL_TESTING
+
 #ifdef OBL_TRACE
 _Thread_local obl_trace *obl_trace_sink;
 
@@ -86,3 +88,4 @@ int obl_trace_enabled(void)
     return 0;
 #endif
 }
+#endif /* OBL_TESTING */

@@ -13,6 +13,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "common/testing.h"
+
 typedef struct obl_trace_ev {
     uint32_t region;   /* which array of the structure (caller-defined id) */
     uint32_t kind;     /* 0 read, 1 write, 2 read+write */
@@ -52,7 +54,8 @@ void obl_trace_record(uint32_t region, uint32_t kind, uint64_t offset, uint64_t 
 #define OBL_TRACE_TOUCH(region, kind, offset, len) ((void)0)
 #endif
 
-/* Helpers for tests (defined in trace.c, also without OBL_TRACE). */
+/* Helpers for tests (trace.c; only in the test build, OBL_TESTING). */
+#ifdef OBL_TESTING
 int obl_trace_init(obl_trace *t, size_t cap);
 void obl_trace_free(obl_trace *t);
 void obl_trace_reset(obl_trace *t);
@@ -65,5 +68,6 @@ void obl_trace_begin(obl_trace *t);
 void obl_trace_end(void);
 /* 1 when this library was built with OBL_TRACE. */
 int obl_trace_enabled(void);
+#endif
 
 #endif /* OBL_SRC_TRACE_H */

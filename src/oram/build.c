@@ -518,15 +518,17 @@ static void bs_steps(const bsort *s, size_t lo, size_t hi, size_t k, int mirror,
 
 /* The cache sizes the blocks are made for; nr_build_set_blocks (tests)
  * shrinks them, so that small sorts take every blocked path. */
-static size_t bs_l2_bytes = BS_BLOCK_BYTES, bs_l3_bytes = BS_L3_BYTES;
+OBL_TEST_KNOB(size_t, bs_l2_bytes, BS_BLOCK_BYTES);
+OBL_TEST_KNOB(size_t, bs_l3_bytes, BS_L3_BYTES);
 
 /* Tests only: the drawn leaves are ANDed with this (all ones: unchanged),
  * so that a test can crowd the blocks onto few paths and fill the stash. */
-static uint64_t bs_leaf_mask = UINT64_MAX;
+OBL_TEST_KNOB(uint64_t, bs_leaf_mask, UINT64_MAX);
 
 /* Tests only: 0 makes every build take the two-word form of step 3. */
-static int bs_allow_packed = 1;
+OBL_TEST_KNOB(int, bs_allow_packed, 1);
 
+#ifdef OBL_TESTING
 /* see nroram_internal.h */
 void nr_build_set_packing(int allow)
 {
@@ -545,6 +547,7 @@ void nr_build_set_blocks(size_t l2_bytes, size_t l3_bytes)
     bs_l2_bytes = l2_bytes ? l2_bytes : BS_BLOCK_BYTES;
     bs_l3_bytes = l3_bytes ? l3_bytes : BS_L3_BYTES;
 }
+#endif
 
 /* The largest power of two C >= 8, at most m (itself a power of two, or
  * below 8), with C elements of esz bytes in at most bytes / 2. Public. */

@@ -220,9 +220,11 @@ static inline uint64_t nr_sel_eq(uint64_t a, uint64_t b, uint64_t x, uint64_t y)
 
 /* Tests only (nr_set_plan_scalar): 1 runs the scalar metadata passes even
  * where the vector ones apply. */
-static int nr_plan_scalar;
+OBL_TEST_KNOB(int, nr_plan_scalar, 0);
 
+#ifdef OBL_TESTING
 void nr_set_plan_scalar(int on) { nr_plan_scalar = on; }
+#endif
 
 /*
  * PrepareTarget (fig. 4) over the arrays nr_plan_deepest fills, leaf to
@@ -287,12 +289,14 @@ static inline __m512i nr_scan_max16(__m512i x)
     return _mm512_max_epu16(x, u);
 }
 
+#ifdef OBL_TESTING
 /* Tests only: out[i] = max(in[0..i]) by nr_scan_max16. */
 int nr_test_scan_max16(const uint16_t in[32], uint16_t out[32])
 {
     _mm512_storeu_si512((void *)out, nr_scan_max16(_mm512_loadu_si512((const void *)in)));
     return 1;
 }
+#endif
 
 /* max(x[0..31]), as a scalar */
 static inline uint32_t nr_reduce_max16(__m512i x)
@@ -387,7 +391,7 @@ static inline uint32_t nr_plan_swaps(const uint16_t *tg, uint32_t D, uint32_t se
     uint32_t t0 = tgl & 1;
     return (uint32_t)obl_ct_select64(t0, best0, 255);
 }
-#else
+#elif defined(OBL_TESTING)
 int nr_test_scan_max16(const uint16_t in[32], uint16_t out[32])
 {
     (void)in;

@@ -66,9 +66,11 @@ struct obl_roram {
 
 /* Trees of at most 2^ro_pos16_max leaves keep their leaves as 16-bit
  * words; 16, or a test's setting (ro_set_pos16_max, roram_internal.h). */
-static int ro_pos16_max = 16;
+OBL_TEST_KNOB(int, ro_pos16_max, 16);
 
+#ifdef OBL_TESTING
 void ro_set_pos16_max(int k) { ro_pos16_max = k > 16 ? 16 : k; }
+#endif
 
 /* Whether the leaves of a tree of c blocks are kept as 16-bit words. */
 static int ro_leaves16(uint64_t c) { return (int)nr_log_leaves(c) <= ro_pos16_max; }

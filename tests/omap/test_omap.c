@@ -1293,39 +1293,44 @@ static void sizing_test(void)
     omap_free(m);
 }
 
-int main(int argc, char **argv)
+/* ------------------------------------------------------------ sub-tests -- */
+
+/* Stashes at capacity: a refused operation leaves the map unchanged. */
+static void full_unchanged(void)
 {
-    test_init(argc, argv, "test_omap");
-    test_rng_seed(&R, T.seed);
-    test_siphash();
-    test_speck();
-    sizing_test();
-    bad_input_test();
-    alloc_fail_test();
-    overflow_test();
     full_unchanged_test(8, 8, OBL_OMAP_LAYOUT_INLINE);
     full_unchanged_test(8, 24, OBL_OMAP_LAYOUT_COMPACT);
     full_unchanged_test(12, 4, OBL_OMAP_LAYOUT_INLINE);
-    if (!T.ct) {
-        per_op_check_test(8, 8, OBL_OMAP_LAYOUT_INLINE);
-        per_op_check_test(8, 24, OBL_OMAP_LAYOUT_COMPACT);
-        per_op_check_test(12, 4, OBL_OMAP_LAYOUT_INLINE);
+}
+
+/* The stash invariant after every operation (too slow under memcheck). */
+static void per_op_check(void)
+{
+    if (T.ct) {
+        test_skip("not under memcheck: the stream checks hold this invariant there");
+        return;
     }
-    compact_test();
-    widths_test();
-    short_ones_test();
+    per_op_check_test(8, 8, OBL_OMAP_LAYOUT_INLINE);
+    per_op_check_test(8, 24, OBL_OMAP_LAYOUT_COMPACT);
+    per_op_check_test(12, 4, OBL_OMAP_LAYOUT_INLINE);
+}
+
+/* Allocation failure at every allocation point, in the compact layout. */
+static void compact_alloc_fail(void)
+{
     g_layout = OBL_OMAP_LAYOUT_COMPACT;
     alloc_fail_test();
+    g_layout = OBL_OMAP_LAYOUT_AUTO;
+}
+
+/* Compact layout, keys of at most 8 bytes: streams against the model. */
+static void compact_streams(void)
+{
+    g_layout = OBL_OMAP_LAYOUT_COMPACT;
     if (T.ct) {
         stream_test(40, 8, 8, 1.0, 300, 0, NULL);
         stream_test(24, 8, 32, 1.0, 200, 0, NULL);
         stream_test(20, 5, 3, 1.0, 100, 1, NULL);
-        build_test(40, 8, 32, 40, 100);
-        /* fingerprint mode */
-        stream_test(24, 32, 32, 1.0, 200, 0, NULL);
-        stream_test(20, 9, 3, 1.0, 100, 1, NULL);
-        build_test(30, 16, 16, 30, 100);
-        fp_collision_test(32, 8, 150);
     } else {
         stream_test(1, 8, 8, 1.0, 500, 0, NULL);
         stream_test(3, 4, 1, 1.0, 500, 0, NULL);
@@ -1334,11 +1339,34 @@ int main(int argc, char **argv)
         stream_test(2000, 8, 8, 1.0, 10000, 1, NULL);
         /* 3-byte leaves (the value ORAM has 2^17 leaves) and 7-byte rests */
         stream_test((1u << 17) + 1, 8, 8, 0.25, 6000, 0, NULL);
+        small_bucket_stream(500, 8, 40, 6000);
+    }
+    g_layout = OBL_OMAP_LAYOUT_AUTO;
+}
+
+/* Compact layout, keys of at most 8 bytes: bulk builds. */
+static void compact_builds(void)
+{
+    g_layout = OBL_OMAP_LAYOUT_COMPACT;
+    if (T.ct) {
+        build_test(40, 8, 32, 40, 100);
+    } else {
         build_test(4096, 8, 56, 4096, 2000);
         build_test(1000, 3, 100, 700, 2000);
         build_test(10, 8, 32, 0, 100);
-        small_bucket_stream(500, 8, 40, 6000);
-        /* fingerprint mode: keys over 8 bytes (9: adversarial keys) */
+    }
+    g_layout = OBL_OMAP_LAYOUT_AUTO;
+}
+
+/* Compact layout, fingerprint mode (keys over 8 bytes; 9: adversarial
+ * keys): streams against the model. */
+static void compact_fingerprint_streams(void)
+{
+    g_layout = OBL_OMAP_LAYOUT_COMPACT;
+    if (T.ct) {
+        stream_test(24, 32, 32, 1.0, 200, 0, NULL);
+        stream_test(20, 9, 3, 1.0, 100, 1, NULL);
+    } else {
         static const struct {
             uint64_t cap;
             size_t ks, vs;
@@ -1348,25 +1376,62 @@ int main(int argc, char **argv)
         for (size_t i = 0; i < sizeof(fps) / sizeof(fps[0]); i++)
             stream_test(fps[i].cap, fps[i].ks, fps[i].vs, 1.0, fps[i].ops, fps[i].ks == 9, NULL);
         small_bucket_stream(500, 32, 32, 6000);
+    }
+    g_layout = OBL_OMAP_LAYOUT_AUTO;
+}
+
+/* Compact layout, fingerprint mode: bulk builds. */
+static void compact_fingerprint_builds(void)
+{
+    g_layout = OBL_OMAP_LAYOUT_COMPACT;
+    if (T.ct) {
+        build_test(30, 16, 16, 30, 100);
+    } else {
         build_test(4096, 32, 32, 4096, 2000);
         build_test(1000, 20, 100, 700, 2000);
         build_test(10, 32, 32, 0, 100);
-        /* the value ORAM's build with its first fit in two words (only
-         * builds of more than about 2^27 blocks take that form by
-         * themselves), with ids from the caller and from the content */
-        nr_build_set_packing(0);
-        build_test(4096, 8, 56, 4096, 2000);
-        build_test(1000, 20, 100, 700, 2000);
-        nr_build_set_packing(1);
+    }
+    g_layout = OBL_OMAP_LAYOUT_AUTO;
+}
+
+/* The value ORAM's build with its first fit in two words (only builds of
+ * more than about 2^27 blocks take that form by themselves), with ids from
+ * the caller and from the content. */
+static void compact_builds_two_words(void)
+{
+    if (T.ct) {
+        test_skip("not under memcheck: compact_builds covers the packed form there");
+        return;
+    }
+    g_layout = OBL_OMAP_LAYOUT_COMPACT;
+    nr_build_set_packing(0);
+    build_test(4096, 8, 56, 4096, 2000);
+    build_test(1000, 20, 100, 700, 2000);
+    nr_build_set_packing(1);
+    g_layout = OBL_OMAP_LAYOUT_AUTO;
+}
+
+/* Compact layout: keys whose fingerprints collide. */
+static void fingerprint_collisions(void)
+{
+    g_layout = OBL_OMAP_LAYOUT_COMPACT;
+    if (T.ct) {
+        fp_collision_test(32, 8, 150);
+    } else {
         fp_collision_test(32, 32, 3000);
         fp_collision_test(16, 8, 3000);
     }
+    g_layout = OBL_OMAP_LAYOUT_AUTO;
+}
+
+/* Inline layout: streams against the model. */
+static void inline_streams(void)
+{
     g_layout = OBL_OMAP_LAYOUT_INLINE;
     if (T.ct) {
         stream_test(40, 8, 8, 1.0, 300, 0, NULL);
         stream_test(24, 32, 32, 1.0, 150, 0, NULL);
         stream_test(20, 5, 3, 1.0, 100, 1, NULL);
-        build_test(40, 8, 8, 40, 100);
     } else {
         stream_test(1, 8, 8, 1.0, 500, 0, NULL);
         stream_test(3, 4, 1, 1.0, 500, 0, NULL);
@@ -1377,24 +1442,92 @@ int main(int argc, char **argv)
         stream_test(777, 16, 100, 0.9, 5000, 0, NULL);
         stream_test(2000, 8, 8, 1.0, 10000, 1, NULL);
         small_bucket_stream(500, 8, 8, 8000);
+    }
+    g_layout = OBL_OMAP_LAYOUT_AUTO;
+}
+
+/* Inline layout: bulk builds. */
+static void inline_builds(void)
+{
+    g_layout = OBL_OMAP_LAYOUT_INLINE;
+    if (T.ct) {
+        build_test(40, 8, 8, 40, 100);
+    } else {
         build_test(1000, 8, 8, 1000, 5000);
         build_test(4096, 8, 56, 3000, 2000);
         build_test(200, 32, 32, 200, 2000);
         build_test(10, 8, 8, 0, 100);
-        overflow_rate(4096, 20000, 0, 0);
-        overflow_rate(4096, 20000, 6, 4); /* a busy stash: 4 per bucket, 6 slots */
-        g_layout = OBL_OMAP_LAYOUT_COMPACT; /* churn at capacity, value ORAM full */
-        overflow_rate(4096, 20000, 0, 0);
-        g_layout = OBL_OMAP_LAYOUT_AUTO;
-        stream_test(500, 8, 32, 1.0, 3000, 0, NULL);
-        build_test(500, 8, 32, 500, 1000);
     }
-    if (T.long_run) {
+    g_layout = OBL_OMAP_LAYOUT_AUTO;
+}
+
+/* The overflow stash's occupancy under churn at capacity (too long under
+ * memcheck). */
+static void overflow_rates(void)
+{
+    if (T.ct) {
+        test_skip("not under memcheck: 20000-operation churns");
+        return;
+    }
+    g_layout = OBL_OMAP_LAYOUT_INLINE;
+    overflow_rate(4096, 20000, 0, 0);
+    overflow_rate(4096, 20000, 6, 4); /* a busy stash: 4 per bucket, 6 slots */
+    g_layout = OBL_OMAP_LAYOUT_COMPACT; /* churn at capacity, value ORAM full */
+    overflow_rate(4096, 20000, 0, 0);
+    g_layout = OBL_OMAP_LAYOUT_AUTO;
+}
+
+/* The automatic layout choice, streams and a build. */
+static void auto_layout(void)
+{
+    if (T.ct) {
+        test_skip("not under memcheck: the layouts are tested one by one there");
+        return;
+    }
+    g_layout = OBL_OMAP_LAYOUT_AUTO;
+    stream_test(500, 8, 32, 1.0, 3000, 0, NULL);
+    build_test(500, 8, 32, 500, 1000);
+}
+
+/* The sub-tests, each its own ctest entry (tests/omap/tests.cmake reads
+ * the TEST_CASE lines). Each leaves g_layout and the test switches at
+ * their defaults. */
+static const test_case cases[] = {
+    TEST_CASE(test_siphash),
+    TEST_CASE(test_speck),
+    TEST_CASE(sizing_test),
+    TEST_CASE(bad_input_test),
+    TEST_CASE(alloc_fail_test),
+    TEST_CASE(overflow_test),
+    TEST_CASE(full_unchanged),
+    TEST_CASE(per_op_check),
+    TEST_CASE(compact_test),
+    TEST_CASE(widths_test),
+    TEST_CASE(short_ones_test),
+    TEST_CASE(compact_alloc_fail),
+    TEST_CASE(compact_streams),
+    TEST_CASE(compact_builds),
+    TEST_CASE(compact_fingerprint_streams),
+    TEST_CASE(compact_fingerprint_builds),
+    TEST_CASE(compact_builds_two_words),
+    TEST_CASE(fingerprint_collisions),
+    TEST_CASE(inline_streams),
+    TEST_CASE(inline_builds),
+    TEST_CASE(overflow_rates),
+    TEST_CASE(auto_layout),
+};
+
+int main(int argc, char **argv)
+{
+    test_init(argc, argv, "test_omap");
+    if (T.long_run) { /* the measurement at capacity (docs/omap.md) */
+        test_rng_seed(&R, T.seed);
         g_layout = OBL_OMAP_LAYOUT_INLINE;
         overflow_rate(1 << 16, 2000000, 0, 0); /* automatic sizing */
         overflow_rate(1 << 16, 2000000, 20, 16);
         g_layout = OBL_OMAP_LAYOUT_COMPACT;
         overflow_rate(1 << 16, 2000000, 0, 0);
+        return test_done("test_omap");
     }
-    return test_done("test_omap");
+    return test_run("test_omap", cases, sizeof(cases) / sizeof(cases[0]), &R);
 }

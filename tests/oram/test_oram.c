@@ -549,7 +549,7 @@ static void nroram_scan_max_agrees(void)
     uint16_t in[32], out[32];
     memset(in, 0, sizeof(in));
     if (!nr_test_scan_max16(in, out)) {
-        printf("  (no AVX-512 metadata passes in this build)\n");
+        test_skip("no AVX-512 metadata passes in this build");
         return;
     }
     for (int t = 0; t < 32 + 2000; t++) {
@@ -1240,140 +1240,180 @@ static void roram_build_trace(void)
     }
 }
 
+/* ------------------------------------------------------------ sub-tests -- */
+
+static const size_t vsz[] = {1, 4, 8, 32, 56, 64, 100, 4096};
+
+/* NRORAM against its model at every capacity and value size. */
+static void nroram_models(void)
+{
+    const int ct = T.ct;
+    static const uint64_t caps[] = {1, 2, 3, 1000, 1024, 65536, 777};
+    for (size_t c = 0; c < sizeof(caps) / sizeof(caps[0]); c++)
+        for (size_t v = 0; v < 8; v++) {
+            uint64_t cap = caps[c];
+            size_t vs = vsz[v];
+            if (ct && (cap > 1024 || vs > 100))
+                continue;
+            if (cap * vs > ((size_t)16 << 20)) /* 2^16 x 4096: too big here */
+                continue;
+            long ops = ct ? 60 : (cap >= 65536 ? 30000 : 4000) / SAN_DIV;
+            nroram_model(cap, vs, ops, 0, 0);
+        }
+    nroram_model(ct ? 100 : 3000, 8, ct ? 100 : 20000, 0, 8); /* 8-byte metadata */
+    if (ct)
+        nroram_model(3, 4096, 40, 0, 0);
+}
+
+/* NRORAM and RORAM models, block sizes moved in vector registers. */
+static void register_block_models(void)
+{
+    const int ct = T.ct;
+    /* AVX-512 builds hold blocks of 16 .. 512 bytes in
+     * 1 .. 8 vectors, the last one partly (nr_reg_words); 520 takes
+     * the other path. Capacities where the last bucket of the tree is
+     * on many paths (its overhang reaches the slack). */
+    static const size_t rs[] = {16, 24, 40, 48, 100, 120, 192, 264, 333, 384, 448, 512, 520};
+    for (size_t v = 0; v < sizeof(rs) / sizeof(rs[0]); v++) {
+        if (ct && v % 3 != 0)
+            continue;
+        nroram_model(ct ? 40 : 3, rs[v], ct ? 40 : 2000 / SAN_DIV, 0, 0);
+        nroram_model(ct ? 40 : 1000, rs[v], ct ? 40 : 4000 / SAN_DIV, 0, (int)(v & 1) * 8);
+        roram_model(ct ? 30 : 3000, rs[v], ct ? 30 : 3000 / SAN_DIV, 2, 1);
+    }
+}
+
+/* NRORAM evictions: vector and scalar metadata passes agree. */
+static void nroram_plan_forms(void) { nroram_plan_forms_agree(T.ct); }
+
+/* Trace equality of the builds. */
+static void build_traces(void)
+{
+    roram_build_trace();
+    nr_build_ids_trace();
+}
+
+/* RORAM against its model at every size and value size. */
+static void roram_models(void)
+{
+    const int ct = T.ct;
+    static const uint64_t ns[] = {1, 2, 3, 1000, 1024, 65536, 5003};
+    for (size_t c = 0; c < sizeof(ns) / sizeof(ns[0]); c++)
+        for (size_t v = 0; v < 8; v++) {
+            uint64_t n = ns[c];
+            size_t vs = vsz[v];
+            if (ct && (n > 1024 || vs > 100))
+                continue;
+            if (n * vs > ((size_t)8 << 20))
+                continue;
+            long ops = ct ? 40 : (n >= 65536 ? 20000 : 3000) / SAN_DIV;
+            /* the default crossover, and a tiny one forcing recursion */
+            roram_model(n, vs, ops, 0, (int)(v & 1));
+            roram_model(n, vs, ops, 2, (int)((v + 1) & 1));
+        }
+    if (ct)
+        roram_model(20, 4096, 20, 2, 1);
+}
+
+/* RORAM models with 32-bit positions, alone and under 16-bit ones. */
+static void roram_position_widths(void)
+{
+    const int ct = T.ct;
+    /* every position 32 bits wide, the layout of trees of more than
+     * 2^16 leaves (16-bit below: roram_models) */
+    ro_set_pos16_max(-1);
+    roram_model(ct ? 40 : 5003, 8, ct ? 40 : 3000 / SAN_DIV, 2, 1);
+    roram_model(ct ? 40 : 65536, 56, ct ? 40 : 6000 / SAN_DIV, 2, 0);
+    roram_model(ct ? 200 : 1000, 32, ct ? 40 : 3000 / SAN_DIV, 2, 1);
+    /* both widths in one structure: 16-bit leaves only for trees of
+     * at most 2^5 leaves. 5003 x 8 bytes: data 626 blocks (32-bit
+     * leaves), positions 40 (16-bit), 2, base; with scan_max 63: 626,
+     * 40 and a 16-bit base under the 32-bit level */
+    ro_set_pos16_max(5);
+    roram_model(5003, 8, ct ? 40 : 3000 / SAN_DIV, 2, 1);
+    roram_model(5003, 8, ct ? 40 : 3000 / SAN_DIV, 63, 0);
+    ro_set_pos16_max(16);
+    if (!ct) /* the library's rule: 131073 blocks of 56 bytes: levels
+              * 131073 (32-bit leaves), 8193, 257 (16-bit), base of 9 */
+        roram_model(131073, 56, 2000 / SAN_DIV, 64, 1);
+}
+
+/* RORAM models, builds with small sort blocks. */
+static void roram_small_sort_blocks(void)
+{
+    const int ct = T.ct;
+    /* blocks of 8 .. 64 elements, outer blocks of 32 .. 512: the
+     * two-level blocked sort and its outer passes run at these sizes */
+    nr_build_set_blocks(1024, 8192);
+    static const uint64_t ns[] = {1000, 5003};
+    /* 368: padded to 384 bytes in the build (the map's buckets) */
+    static const size_t vss[] = {8, 56, 100, 200, 368};
+    for (size_t c = 0; c < 2; c++)
+        for (size_t v = 0; v < 5; v++)
+            if (!ct || (ns[c] == 1000 && vss[v] <= 56))
+                roram_model(ns[c], vss[v], ct ? 40 : 1000, 0, 1);
+    nr_build_set_blocks(0, 0);
+}
+
+/* RORAM builds at every size up to 300 (12 under memcheck). */
+static void roram_build_every_size(void) { roram_build_sizes(T.ct ? 12 : 300); }
+
+/* NRORAM builds: packed and two-word first fit agree byte for byte (the
+ * two-word form only builds of more than about 2^27 blocks take by
+ * themselves), also with the blocked sorts' passes. */
+static void nr_build_forms(void)
+{
+    nr_build_forms_agree(T.ct);
+    nr_build_set_blocks(1024, 8192);
+    nr_build_forms_agree(T.ct);
+    nr_build_set_blocks(0, 0);
+}
+
+/* NRORAM builds with explicit ids, every block on one or two paths. */
+static void nr_build_ids_on_few_paths(void) { nr_build_ids_crowded(T.ct); }
+
+/* RORAM builds, first fit in two words. */
+static void roram_build_two_words(void)
+{
+    nr_build_set_packing(0);
+    roram_build_sizes(T.ct ? 12 : 100);
+    roram_build_crowded();
+    roram_model(1000, 56, T.ct ? 40 : 1000, 0, 1);
+    nr_build_set_packing(1);
+}
+
+/* The sub-tests, each its own ctest entry (tests/oram/tests.cmake reads
+ * the TEST_CASE lines). Each restores any test switch it sets. */
+static const test_case cases[] = {
+    TEST_CASE(nroram_models),
+    TEST_CASE(register_block_models),
+    TEST_CASE(nroram_scan_max_agrees),
+    TEST_CASE(nroram_plan_forms),
+    TEST_CASE(nroram_overflow),
+    TEST_CASE(nroram_update),
+    TEST_CASE(nroram_trace),
+    TEST_CASE(build_traces),
+    TEST_CASE(roram_models),
+    TEST_CASE(roram_position_widths),
+    TEST_CASE(roram_small_sort_blocks),
+    TEST_CASE(roram_build_every_size),
+    TEST_CASE(roram_build_crowded),
+    TEST_CASE(nr_build_forms),
+    TEST_CASE(nr_build_ids_on_few_paths),
+    TEST_CASE(roram_build_two_words),
+    TEST_CASE(roram_update),
+    TEST_CASE(roram_chisq),
+    TEST_CASE(bad_input),
+    TEST_CASE(alloc_failure),
+};
+
 int main(int argc, char **argv)
 {
     test_init(argc, argv, "test_oram");
-    test_rng_seed(&R, T.seed);
     if (T.long_run) {
+        test_rng_seed(&R, T.seed);
         stash_soak();
         return test_done("test_oram");
     }
-    static const size_t vsz[] = {1, 4, 8, 32, 56, 64, 100, 4096};
-    const int ct = T.ct;
-
-    printf("NRORAM model\n");
-    {
-        static const uint64_t caps[] = {1, 2, 3, 1000, 1024, 65536, 777};
-        for (size_t c = 0; c < sizeof(caps) / sizeof(caps[0]); c++)
-            for (size_t v = 0; v < 8; v++) {
-                uint64_t cap = caps[c];
-                size_t vs = vsz[v];
-                if (ct && (cap > 1024 || vs > 100))
-                    continue;
-                if (cap * vs > ((size_t)16 << 20)) /* 2^16 x 4096: too big here */
-                    continue;
-                long ops = ct ? 60 : (cap >= 65536 ? 30000 : 4000) / SAN_DIV;
-                nroram_model(cap, vs, ops, 0, 0);
-            }
-        nroram_model(ct ? 100 : 3000, 8, ct ? 100 : 20000, 0, 8); /* 8-byte metadata */
-        if (ct)
-            nroram_model(3, 4096, 40, 0, 0);
-    }
-    printf("NRORAM and RORAM model, block sizes moved in vector registers\n");
-    {
-        /* AVX-512 builds hold blocks of 16 .. 512 bytes in
-         * 1 .. 8 vectors, the last one partly (nr_reg_words); 520 takes
-         * the other path. Capacities where the last bucket of the tree is
-         * on many paths (its overhang reaches the slack). */
-        static const size_t rs[] = {16, 24, 40, 48, 100, 120, 192, 264, 333, 384, 448, 512, 520};
-        for (size_t v = 0; v < sizeof(rs) / sizeof(rs[0]); v++) {
-            if (ct && v % 3 != 0)
-                continue;
-            nroram_model(ct ? 40 : 3, rs[v], ct ? 40 : 2000 / SAN_DIV, 0, 0);
-            nroram_model(ct ? 40 : 1000, rs[v], ct ? 40 : 4000 / SAN_DIV, 0, (int)(v & 1) * 8);
-            roram_model(ct ? 30 : 3000, rs[v], ct ? 30 : 3000 / SAN_DIV, 2, 1);
-        }
-    }
-    printf("NRORAM evictions: the vector prefix maximum\n");
-    nroram_scan_max_agrees();
-    printf("NRORAM evictions: vector and scalar metadata passes agree\n");
-    nroram_plan_forms_agree(ct);
-    printf("NRORAM stash overflow\n");
-    nroram_overflow();
-    printf("NRORAM update\n");
-    nroram_update();
-    printf("NRORAM trace equality\n");
-    nroram_trace();
-    printf("build trace equality\n");
-    roram_build_trace();
-    nr_build_ids_trace();
-
-    printf("RORAM model\n");
-    {
-        static const uint64_t ns[] = {1, 2, 3, 1000, 1024, 65536, 5003};
-        for (size_t c = 0; c < sizeof(ns) / sizeof(ns[0]); c++)
-            for (size_t v = 0; v < 8; v++) {
-                uint64_t n = ns[c];
-                size_t vs = vsz[v];
-                if (ct && (n > 1024 || vs > 100))
-                    continue;
-                if (n * vs > ((size_t)8 << 20))
-                    continue;
-                long ops = ct ? 40 : (n >= 65536 ? 20000 : 3000) / SAN_DIV;
-                /* the default crossover, and a tiny one forcing recursion */
-                roram_model(n, vs, ops, 0, (int)(v & 1));
-                roram_model(n, vs, ops, 2, (int)((v + 1) & 1));
-            }
-        if (ct)
-            roram_model(20, 4096, 20, 2, 1);
-        /* every position 32 bits wide, the layout of trees of more than
-         * 2^16 leaves (16-bit below: the runs above) */
-        ro_set_pos16_max(-1);
-        roram_model(ct ? 40 : 5003, 8, ct ? 40 : 3000 / SAN_DIV, 2, 1);
-        roram_model(ct ? 40 : 65536, 56, ct ? 40 : 6000 / SAN_DIV, 2, 0);
-        roram_model(ct ? 200 : 1000, 32, ct ? 40 : 3000 / SAN_DIV, 2, 1);
-        /* both widths in one structure: 16-bit leaves only for trees of
-         * at most 2^5 leaves. 5003 x 8 bytes: data 626 blocks (32-bit
-         * leaves), positions 40 (16-bit), 2, base; with scan_max 63: 626,
-         * 40 and a 16-bit base under the 32-bit level */
-        ro_set_pos16_max(5);
-        roram_model(5003, 8, ct ? 40 : 3000 / SAN_DIV, 2, 1);
-        roram_model(5003, 8, ct ? 40 : 3000 / SAN_DIV, 63, 0);
-        ro_set_pos16_max(16);
-        if (!ct) /* the library's rule: 131073 blocks of 56 bytes: levels
-                  * 131073 (32-bit leaves), 8193, 257 (16-bit), base of 9 */
-            roram_model(131073, 56, 2000 / SAN_DIV, 64, 1);
-    }
-    printf("RORAM model, builds with small sort blocks\n");
-    {
-        /* blocks of 8 .. 64 elements, outer blocks of 32 .. 512: the
-         * two-level blocked sort and its outer passes run at these sizes */
-        nr_build_set_blocks(1024, 8192);
-        static const uint64_t ns[] = {1000, 5003};
-        /* 368: padded to 384 bytes in the build (the map's buckets) */
-        static const size_t vss[] = {8, 56, 100, 200, 368};
-        for (size_t c = 0; c < 2; c++)
-            for (size_t v = 0; v < 5; v++)
-                if (!ct || (ns[c] == 1000 && vss[v] <= 56))
-                    roram_model(ns[c], vss[v], ct ? 40 : 1000, 0, 1);
-        nr_build_set_blocks(0, 0);
-    }
-    printf("RORAM builds at every size up to %d\n", ct ? 12 : 300);
-    roram_build_sizes(ct ? 12 : 300);
-    printf("RORAM build with every block on one path (the stash filled)\n");
-    roram_build_crowded();
-    /* the two-word form of the build's first fit, which only builds of
-     * more than about 2^27 blocks take by themselves */
-    printf("NRORAM builds: packed and two-word first fit agree byte for byte\n");
-    nr_build_forms_agree(ct);
-    nr_build_set_blocks(1024, 8192); /* and with the blocked sorts' passes */
-    nr_build_forms_agree(ct);
-    nr_build_set_blocks(0, 0);
-    printf("NRORAM builds with explicit ids, every block on one or two paths\n");
-    nr_build_ids_crowded(ct);
-    printf("RORAM builds, first fit in two words\n");
-    nr_build_set_packing(0);
-    roram_build_sizes(ct ? 12 : 100);
-    roram_build_crowded();
-    roram_model(1000, 56, ct ? 40 : 1000, 0, 1);
-    nr_build_set_packing(1);
-    printf("RORAM update\n");
-    roram_update();
-    printf("RORAM chi-square of revealed leaves\n");
-    roram_chisq();
-    printf("bad input\n");
-    bad_input();
-    printf("allocation failure\n");
-    alloc_failure();
-    return test_done("test_oram");
+    return test_run("test_oram", cases, sizeof(cases) / sizeof(cases[0]), &R);
 }

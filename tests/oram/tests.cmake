@@ -1,5 +1,6 @@
-# ORAM module tests (issue 3): NRORAM and RORAM models, stash overflow,
-# trace equality, chi-square of revealed leaves, bad input, allocation
-# failure. `test_oram --long` runs the stash soak (10^8 accesses), outside CI.
-obl_add_test(test_oram oram/test_oram.c TIMEOUT 300)
+# ORAM module tests: NRORAM and RORAM models, stash overflow, trace
+# equality, chi-square of revealed leaves, bad input, allocation failure;
+# one ctest entry per sub-test (test_oram.NAME; `test_oram --list`).
+# `test_oram --long` runs the stash soak (10^8 accesses), outside CI.
+obl_add_test(test_oram oram/test_oram.c SUBTESTS TIMEOUT 300)
 target_link_libraries(test_oram PRIVATE m)

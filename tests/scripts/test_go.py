@@ -54,6 +54,9 @@ class TestGo(unittest.TestCase):
             self.assertTrue(os.path.exists(os.path.join(d, "results", name)), name)
         self.assertIn("<!-- obl-table: RORAM | Key_bytes=8,Value_bytes=8 | Read_latency_us -->", r.stdout)
         self.assertIn("obl ÷ baseline_array", r.stdout)
+        with open(os.path.join(d, "docs", "results", "latest.md")) as f:
+            page = f.read()
+        self.assertIn("<!-- obl-table: RORAM | Key_bytes=8,Value_bytes=8 | Read_latency_us -->", page)
         self.assertIn("noise: reference case", r.stdout)
         pngs = [p for p in os.listdir(os.path.join(d, "figures")) if p.endswith(".png")]
         self.assertEqual(len(pngs), 20)

@@ -165,6 +165,74 @@ class TestRefresh(unittest.TestCase):
             self.assertIn("Lines of code per structure", r.stdout)
 
 
+SUMMARY_README = """# obl
+
+<!-- obl-tables:begin -->
+<!-- obl-env --> old machine, commit 0000000.
+
+<!-- obl-table: SUMMARY -->
+| Benchmark | N | obl | old |
+| --- | --- | --: | --: |
+| old | old | old | old |
+<!-- obl-tables:end -->
+"""
+
+
+def summary_records():
+    recs = synthetic()
+    for n in (1024, 2048):
+        recs.append(record("NRORAM", "obl", n, Read_latency_plain_caller_us=1.5))
+        recs.append(record("RORAM", "olabs_oram", n, Read_latency_us=3.0))
+    return recs
+
+
+class TestSummary(unittest.TestCase):
+    def test_rows_at_largest_n_headline_first(self):
+        t = tables.summary_table(tables.measured_tables(summary_records()))
+        self.assertEqual(t.key, "SUMMARY")
+        self.assertEqual(t.header, ["Benchmark", "N", "obl", "olabs_oram",
+                                    "non-oblivious baseline", "obl ÷ baseline",
+                                    "obl ÷ best peer"])
+        self.assertEqual(t.rows[0][:3], ["NRORAM 8/8 read, plain caller (us)", "$2^{11}$",
+                                         "1.500 (1.470–1.530)"])
+        # the array's plain read is the plain caller's baseline: 1.5 / 0.1
+        self.assertEqual(t.rows[0][3:], ["", "0.1000 (0.09800–0.1020)", "15.0", ""])
+        roram = next(r for r in t.rows if r[0] == "RORAM 8/8 read (us)")
+        self.assertEqual(roram, ["RORAM 8/8 read (us)", "$2^{12}$", "8.000 (7.840–8.160)", "",
+                                 "0.1000 (0.09800–0.1020)", "80.0", ""])
+        # at 2^11, where the peer was measured too, obl's read is 4.0 against its 3.0
+        rt = tables.measured_tables(summary_records())
+        rt = next(x for x in rt if x.key == "RORAM | Key_bytes=8,Value_bytes=8 | Read_latency_us")
+        self.assertEqual(rt.rows[1][-1], "1.33 (olabs_oram)")
+        self.assertIsNone(tables.summary_table([]))
+
+    def test_refresh_summary_and_machine_line(self):
+        new = tables.refresh(SUMMARY_README, tables.measured_tables(summary_records())
+                             + [tables.summary_table(tables.measured_tables(summary_records()))],
+                             "AMD EPYC, 2 cores, 23.4 GiB RAM, commit abc1234.")
+        self.assertIn("<!-- obl-env --> AMD EPYC, 2 cores, 23.4 GiB RAM, commit abc1234.", new)
+        self.assertNotIn("old", new)
+        self.assertIn("| NRORAM 8/8 read, plain caller (us) | $2^{11}$ |", new)
+
+
+class TestResultsFile(unittest.TestCase):
+    def test_write_results_writes_every_table(self):
+        with tempfile.TemporaryDirectory() as d:
+            res = os.path.join(d, "results.json")
+            helpers.write_results(res, summary_records())
+            out = os.path.join(d, "docs", "results", "latest.md")
+            r = helpers.script("generate_readme_bodies.py", "--results", res, "--write-results", out)
+            self.assertEqual(r.returncode, 0, r.stderr)
+            with open(out) as f:
+                page = f.read()
+            self.assertTrue(page.startswith("# Results of the latest suite run"))
+            self.assertIn("<!-- obl-table: RORAM | Key_bytes=8,Value_bytes=8 | Read_latency_us -->", page)
+            self.assertIn("Lines of code per structure", page)
+            self.assertNotIn("obl-table: SUMMARY", page)  # the README's, not the results'
+            self.assertIn(tables.END, page)
+            self.assertIn("<!-- obl-table: NRORAM", r.stdout)  # stdout as without the flag
+
+
 class TestFormat(unittest.TestCase):
     def test_numbers(self):
         from obllib import stats
