@@ -11,6 +11,8 @@
  * capacity N * 5 / 4 (fill 0.8) with N random distinct keys; gets of
  * present keys in random order (Get_latency_us, hits only) and of absent
  * keys on their own (Get_miss_latency_us).
+ * UnorderedMap with Shards=S (built with SIGNAL_SHARDED, when the sources
+ * hold c/SipHash): sharded_ohtable, signal_icelake_sharded (sharded()).
  * method=public repeats the public driver's method (sequential addresses and
  * keys, the map's latency the mean of the hit and miss averages) under the
  * name signal_icelake_pubmethod. One REPORT line per repetition on stdout.
@@ -157,6 +159,115 @@ static int umap(uint64_t n, uint64_t v, uint64_t q, uint64_t *seed)
     return 0;
 }
 
+#ifdef SIGNAL_SHARDED
+/* Sharded map: sharded_ohtable with S shard threads (run until stopped),
+ * capacity N * 5 / 4, N records put in batches of B, then `batches` batches
+ * of B gets (80 % present keys, random, drawn before timing); latency per
+ * batch as the harness, throughput per query. */
+#include <pthread.h>
+
+#include "sharded_ohtable/sharded_ohtable.h"
+
+typedef struct {
+    sharded_ohtable *t;
+    size_t id;
+} shard_arg;
+
+static void *shard_main(void *p)
+{
+    shard_arg *a = p;
+    sharded_ohtable_run_shard(a->t, a->id);
+    return NULL;
+}
+
+/* A sharded get returns the found records only, compacted, in shard order:
+ * each record's value words are derived from its key, so a returned record
+ * is checked against itself. */
+static uint64_t key_word(uint64_t key, uint64_t l) { return key * 0x100000001b3ull + l; }
+
+/* The sharded table's records are 7 qwords (its RESPONSE_QUERY_BYTES): an
+ * 8-byte key and 48 bytes of value, whatever the caller asks. */
+#define SHARDED_RECORD_QWORDS 7
+
+static int sharded(uint64_t n, uint64_t v, uint64_t shards, uint64_t b, uint64_t batches,
+                   uint64_t *seed)
+{
+    uint64_t rq = 1 + v / 8, cap = n * 5 / 4, nq = b * batches;
+    if (rq != SHARDED_RECORD_QWORDS) {
+        fprintf(stderr, "signal_bench: the sharded table stores 48-byte values only\n");
+        return 2;
+    }
+    u8 hash_key[8];
+    for (int i = 0; i < 8; i++)
+        hash_key[i] = (u8)peer_rand(seed);
+    uint64_t *rec = calloc(b * rq, sizeof(uint64_t)), *keys = malloc(nq * sizeof(uint64_t));
+    uint64_t *want = malloc(nq * sizeof(uint64_t)), *res = malloc(b * rq * sizeof(uint64_t));
+    pthread_t tid[64];
+    shard_arg args[64];
+    if (!rec || !keys || !want || !res || shards > 64 || rq > 9)
+        return 2;
+    for (uint64_t i = 0; i < nq; i++) {
+        uint64_t hit = peer_below(seed, 5) < 4, idx = peer_below(seed, n);
+        keys[i] = key_of(hit ? idx : n + peer_below(seed, 1ull << 40));
+        want[i] = hit;
+    }
+    long rss0 = peer_rss_kb();
+    uint64_t t0 = peer_now_ns();
+    sharded_ohtable *t = sharded_ohtable_create(rq, cap, shards, hash_key, STASH_SIZE, getentropy);
+    if (!t)
+        return 1;
+    for (size_t i = 0; i < shards; i++) {
+        args[i] = (shard_arg){t, i};
+        pthread_create(&tid[i], NULL, shard_main, &args[i]);
+    }
+    for (uint64_t i = 0; i < n; i += b) {
+        uint64_t m = n - i < b ? n - i : b;
+        for (uint64_t j = 0; j < m; j++) {
+            rec[j * rq] = key_of(i + j);
+            for (uint64_t l = 1; l < rq; l++)
+                rec[j * rq + l] = key_word(key_of(i + j), l);
+        }
+        if (sharded_ohtable_put_batch(t, m, rec) != err_SUCCESS)
+            return 1;
+    }
+    uint64_t t1 = peer_now_ns(), bad = 0;
+    for (uint64_t k = 0; k < batches; k++) {
+        if (sharded_ohtable_get_batch(t, b, keys + k * b, res) != err_SUCCESS)
+            return 1;
+        uint64_t found = 0, hits = 0;
+        for (uint64_t j = 0; j < b; j++) {
+            hits += want[k * b + j];
+            if (res[j * rq] != UINT64_MAX) {
+                found++;
+                bad += res[j * rq + rq - 1] != key_word(res[j * rq], rq - 1);
+            }
+        }
+        bad += found > hits ? found - hits : 0; /* a miss answered (duplicates may merge hits) */
+    }
+    uint64_t t2 = peer_now_ns();
+    long rss1 = peer_rss_kb();
+    for (size_t i = 0; i < shards; i++)
+        sharded_ohtable_stop_shard(t, i);
+    for (size_t i = 0; i < shards; i++)
+        pthread_join(tid[i], NULL);
+    sharded_ohtable_destroy(t);
+    if (bad)
+        fprintf(stderr, "signal_bench: %zu of %zu gets answered wrongly\n", (size_t)bad, (size_t)nq);
+    double per_batch = (double)(t2 - t1) / 1e3 / (double)batches;
+    printf("REPORT_123UnorderedMap|signal_icelake_sharded|peer| N:=%zu | Key_bytes := 8 | "
+           "Value_bytes := %zu | Shards := %zu | Batch_size := %zu | fill:=0.8 | "
+           "Initialization_time_us := %.2f | Get_latency_us := %.2f | Get_throughput_qps := %.2f | "
+           "Memory_kb := %ld | Wrong_answers_ratio := %.6f REPORT_123\n",
+           (size_t)n, (size_t)v, (size_t)shards, (size_t)b, (t1 - t0) / 1e3, per_batch,
+           (double)b * 1e6 / per_batch, rss1 - rss0, (double)bad / (double)nq);
+    free(rec);
+    free(keys);
+    free(want);
+    free(res);
+    return 0;
+}
+#endif
+
 int main(int argc, char **argv)
 {
     if (argc < 2) {
@@ -175,9 +286,17 @@ int main(int argc, char **argv)
         return 2;
     }
     for (uint64_t r = 0; r < reps; r++) {
-        int rc = !strcmp(argv[1], "RORAM")          ? roram(n, v, q, &seed)
-                 : !strcmp(argv[1], "UnorderedMap") ? umap(n, v, q, &seed)
-                                                    : 2;
+        int rc = 2;
+        uint64_t shards = num(argc, argv, "Shards", 0);
+        if (!strcmp(argv[1], "RORAM"))
+            rc = roram(n, v, q, &seed);
+        else if (!strcmp(argv[1], "UnorderedMap") && !shards)
+            rc = umap(n, v, q, &seed);
+#ifdef SIGNAL_SHARDED
+        else if (!strcmp(argv[1], "UnorderedMap"))
+            rc = sharded(n, v, shards, num(argc, argv, "Batch_size", 1024),
+                         num(argc, argv, "batches", 4), &seed);
+#endif
         if (rc == 2)
             fprintf(stderr, "signal_bench: unsupported case %s\n", argv[1]);
         if (rc)

@@ -3,7 +3,8 @@
 # last C-only commit (c76f88b; later ones need the Jasmin compiler):
 # $SIGNAL_ICELAKE_SRC (a checkout or an export of that commit, holding c/),
 # else $OBL_PLUGIN_WORK/src, else a clone of the public repository there
-# (when the network allows). Needs clang. Nothing of the peer is kept here.
+# (when the network allows), with its SipHash submodule (c/SipHash, for the
+# sharded table). Needs clang. Nothing of the peer is kept here.
 set -u
 commit=c76f88b4647c78d5fee1fa79cb59867e5906654c
 work=${OBL_PLUGIN_WORK:-$(cd "$(dirname "$0")/../.." && pwd)/build/plugins/signal_icelake}
@@ -12,7 +13,8 @@ src=${SIGNAL_ICELAKE_SRC:-$work/src}
 if [ ! -f "$src/c/ohtable/ohtable.c" ] && [ -z "${SIGNAL_ICELAKE_SRC:-}" ]; then
     rm -rf "$work/src"
     if timeout 300 git clone -q --no-checkout https://github.com/signalapp/ContactDiscoveryService-Icelake "$work/src" 2>/dev/null; then
-        git -C "$work/src" checkout -q "$commit" -- c 2>&1 | tail -1
+        git -C "$work/src" checkout -q "$commit" -- c .gitmodules 2>&1 | tail -1
+        timeout 300 git -C "$work/src" submodule update -q --init c/SipHash 2>&1 | tail -1
     fi
 fi
 if [ ! -f "$src/c/ohtable/ohtable.c" ]; then
