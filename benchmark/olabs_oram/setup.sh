@@ -10,7 +10,7 @@ mkdir -p "$work"
 src=${OLABS_ORAM_SRC:-$work/src}
 if [ ! -f "$src/omap/odsl/omap.hpp" ] && [ -z "${OLABS_ORAM_SRC:-}" ]; then
     rm -rf "$work/src"
-    timeout 300 git clone -q https://github.com/obliviouslabs/oram "$work/src" 2>&1 | tail -1
+    GIT_TERMINAL_PROMPT=0 timeout 300 git clone -q https://github.com/obliviouslabs/oram "$work/src" 2>&1 | tail -1
 fi
 if [ ! -f "$src/omap/odsl/omap.hpp" ]; then
     echo "sources of obliviouslabs/oram not found: set OLABS_ORAM_SRC to a checkout (no clone: no network?)"

@@ -12,7 +12,7 @@ mkdir -p "$work"
 src=${SIGNAL_ICELAKE_SRC:-$work/src}
 if [ ! -f "$src/c/ohtable/ohtable.c" ] && [ -z "${SIGNAL_ICELAKE_SRC:-}" ]; then
     rm -rf "$work/src"
-    if timeout 300 git clone -q --no-checkout https://github.com/signalapp/ContactDiscoveryService-Icelake "$work/src" 2>/dev/null; then
+    if GIT_TERMINAL_PROMPT=0 timeout 300 git clone -q --no-checkout https://github.com/signalapp/ContactDiscoveryService-Icelake "$work/src" 2>/dev/null; then
         git -C "$work/src" checkout -q "$commit" -- c .gitmodules 2>&1 | tail -1
         timeout 300 git -C "$work/src" submodule update -q --init c/SipHash 2>&1 | tail -1
     fi
