@@ -12,7 +12,9 @@ A plug-in is a directory with
 A case group: {"type": "RORAM", "impl": "olabs_oram", "N": "2^10..2^20" or
 [list], any other parameter as a list ("Key_bytes": [8], "Shards": [15]),
 "args": {run-control k=v, not part of the case's identity}, "est_us_per_op":
-rough microseconds per timed operation, "ops": timed operations}.
+rough microseconds per timed operation, "ops": timed operations,
+"est_us_per_entry": rough build microseconds per entry}: the case's
+estimate, and so its default timeout (10 x, at least 60 s).
 The scripts run with OBL_ROOT (the repository), OBL_PLUGIN_WORK (its build
 directory, build/plugins/<name>/, or $OBL_PLUGINS_WORK/<name>) and OBL_BENCH
 (obl-bench) set.
@@ -29,6 +31,8 @@ SCRIPTS = ("setup.sh", "build.sh", "run.sh")
 BENCH_OF_TYPE = {"NRORAM": "nroram", "RORAM": "roram", "UnorderedMap": "umap",
                  "LOADBALANCE": "lb"}
 SETUP_TIMEOUT_S = 1800
+# Repetitions a plug-in case's estimate assumes (runner.PLUGIN_DEFAULT_REPS).
+PLUGIN_EST_REPS = 3
 
 
 class Plugin:
@@ -155,7 +159,9 @@ def manifest_cases(plugin, max_n=None):
                 params.update(params0)
                 run_args = dict(group.get("args", {}))
                 ops = float(group.get("ops", run_args.get("queries", 10000)))
-                est = 1.0 + ops * float(group.get("est_us_per_op", 10)) * 1e-6 + n * 2e-6
+                per_rep = (ops * float(group.get("est_us_per_op", 10))
+                           + n * float(group.get("est_us_per_entry", 2))) * 1e-6
+                est = 1.0 + PLUGIN_EST_REPS * per_rep
                 args = [rtype] + [f"{k}={v}" for k, v in params.items()]
                 args += [f"{k}={v}" for k, v in run_args.items()]
                 cases.append({"bench": BENCH_OF_TYPE.get(rtype, rtype.lower()),
