@@ -1,7 +1,8 @@
 """Least-squares decompositions of the medians (DERIVED, not measured).
 
   latency = base + per_level * (log2 N - log2 N0) [+ beyond * max(0, log2 N
-            - log2 knee)] [+ per_byte * (Value_bytes - V0)]
+            - log2 knee)] [+ (per_byte + per_byte_level * (log2 N - log2 N0))
+            * (Value_bytes - V0)]
       per (type, implementation, metric, other fixed parameters; Baseline_*
       metrics excluded); the per-byte term only when the records span several
       value sizes; the knee (last-level cache) only where it fits; fits with a
@@ -67,15 +68,16 @@ def _design(pts, l0, v0, knee, per_byte):
         row = [1.0, lv - l0]
         if knee is not None:
             row.append(max(0.0, lv - knee))
-        if per_byte:
-            row.append(float(v) - v0)
+        if per_byte:  # a path moves V bytes per level: a per-byte and a per-byte-level term
+            row += [float(v) - v0, (float(v) - v0) * (lv - l0)]
         rows.append(row)
     return rows
 
 
 def fit_latency(pts):
     """Least squares of latency = base + per_level (L - L0) [+ beyond
-    max(0, L - knee)] [+ per_byte (V - V0)], L = log2 N: a tree's levels cost
+    max(0, L - knee)] [+ (per_byte + per_byte_level (L - L0)) (V - V0)],
+    L = log2 N (a path moves its V-byte blocks at every level): a tree's levels cost
     more once they leave the last-level cache, so the slope may change at a
     knee. The knee is the measured level, with at least two levels beyond
     it, that minimises the residuals, kept only when it lowers the residual
@@ -113,7 +115,8 @@ def fit_latency(pts):
             "base": (c[0], e[0]), "per_level": (c[1], e[1]),
             "beyond_knee": (c[k], e[k]) if k else None,
             "knee_n": int(round(2 ** best["knee"])) if k else None,
-            "per_byte": (c[b], e[b]) if b else None, "r2": best["r2"],
+            "per_byte": (c[b], e[b]) if b else None,
+            "per_byte_level": (c[b + 1], e[b + 1]) if b else None, "r2": best["r2"],
             "rms_resid": float(np.sqrt(np.mean(best["resid"] ** 2))),
             "max_resid": (float(best["resid"][worst]), pts[worst][0]),
             "refused": "; ".join(refuse) or None}
@@ -175,24 +178,25 @@ def latency_table(records):
     any_byte = any(f["per_byte"] for f in fits)
     header = ["Type", "Implementation", "Metric", "Parameters", "Base (us, at N0)",
               "Per level (us/level)", "Beyond the knee (us/level)", "Knee (N)"]
-    header += ["Per byte (us/B)"] if any_byte else []
+    header += ["Per byte (us/B)", "Per byte per level (us/B/level)"] if any_byte else []
     header += ["Points", "R²", "RMS residual (us)", "Largest residual (us, at N)"]
     rows = []
     for f in fits:
         params = f["fixed"] + (f" V={'/'.join(map(str, f['value_bytes']))}" if f["value_bytes"] else "")
         row = [f["report_type"], f["impl"], f["metric"], params.strip()]
         if f["refused"]:
-            row += [f"refused: {f['refused']}", "", "", ""] + ([""] if any_byte else [])
+            row += [f"refused: {f['refused']}", "", "", ""] + (["", ""] if any_byte else [])
         else:
             row += [f"{_pm(f['base'])} (N0={f['n0']})", _pm(f["per_level"]),
                     _pm(f["beyond_knee"]), str(f["knee_n"] or "")]
-            row += [_pm(f["per_byte"])] if any_byte else []
+            row += [_pm(f["per_byte"]), _pm(f["per_byte_level"])] if any_byte else []
         row += [str(f["points"]), f"{f['r2']:.3f}", stats.fmt(f["rms_resid"]),
                 f"{stats.fmt(f['max_resid'][0])} (N={int(f['max_resid'][1])})"]
         rows.append(row)
     note = ("DERIVED, not measured: least-squares fit of the medians to latency = base + "
             "per_level × (log2 N − log2 N0) + beyond × max(0, log2 N − log2 knee)"
-            + (" + per_byte × (Value_bytes − V0)" if any_byte else "")
+            + (" + (per_byte + per_byte_level × (log2 N − log2 N0)) × (Value_bytes − V0)"
+               if any_byte else "")
             + ", ± standard error. Base is the fitted latency at the smallest N measured (N0, "
             "and the smallest value size V0); the knee, where the tree leaves the last-level "
             "cache and each level costs more, is the level that fits best, used only where it "
