@@ -31,6 +31,8 @@ SCRIPTS = ("setup.sh", "build.sh", "run.sh")
 BENCH_OF_TYPE = {"NRORAM": "nroram", "RORAM": "roram", "UnorderedMap": "umap",
                  "LOADBALANCE": "lb"}
 SETUP_TIMEOUT_S = 1800
+# Keys of a manifest's case group that are not parameters of its cases.
+GROUP_KEYS = ("type", "impl", "args", "est_us_per_op", "est_us_per_entry", "ops", "N", "B")
 # Repetitions a plug-in case's estimate assumes (runner.PLUGIN_DEFAULT_REPS).
 PLUGIN_EST_REPS = 3
 
@@ -152,7 +154,7 @@ def manifest_cases(plugin, max_n=None):
         row_key = "N" if "N" in group else "B"
         rows = expand_n(group[row_key], max_n)
         fixed = [(k, v if isinstance(v, list) else [v]) for k, v in group.items()
-                 if k not in ("type", "impl", "args", "est_us_per_op", "ops", "N", "B")]
+                 if k not in GROUP_KEYS]
         for params0 in _product(fixed):
             for n in rows:
                 params = {row_key: n}

@@ -48,6 +48,8 @@ class TestPlugins(unittest.TestCase):
         self.assertEqual(roram["args"][:2], ["RORAM", "N=1024"])
         self.assertIn("queries=100", roram["args"])  # run control, not an identity parameter
         self.assertNotIn("queries", roram["params"])
+        self.assertEqual(set(roram["params"]), {"N", "Key_bytes", "Value_bytes"})
+        self.assertAlmostEqual(roram["est_seconds"], 1.0, places=1)  # 1 + 3 x (100 + 3 N) us
 
     def test_run_records_skips_and_tables(self):
         r = self.run_py("--no-noise")
