@@ -677,9 +677,10 @@ static void bench_report_line(const bench_case *c, char *out, size_t len)
         if (k_ > 0)                                                                  \
             at += (size_t)k_;                                                        \
     } while (0)
-    APPEND("REPORT_123%s|%s|%s| N:=%" PRIu64 " | Key_bytes := %" PRIu64
+    APPEND("REPORT_123%s|%s|%s| %s:=%" PRIu64 " | Key_bytes := %" PRIu64
            " | Value_bytes := %" PRIu64,
-           t->report_type, t->impl, bench_get_env()->tag, c->p.n, c->p.key_bytes,
+           t->report_type, t->impl, bench_get_env()->tag, t->n_name ? t->n_name : "N", c->p.n,
+           c->p.key_bytes,
            c->p.value_bytes);
     for (int i = 0; i < t->nextra; i++) {
         char num[32];
@@ -872,7 +873,13 @@ static void bench_type_help(const bench_type *t)
 
 struct bench_plan {
     FILE *out;
+    uint64_t max_n;
 };
+
+uint64_t bench_plan_max_n(const bench_plan *pl)
+{
+    return pl->max_n;
+}
 
 /* From N = 2^19 on the plan runs obl's cases with BENCH_PLAN_BIG_REPS
  * repetitions and no warm-up (the baselines are cheap and keep theirs):
@@ -924,7 +931,7 @@ static int bench_list_cases(int argc, char **argv, const bench_type *const *type
     }
     if (!max_n)
         max_n = large ? BENCH_LARGE_MAX_N : BENCH_DEFAULT_MAX_N;
-    bench_plan pl = {stdout};
+    bench_plan pl = {stdout, max_n};
     for (size_t t = 0; t < ntypes; t++)
         for (uint64_t n = BENCH_PLAN_MIN_N; n <= max_n; n *= 2)
             types[t]->plan(&pl, n);
@@ -1032,7 +1039,7 @@ static int bench_run_type(const bench_type *t, int argc, char **argv)
             val = argv[++i];
         }
         uint64_t *dst = NULL;
-        if (!strcmp(name, "--n")) {
+        if (!strcmp(name, "--n") || (t->n_flag && !strcmp(name, t->n_flag))) {
             if (!bench_parse_n_list(val, ns, &nn))
                 return bench_usage_error("%s: bad --n '%s' (e.g. 1024, 1024,4096, 2^10..2^20)",
                                          t->name, val);

@@ -86,6 +86,9 @@ typedef struct bench_type {
     /* Adds this type's default cases of size n (called for every N of the
      * default grid) with bench_plan_add(). */
     void (*plan)(bench_plan *pl, uint64_t n);
+    /* NULL, or the name n goes by in the REPORT line (the load balancer's
+     * "B") and a flag that sets it like --n ("--batch"). */
+    const char *n_name, *n_flag;
 } bench_type;
 
 /* The whole driver: subcommands, list-types, list-cases, --help. Returns the
@@ -136,6 +139,10 @@ void bench_build_done(bench_case *c, bench_build *b);
  * (Allocated_kb over N, in bytes).
  */
 void bench_record_memory(bench_case *c, size_t alloc_bytes, const bench_build *b);
+
+/* The largest N the plan being written goes to (2^20 by default, more with
+ * --large or --max-n), for types whose default plan stops earlier. */
+uint64_t bench_plan_max_n(const bench_plan *pl);
 
 /* Adds a case to the plan: its parameters (key/value bytes, extras; n as
  * given), the memory it needs and how long it should take. */

@@ -8,12 +8,14 @@
 #include "harness.h"
 
 extern const bench_type bench_array, bench_hashmap, bench_nroram, bench_roram, bench_umap;
+extern const bench_type bench_lb, bench_lb_baseline;
 
 static const bench_type *const bench_types[] = {
     &bench_array,   /* RORAM baseline_array */
     &bench_hashmap, /* UMAP baseline_hashmap */
     &bench_nroram, &bench_roram, /* NRORAM obl, RORAM obl (bench_oram.c) */
     &bench_umap,    /* UMAP obl (bench_omap.c) */
+    &bench_lb, &bench_lb_baseline, /* LOADBALANCE obl, baseline_lb (bench_lb.c) */
 };
 
 int main(int argc, char **argv)

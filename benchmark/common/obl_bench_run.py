@@ -2,15 +2,15 @@
 """run.sh of the plug-ins served by obl-bench (obl, c_baselines):
     obl_bench_run.py IMPL_KIND TYPE k=v ...
 runs the obl-bench subcommand of that REPORT type and implementation kind
-(obl: the oblivious one, baseline: array or hashmap) with the parameters as
-its flags (N -> --n, Key_bytes -> --key-bytes, fill=0.8 -> --fill-pct 80,
+(obl: the oblivious one, baseline: array, hashmap or lb-baseline) with the parameters as
+its flags (N or B -> --n, Key_bytes -> --key-bytes, fill=0.8 -> --fill-pct 80,
 reps/queries/seed/cpu as they are, any other Name -> --name) and prints its
 REPORT lines on stdout. Exit status: obl-bench's."""
 import os
 import subprocess
 import sys
 
-BASELINES = {"array", "hashmap"}
+BASELINES = {"array", "hashmap", "lb-baseline"}
 
 
 def subcommand(bench, rtype, kind):
@@ -30,7 +30,7 @@ def flags(pairs):
             sys.exit(f"obl_bench_run: expected k=v, not {pair!r}")
         if key == "fill":
             out += ["--fill-pct", str(round(float(value) * 100))]
-        elif key == "N":
+        elif key in ("N", "B"):  # the load balancer's B is obl-bench's --n
             out += ["--n", value]
         else:
             out += ["--" + key.lower().replace("_", "-"), value]

@@ -162,6 +162,8 @@ obl_err obl_omap_build(obl_omap **out, const obl_omap_params *p, const void *key
  * Secret: op, the key, the contents of value_in and value_out, *found.
  * Public: the NULL-ness of value_in (NULL = zeros), value_out and found;
  *         the error code.
+ * On FULL, and on the STATE of a fingerprint map's erase, *value_out is
+ * zeroed and *found = 0 (when given).
  * Errors: INVALID_ARG (m or key NULL), FULL (see top; map unchanged),
  *         STASH_OVERFLOW (an ORAM stash event; the operation was applied;
  *         FULL and STATE take precedence, the event still counts in

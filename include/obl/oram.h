@@ -45,7 +45,11 @@
  * report the event. If the extra evictions could not bring the stash back
  * to stash_size blocks the structure refuses further accesses with
  * OBL_ERR_STATE until a later call's extra evictions succeed; every stored
- * block stays readable through obl_*_read once they do.
+ * block stays readable through obl_*_read once they do. A tree that holds
+ * more than `capacity` blocks (the caller broke the contract) may never
+ * recover: obl_nroram_export still hands out every stored block (id and
+ * value), so the caller can rebuild a larger structure, then destroy this
+ * one (docs/oram.md, "After an overflow").
  *
  * Thread safety: none inside; one structure per thread or an outside lock.
  */
@@ -155,8 +159,12 @@ uint64_t obl_nroram_random_pos(obl_nroram *o);
  *         block was given at its last access, or a fresh random leaf when
  *         the block is absent, so that it is uniform and independent of the
  *         secrets), the pointers' NULL-ness.
- * id: any value below 2^32 - 1 (4-byte positions) or 2^64 - 1; at most
- *     `capacity` distinct ids may be stored at once (more fill the stash).
+ * id: any value below obl_nroram_id_limit(o) (2^32 - 1 with 4-byte
+ *     positions, else 2^64 - 1); at most `capacity` distinct ids may be
+ *     stored at once (more fill the stash). An id at or above the limit
+ *     (secret, so not rejected) is never stored and matches no block: the
+ *     access runs as for an absent id, *found = 0, out gets zeros, a write
+ *     stores nothing (it cannot alias another id).
  * pos, new_pos: < num_leaves (new_pos is masked to that range).
  * in: value_size bytes, or NULL for zeros. out: value_size bytes or NULL.
  * Errors: INVALID_ARG (o NULL), RANGE (pos >= num_leaves), STASH_OVERFLOW
@@ -176,9 +184,40 @@ obl_err obl_nroram_update(obl_nroram *o, uint64_t id, uint64_t pos, uint64_t new
 /*
  * Inserts a new block with a fresh random position, written to *pos_out.
  * Equivalent to an access with op WRITE on a random path. The id must not
- * be present. Secret: id, value, *pos_out. Errors as obl_nroram_access.
+ * be present (and below obl_nroram_id_limit: else nothing is stored).
+ * Secret: id, value, *pos_out. Errors as obl_nroram_access, and
+ * INVALID_ARG for value NULL (an access takes in NULL as zeros).
  */
 obl_err obl_nroram_insert(obl_nroram *o, uint64_t id, const void *value, uint64_t *pos_out);
+
+/* The first id outside the id space: 2^32 - 1 with 4-byte positions, else
+ * 2^64 - 1 (all ones marks an empty slot). Public. 0 for o NULL. */
+uint64_t obl_nroram_id_limit(const obl_nroram *o);
+
+/*
+ * Export callback: called once per slot of the tree and the stash, in a
+ * fixed order; present = 1 (secret) if the slot holds a block, then id and
+ * the value_size bytes at value are that block's, else id is all ones and
+ * value unspecified bytes (passing such an id to obl_nroram_insert stores
+ * nothing: a rebuild can insert every slot). It MUST be oblivious (no
+ * branch or address on its arguments but ctx).
+ */
+typedef void (*obl_nroram_export_fn)(void *ctx, uint64_t id, const void *value,
+                                     uint64_t present);
+
+/*
+ * Hands every stored block to fn: the stash's slots, then the tree's in
+ * heap order, obl_nroram_export_slots(o) calls in all, whatever the
+ * structure holds. Works in every state, OBL_ERR_STATE included (the way
+ * out of an overflow, see the top); changes nothing.
+ * Secret: the ids, values and present flags. Public: the number of calls.
+ * Errors: INVALID_ARG (o or fn NULL).
+ */
+obl_err obl_nroram_export(const obl_nroram *o, obl_nroram_export_fn fn, void *ctx);
+
+/* Number of calls obl_nroram_export makes: (stash_size + 2) + 2 * (2L - 1)
+ * for L leaves. Public. 0 for o NULL. */
+uint64_t obl_nroram_export_slots(const obl_nroram *o);
 
 void obl_nroram_stats(const obl_nroram *o, obl_oram_stats *st);
 
@@ -195,7 +234,8 @@ typedef struct obl_roram obl_roram;
 typedef struct obl_roram_params {
     uint64_t n;               /* public: number of values, >= 1 */
     size_t value_size;        /* public: 1 .. OBL_ORAM_MAX_VALUE_SIZE */
-    uint32_t stash_size;      /* 0 = default, per level */
+    uint32_t stash_size;      /* 0 = default, per level; else 2 .. 64, checked
+                                 for every n (small arrays have no tree) */
     uint32_t scan_max;        /* 0 = the measured crossover (8192): largest
                                  number of base-level positions kept in a
                                  linear scan (entries, of 16 or 32 bits:

@@ -92,6 +92,9 @@ def parse_report_body(body):
             rec["metrics"][name] = val
         else:
             rec["params"][name] = val
+    # the load balancer's size is its batch B; obl-bench records it as N
+    if rec["report_type"] == "LOADBALANCE" and "B" in rec["params"]:
+        rec["params"].setdefault("N", rec["params"].pop("B"))
     return rec
 
 

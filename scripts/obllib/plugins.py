@@ -14,7 +14,9 @@ A case group: {"type": "RORAM", "impl": "olabs_oram", "N": "2^10..2^20" or
 "args": {run-control k=v, not part of the case's identity}, "est_us_per_op":
 rough microseconds per timed operation, "ops": timed operations,
 "est_us_per_entry": rough build microseconds per entry}: the case's
-estimate, and so its default timeout (10 x, at least 60 s).
+estimate, and so its default timeout (10 x, at least 60 s); "pin": false for
+a multi-threaded implementation (not pinned to the run's one CPU, where its
+threads would wait on each other).
 The scripts run with OBL_ROOT (the repository), OBL_PLUGIN_WORK (its build
 directory, build/plugins/<name>/, or $OBL_PLUGINS_WORK/<name>) and OBL_BENCH
 (obl-bench) set.
@@ -32,7 +34,8 @@ BENCH_OF_TYPE = {"NRORAM": "nroram", "RORAM": "roram", "UnorderedMap": "umap",
                  "LOADBALANCE": "lb"}
 SETUP_TIMEOUT_S = 1800
 # Keys of a manifest's case group that are not parameters of its cases.
-GROUP_KEYS = ("type", "impl", "args", "est_us_per_op", "est_us_per_entry", "ops", "N", "B")
+GROUP_KEYS = ("type", "impl", "args", "est_us_per_op", "est_us_per_entry", "ops", "N", "B",
+              "pin")
 # Repetitions a plug-in case's estimate assumes (runner.PLUGIN_DEFAULT_REPS).
 PLUGIN_EST_REPS = 3
 
@@ -166,10 +169,13 @@ def manifest_cases(plugin, max_n=None):
                 est = 1.0 + PLUGIN_EST_REPS * per_rep
                 args = [rtype] + [f"{k}={v}" for k, v in params.items()]
                 args += [f"{k}={v}" for k, v in run_args.items()]
-                cases.append({"bench": BENCH_OF_TYPE.get(rtype, rtype.lower()),
-                              "report_type": rtype, "impl": impl, "plugin": plugin.name,
-                              "args": args, "params": params,
-                              "est_memory_bytes": None, "est_seconds": round(est, 1)})
+                case = {"bench": BENCH_OF_TYPE.get(rtype, rtype.lower()),
+                        "report_type": rtype, "impl": impl, "plugin": plugin.name,
+                        "args": args, "params": params,
+                        "est_memory_bytes": None, "est_seconds": round(est, 1)}
+                if group.get("pin") is False:
+                    case["pin"] = False
+                cases.append(case)
     return cases
 
 

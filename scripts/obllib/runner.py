@@ -190,8 +190,9 @@ def run_case(bench_bin, case, timeout_s, reps=None, extra_args=(), plugins=None)
         start = time.monotonic()
         with open(out_path, "wb") as out, open(err_path, "wb") as err:
             try:
+                pin = list(extra_args) if case.get("pin", True) else []
                 extra = ({"env": plugin.env(ROOT, bench_bin), "cwd": plugin.dir,
-                          "preexec_fn": plugin_preexec(list(extra_args))}
+                          "preexec_fn": plugin_preexec(pin)}
                          if plugin is not None else {})
                 proc = subprocess.Popen(argv, stdout=out, stderr=err, stdin=subprocess.DEVNULL,
                                         start_new_session=True, **extra)

@@ -22,7 +22,7 @@ BEGIN = "<!-- obl-tables:begin -->"
 END = "<!-- obl-tables:end -->"
 KEY_RE = re.compile(r"<!--\s*obl-table:\s*(.*?)\s*-->")
 
-BASELINES = ("baseline_array", "baseline_hashmap")
+BASELINES = ("baseline_array", "baseline_hashmap", "baseline_lb")
 # Parameters that describe a structure's sizing and vary with N (the public
 # harness's Signal_Jasmine lines): shown in the records, not a table of their own.
 DESCRIPTIVE_PARAMS = {"Path_length", "Capacity_blocks", "Capacity_records", "Inserted_records",
@@ -30,10 +30,11 @@ DESCRIPTIVE_PARAMS = {"Path_length", "Capacity_blocks", "Capacity_records", "Ins
 # Non-oblivious implementations besides the ratio baselines: not peers.
 OTHER_BASELINES = ("cpp_stl",)
 BASELINE_FOR = {"NRORAM": "baseline_array", "RORAM": "baseline_array",
-                "LOADBALANCE": None}
+                "LOADBALANCE": "baseline_lb"}
 DEFAULT_BASELINE = "baseline_hashmap"
 MATCH_PARAMS = ("N", "Key_bytes", "Value_bytes")
-# The row parameter of a table: N, or B for the load balancer.
+# The row parameter of a table: N (a load balancer's B is read as N, parse.py),
+# or B where a record has no N.
 ROW_PARAMS = ("N", "B")
 # A peer measured with its public driver's method, shown for comparison and
 # never the best peer (benchmark/*/driver.*: "method=public").
@@ -42,8 +43,8 @@ PUBLIC_METHOD_SUFFIX = "_pubmethod"
 TYPE_TITLES = {"NRORAM": "Non-Recursive ORAM (NRORAM)", "RORAM": "Recursive ORAM (RORAM)",
                "UnorderedMap": "Unordered Map (UnorderedMap)",
                "UMAP": "Unordered Map (UMAP)", "Sharded-UMAP": "Sharded Unordered Map (Sharded-UMAP)",
-               "LOADBALANCE": "Load balancer (LOADBALANCE)",
-               "Ramp-UMAP": "Open-loop Unordered Map (Ramp-UMAP)"}
+               "Ramp-UMAP": "Open-loop Unordered Map (Ramp-UMAP)",
+               "LOADBALANCE": "Load balancer (LOADBALANCE; N is the batch size B)"}
 METRIC_TITLES = {
     "Read_latency_us": "Read latency (us/query)",
     "Write_latency_us": "Write latency (us/query)",
@@ -52,6 +53,8 @@ METRIC_TITLES = {
     "Batch_read_latency_us": "Batch read latency (us/batch)",
     "Initialization_time_us": "Initialization time (us)",
     "Memory_kb": "Memory (KiB)",
+    "Latency_us": "Latency (us/batch)",
+    "Throughput_qps": "Throughput (queries/s)",
     "Bytes_per_entry": "Memory per entry (bytes/entry)",
 }
 UNIT_WORDS = (("_us", "us"), ("_ns", "ns"), ("_ms", "ms"), ("_qps", "queries/s"),
@@ -188,6 +191,15 @@ class Table:
         return "\n".join(out)
 
 
+def baseline_key(impl, rec, names, metric):
+    """Where a record finds its baseline: the same row value (N, or B), the
+    same table parameters (key and value bytes, fill, shards...), the same
+    metric; the baseline may be reported under another type (the array
+    under RORAM for NRORAM)."""
+    row = row_key(rec["params"])
+    return (impl, rec["params"].get(row), group_text(table_params(rec, names)), metric)
+
+
 def measured_tables(records, spread="minmax"):
     """records: normalised records with "origin" = "run" or "extra"."""
     names = grouping_names(records)
@@ -197,7 +209,7 @@ def measured_tables(records, spread="minmax"):
     for r in records:
         if r["impl"] in BASELINES and r.get("origin") != "extra":
             for m, s in r["metrics"].items():
-                base[(r["impl"],) + tuple(r["params"].get(p) for p in MATCH_PARAMS) + (m,)] = s
+                base[baseline_key(r["impl"], r, names, m)] = s
     groups = {}
     for r in records:
         row = row_key(r["params"])
@@ -229,8 +241,7 @@ def measured_tables(records, spread="minmax"):
         impls = impl_order({i for _, i in g["cells"]}, run_impls)
 
         def base_of(n, rec):
-            params = dict(rec["params"])
-            return base.get((bl,) + tuple(params.get(p) for p in MATCH_PARAMS) + (metric,))
+            return base.get(baseline_key(bl, rec, names, metric))
 
         borrowed = bl is not None and bl not in impls and any(
             base_of(n, rec) for (n, _), (_, rec) in g["cells"].items())

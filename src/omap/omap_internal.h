@@ -1,5 +1,5 @@
 /*
- * Private layout of the oblivious map (src/omap/omap.c, src/omap/build.c).
+ * Private layout of the oblivious map (the units of src/omap).
  *
  * One RORAM of M buckets (M a power of two). A bucket is a header of 8
  * bytes (bit i set = slot i holds an entry) and B slots of an index entry
@@ -22,7 +22,7 @@
  * so a slot stores only the rest of w, the low 64 - logM bits, in rw
  * bytes, and its slot value in lw bytes: [header | B x rw | B x lw]. The
  * stash keeps whole words (skey, 8 bytes) and svs-byte slot values. The
- * passes of omap.c run on words: a bucket is unpacked into word arrays
+ * passes of op_words_impl.h run on words: a bucket is unpacked into word arrays
  * (w = bucket << (64 - logM) | rest) and packed back. Other maps (inline,
  * keys of over 8 bytes) keep whole keys and slot values as described
  * above, and the SipHash bucket.
@@ -46,6 +46,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #include <obl/omap.h>
 #include <obl/oram.h>
@@ -56,6 +57,29 @@
 
 /* bucket and stash entry header bytes */
 #define OMAP_HS 8u
+
+/* Leaves: 32-bit words; headers: 64-bit words. */
+static inline uint64_t ld32(const unsigned char *p)
+{
+    uint32_t w;
+    memcpy(&w, p, 4);
+    return w;
+}
+
+static inline void st32(unsigned char *p, uint64_t w)
+{
+    uint32_t v = (uint32_t)w;
+    memcpy(p, &v, 4);
+}
+
+static inline uint64_t ld64(const unsigned char *p)
+{
+    uint64_t w;
+    memcpy(&w, p, 8);
+    return w;
+}
+
+static inline void st64(unsigned char *p, uint64_t w) { memcpy(p, &w, 8); }
 
 struct obl_omap {
     obl_alloc_ctx ac;
@@ -156,6 +180,15 @@ uint64_t omap_fingerprint(const obl_omap *m, const void *key);
  * buckets of B slots, P[sum_b max(0, load_b - B) > S] <= 2^-bits; capped at
  * capacity. Public: all arguments. */
 uint64_t omap_overflow_bound(uint64_t capacity, uint64_t M, uint32_t B, unsigned bits);
+
+/*
+ * Bucket count M (a power of two with capacity <= load * M), slots per
+ * bucket *B and stash entries *S for p (checked), *logM = log2 M; target:
+ * OBL_OMAP_OVERFLOW_TARGET or _TARGET_COMPACT. 0 when the automatic S
+ * exceeds OBL_OMAP_MAX_OVERFLOW (sizing.c). Public: every argument.
+ */
+uint64_t omap_size(const obl_omap_params *p, uint64_t target, uint32_t *B, uint32_t *S,
+                   uint32_t *logM);
 
 /* Frees everything; NULL is fine. */
 void omap_free(obl_omap *m);

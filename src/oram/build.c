@@ -10,7 +10,7 @@
  *  1. draw leaf_i for i = 0 .. n-1 (sequential, public addresses);
  *  2. bitonic-sort the keys (leaf_i << 32 | i), without the payloads
  *     (Batcher 1968; a fixed network: the compare-exchange pattern is
- *     public; blocked for the caches, see bs_sort);
+ *     public; blocked for the caches: obl_bsort_sort, src/sort/);
  *  3. one sequential pass over the sorted blocks computes each block's slot
  *     by first fit from the leaf bucket upwards (every bucket on a block's
  *     path is legal for it): per level a counter of the bucket currently
@@ -26,13 +26,13 @@
  *     by a scan of a window of P positions, and route the tree's blocks
  *     to their slots with an oblivious expansion: the order-preserving
  *     offset compaction of Sasy, Johnson and Goldberg (ORCompact, CCS
- *     2022) run backwards, depth first (bs_expand);
+ *     2022) run backwards, depth first (obl_bsort_expand);
  *  5. one sequential pass writes every slot of the stash and the tree
  *     (the buckets from the last to the first when the payloads' working
  *     array lives in the tree's own memory: nr_build, "intree").
  *
  * Positions from n on hold the largest key in every sort, so the sorts
- * skip the cache blocks that start there (bs_sort, bsort.live).
+ * skip the cache blocks that start there (obl_bsort_sort, bsort.live).
  *
  * Everything but the loop bounds (n, vs, the tree's size) flows through
  * obl_ct selects and swaps; every step's addresses are fixed by n and the
@@ -42,484 +42,16 @@
 
 #include "ct.h"
 #include "common/secret.h"
+#include "common/testing.h"
 #include "common/trace.h"
 #include "oram/nroram_internal.h"
+#include "sort/bsort.h"
 
-/* The trace hook (tests only): every compare-exchange reports the element
- * positions it touches (`lanes` consecutive ones from i). */
+/* The trace hook (tests only): the build's own scan of the stash window. */
 #define BS_TOUCH(i, lanes) OBL_TRACE_TOUCH(OBL_TRACE_REGION_SORT, OBL_TRACE_RW, (i), (lanes))
-
-/* Sort keys stay below 2^63 (leaf << 32 | id with leaf < 2^31, or a slot
- * number), so a comparison is the sign of a difference. */
-#define BUILD_EMPTY (UINT64_MAX >> 1)
 
 /* Bits of the slot code in the packed form of nr_build's step 3. */
 #define BS_CODE_BITS 8u
-
-/* The arrays being sorted: keys, an optional aux word, an optional
- * payload of vs bytes per element. */
-typedef struct bsort {
-    uint64_t *key;
-    uint64_t *aux;        /* NULL: none */
-    unsigned char *pay;   /* NULL: none */
-    size_t vs;
-    unsigned tsh;         /* the expansion's target: key >> tsh (bs_expand) */
-    size_t live;          /* bs_sort: the elements from `live` on have the
-                             largest key, BUILD_EMPTY (public) */
-} bsort;
-
-/* Compare-exchange of elements i < j: afterwards key[i] <= key[j].
- * Secret: the keys, aux, payloads. Public: i, j. */
-static inline void bs_ce(const bsort *s, size_t i, size_t j)
-{
-    BS_TOUCH(i, 1);
-    BS_TOUCH(j, 1);
-    uint64_t a = s->key[i], b = s->key[j];
-    uint64_t c = obl_ct_barrier64((b - a) >> 63); /* a > b, keys < 2^63 */
-    uint64_t m = obl_ct_mask(c), t = m & (a ^ b);
-    s->key[i] = a ^ t;
-    s->key[j] = b ^ t;
-    if (s->aux) {
-        uint64_t x = s->aux[i], y = s->aux[j], u = m & (x ^ y);
-        s->aux[i] = x ^ u;
-        s->aux[j] = y ^ u;
-    }
-    if (s->pay)
-        obl_ct_cswap(c, s->pay + i * s->vs, s->pay + j * s->vs, s->vs);
-}
-
-#if OBL_CT_AVX512
-/* Eight mirror compare-exchanges: i .. i+7 against j+7 .. j (reversed). */
-static inline void bs_ce8_mirror(const bsort *s, size_t i, size_t j)
-{
-    BS_TOUCH(i, 8);
-    BS_TOUCH(j, 8);
-    const __m512i rev = _mm512_set_epi64(0, 1, 2, 3, 4, 5, 6, 7);
-    __m512i a = _mm512_loadu_si512((const void *)(s->key + i));
-    __m512i b = _mm512_permutexvar_epi64(rev, _mm512_loadu_si512((const void *)(s->key + j)));
-    if (s->aux) {
-        __mmask8 k = _mm512_cmpgt_epu64_mask(a, b);
-        __m512i x = _mm512_loadu_si512((const void *)(s->aux + i));
-        __m512i y = _mm512_permutexvar_epi64(rev, _mm512_loadu_si512((const void *)(s->aux + j)));
-        _mm512_storeu_si512((void *)(s->aux + i), _mm512_mask_blend_epi64(k, x, y));
-        _mm512_storeu_si512((void *)(s->aux + j),
-                            _mm512_permutexvar_epi64(rev, _mm512_mask_blend_epi64(k, y, x)));
-    }
-    _mm512_storeu_si512((void *)(s->key + i), _mm512_min_epu64(a, b));
-    _mm512_storeu_si512((void *)(s->key + j),
-                        _mm512_permutexvar_epi64(rev, _mm512_max_epu64(a, b)));
-}
-
-/* One in-register step on 8 consecutive elements: lane i against lane
- * i ^ px; lanes with bit ub set keep the larger key. */
-static inline void bs_lane_step(__m512i *x, __m512i *a, int has_aux, int px, int ub)
-{
-    const __m512i idx = _mm512_set_epi64(7, 6, 5, 4, 3, 2, 1, 0);
-    const __m512i perm = _mm512_xor_si512(idx, _mm512_set1_epi64(px));
-    const __mmask8 upper = (__mmask8)_mm512_test_epi64_mask(idx, _mm512_set1_epi64(ub));
-    __m512i y = _mm512_permutexvar_epi64(perm, *x);
-    if (has_aux) {
-        __mmask8 gt = _mm512_cmpgt_epu64_mask(*x, y), lt = _mm512_cmpgt_epu64_mask(y, *x);
-        __mmask8 sw = (__mmask8)((~upper & gt) | (upper & lt));
-        *a = _mm512_mask_blend_epi64(sw, *a, _mm512_permutexvar_epi64(perm, *a));
-    }
-    *x = _mm512_mask_blend_epi64(upper, _mm512_min_epu64(*x, y), _mm512_max_epu64(*x, y));
-}
-
-/* The steps of stage k that stay within aligned groups of 8: for k <= 8
- * the whole stage (mirror, then half-cleaners), else j = 4, 2, 1. */
-static void bs_small8(const bsort *s, size_t lo, size_t hi, size_t k)
-{
-    int has_aux = s->aux != NULL;
-    for (size_t b = lo; b < hi; b += 8) {
-        BS_TOUCH(b, 8);
-        __m512i x = _mm512_loadu_si512((const void *)(s->key + b));
-        __m512i a = has_aux ? _mm512_loadu_si512((const void *)(s->aux + b)) : x;
-        size_t j = 4;
-        if (k <= 8) {
-            bs_lane_step(&x, &a, has_aux, (int)k - 1, (int)k / 2);
-            j = k / 4;
-        }
-        for (; j > 0; j >>= 1)
-            bs_lane_step(&x, &a, has_aux, (int)j, (int)j);
-        _mm512_storeu_si512((void *)(s->key + b), x);
-        if (has_aux)
-            _mm512_storeu_si512((void *)(s->aux + b), a);
-    }
-}
-
-/* Eight compare-exchanges (i .. i+7 against j .. j+7) at once. */
-static inline void bs_ce8(const bsort *s, size_t i, size_t j)
-{
-    BS_TOUCH(i, 8);
-    BS_TOUCH(j, 8);
-    __m512i a = _mm512_loadu_si512((const void *)(s->key + i));
-    __m512i b = _mm512_loadu_si512((const void *)(s->key + j));
-    if (s->aux) {
-        __mmask8 k = _mm512_cmpgt_epu64_mask(a, b);
-        __m512i x = _mm512_loadu_si512((const void *)(s->aux + i));
-        __m512i y = _mm512_loadu_si512((const void *)(s->aux + j));
-        _mm512_storeu_si512((void *)(s->aux + i), _mm512_mask_blend_epi64(k, x, y));
-        _mm512_storeu_si512((void *)(s->aux + j), _mm512_mask_blend_epi64(k, y, x));
-    }
-    _mm512_storeu_si512((void *)(s->key + i), _mm512_min_epu64(a, b));
-    _mm512_storeu_si512((void *)(s->key + j), _mm512_max_epu64(a, b));
-}
-
-/* The payloads of the eight pairs (i + l, j + l), or (i + l, j + 7 - l)
- * when `rev`, swapped where bit l of sw is set: AND/XOR with a broadcast
- * mask, whole 64-byte vectors (s->vs a multiple of 64). Secret: sw, the
- * payloads. Public: i, j, rev. */
-static inline void bs_pay8(const bsort *s, size_t i, size_t j, unsigned sw, int rev)
-{
-    for (size_t l = 0; l < 8; l++) {
-        const __m512i m = _mm512_set1_epi64(-(long long)((sw >> l) & 1));
-        unsigned char *p = s->pay + (i + l) * s->vs;
-        unsigned char *q = s->pay + (j + (rev ? 7 - l : l)) * s->vs;
-        for (size_t o = 0; o < s->vs; o += 64) {
-            __m512i x = _mm512_load_si512((const void *)(p + o));
-            __m512i y = _mm512_load_si512((const void *)(q + o));
-            __m512i t = _mm512_and_si512(_mm512_xor_si512(x, y), m);
-            _mm512_store_si512((void *)(p + o), _mm512_xor_si512(x, t));
-            _mm512_store_si512((void *)(q + o), _mm512_xor_si512(y, t));
-        }
-    }
-}
-
-/* bs_ce8 and bs_ce8_mirror with payloads: the swap decisions of the eight
- * keys at once, then the eight payload swaps. */
-static inline void bs_ce8p(const bsort *s, size_t i, size_t j, int rev)
-{
-    BS_TOUCH(i, 8);
-    BS_TOUCH(j, 8);
-    const __m512i r = _mm512_set_epi64(0, 1, 2, 3, 4, 5, 6, 7);
-    __m512i a = _mm512_loadu_si512((const void *)(s->key + i));
-    __m512i b = _mm512_loadu_si512((const void *)(s->key + j));
-    if (rev)
-        b = _mm512_permutexvar_epi64(r, b);
-    __mmask8 k = _mm512_cmpgt_epu64_mask(a, b);
-    __m512i lo = _mm512_min_epu64(a, b), hi = _mm512_max_epu64(a, b);
-    _mm512_storeu_si512((void *)(s->key + i), lo);
-    _mm512_storeu_si512((void *)(s->key + j), rev ? _mm512_permutexvar_epi64(r, hi) : hi);
-    if (s->aux) {
-        __m512i x = _mm512_loadu_si512((const void *)(s->aux + i));
-        __m512i y = _mm512_loadu_si512((const void *)(s->aux + j));
-        if (rev)
-            y = _mm512_permutexvar_epi64(r, y);
-        /* AND/XOR with a vector mask: no blend that a compiler could
-         * turn into a load masked by the secret k (docs/oram.md) */
-        __m512i t = _mm512_and_si512(_mm512_xor_si512(x, y), _mm512_movm_epi64(k));
-        __m512i ya = _mm512_xor_si512(y, t);
-        _mm512_storeu_si512((void *)(s->aux + i), _mm512_xor_si512(x, t));
-        _mm512_storeu_si512((void *)(s->aux + j), rev ? _mm512_permutexvar_epi64(r, ya) : ya);
-    }
-    bs_pay8(s, i, j, (unsigned)k, rev);
-}
-
-/* bs_small8 with 64-byte payloads: each group of 8 elements, keys, aux
- * words and payloads, is held in registers through the steps. Secret: the
- * keys, aux, payloads. Public: lo, hi, k. */
-static void bs_small8p(const bsort *s, size_t lo, size_t hi, size_t k)
-{
-    const __m512i idx = _mm512_set_epi64(7, 6, 5, 4, 3, 2, 1, 0);
-    int has_aux = s->aux != NULL;
-    for (size_t b = lo; b < hi; b += 8) {
-        BS_TOUCH(b, 8);
-        __m512i x = _mm512_loadu_si512((const void *)(s->key + b));
-        __m512i a = has_aux ? _mm512_loadu_si512((const void *)(s->aux + b)) : x;
-        __m512i P[8];
-        for (int l = 0; l < 8; l++)
-            P[l] = _mm512_load_si512((const void *)(s->pay + (b + l) * 64));
-        int px = 4, ub = 4; /* this step's partner distance and upper bit */
-        size_t j = 2;       /* the next step's */
-        if (k <= 8) {
-            px = (int)k - 1;
-            ub = (int)k / 2;
-            j = k / 4;
-        }
-        for (;;) {
-            const __m512i perm = _mm512_xor_si512(idx, _mm512_set1_epi64(px));
-            const __mmask8 upper = (__mmask8)_mm512_test_epi64_mask(idx, _mm512_set1_epi64(ub));
-            __m512i y = _mm512_permutexvar_epi64(perm, x);
-            __mmask8 gt = _mm512_cmpgt_epu64_mask(x, y), lt = _mm512_cmpgt_epu64_mask(y, x);
-            __mmask8 sw = (__mmask8)((~upper & gt) | (upper & lt));
-            if (has_aux)
-                a = _mm512_mask_blend_epi64(sw, a, _mm512_permutexvar_epi64(perm, a));
-            x = _mm512_mask_blend_epi64(upper, _mm512_min_epu64(x, y), _mm512_max_epu64(x, y));
-            unsigned bits = (unsigned)sw;
-            for (int l = 0; l < 8; l++) {
-                if (l & ub) /* public: lower lane of each pair */
-                    continue;
-                int q = l ^ px;
-                const __m512i m = _mm512_set1_epi64(-(long long)((bits >> l) & 1));
-                __m512i t = _mm512_and_si512(_mm512_xor_si512(P[l], P[q]), m);
-                P[l] = _mm512_xor_si512(P[l], t);
-                P[q] = _mm512_xor_si512(P[q], t);
-            }
-            if (j == 0)
-                break;
-            px = ub = (int)j;
-            j >>= 1;
-        }
-        _mm512_storeu_si512((void *)(s->key + b), x);
-        if (has_aux)
-            _mm512_storeu_si512((void *)(s->aux + b), a);
-        for (int l = 0; l < 8; l++)
-            _mm512_store_si512((void *)(s->pay + (b + l) * 64), P[l]);
-    }
-}
-#endif
-
-/* A compare-exchange of one element (vec 0) or of 8 consecutive ones
- * (vec 1: no payload; vec 2: payloads of 64-byte multiples) at i and j.
- * Public: i, j, vec. */
-static inline void bs_ce_w(const bsort *s, size_t i, size_t j, int vec)
-{
-#if OBL_CT_AVX512
-    if (vec == 2) {
-        bs_ce8p(s, i, j, 0);
-        return;
-    }
-    if (vec) {
-        bs_ce8(s, i, j);
-        return;
-    }
-#endif
-    (void)vec;
-    bs_ce(s, i, j);
-}
-
-/*
- * t consecutive half-cleaner steps, spans j, j/2, .., j >> (t - 1) (t = 1,
- * 2 or 3), in one pass over [lo, hi): the 2^t elements e + a * q (q = the
- * smallest span, a = 0 .. 2^t - 1) are closed under these steps, so each
- * such group runs all t steps at once, while it is in the L1 cache. The
- * compare-exchanges, and their order along every element's dependencies,
- * are those of the t separate steps; a full pass over a large array is
- * made once instead of t times (the payload sorts of the build are bound
- * by that traffic). Public: every argument.
- */
-static inline void bs_half(const bsort *s, size_t lo, size_t hi, size_t j, unsigned t, int vec)
-{
-    const size_t q = j >> (t - 1), w = vec ? 8 : 1, G = (size_t)1 << t;
-    for (size_t b = lo; b < hi; b += 2 * j)
-        for (size_t r = 0; r < q; r += w)
-            for (unsigned u = 0; u < t; u++) {
-                size_t d = (size_t)1 << (t - 1 - u); /* this step's span / q */
-                for (size_t a = 0; a < G; a++)
-                    if (!(a & d)) /* public */
-                        bs_ce_w(s, b + r + a * q, b + r + (a + d) * q, vec);
-            }
-}
-
-#if OBL_CT_AVX512
-/* Compare-exchange of the register-held elements a < a + d of a group:
- * keys k[], 64-byte payloads P[] (bs_half3_r64, bs_mirror3_r64). */
-#define BS_CE_R(a, d)                                                                    \
-    do {                                                                                 \
-        uint64_t A_ = k[a], B_ = k[(a) + (d)];                                           \
-        uint64_t m_ = obl_ct_mask(obl_ct_barrier64((B_ - A_) >> 63));                    \
-        uint64_t tk_ = m_ & (A_ ^ B_);                                                   \
-        k[a] = A_ ^ tk_;                                                                 \
-        k[(a) + (d)] = B_ ^ tk_;                                                         \
-        __m512i T_ = _mm512_and_si512(_mm512_xor_si512(P[a], P[(a) + (d)]),              \
-                                      _mm512_set1_epi64((long long)m_));                 \
-        P[a] = _mm512_xor_si512(P[a], T_);                                               \
-        P[(a) + (d)] = _mm512_xor_si512(P[(a) + (d)], T_);                               \
-    } while (0)
-/* Three half-cleaner steps (spans j, j / 2, j / 4 = q) on 64-byte payloads
- * without aux words, each group of 8 (e + a * q) held in registers: one
- * load and one store per element for the three steps, where bs_half
- * stores every element after each step (docs/oram.md, "Build, fourth
- * session"). The same compare-exchanges, in the same order along every
- * element's dependencies. Secret: keys, payloads. Public: lo, hi, j. */
-static void bs_half3_r64(const bsort *s, size_t lo, size_t hi, size_t j)
-{
-    const size_t q = j >> 2;
-    for (size_t b = lo; b < hi; b += 2 * j)
-        for (size_t r = 0; r < q; r++) {
-            const size_t e = b + r;
-            uint64_t k[8];
-            __m512i P[8];
-#pragma GCC unroll 8
-            for (size_t a = 0; a < 8; a++) {
-                BS_TOUCH(e + a * q, 1);
-                k[a] = s->key[e + a * q];
-                P[a] = _mm512_load_si512((const void *)(s->pay + (e + a * q) * 64));
-            }
-            BS_CE_R(0, 4); BS_CE_R(1, 4); BS_CE_R(2, 4); BS_CE_R(3, 4);
-            BS_CE_R(0, 2); BS_CE_R(1, 2); BS_CE_R(4, 2); BS_CE_R(5, 2);
-            BS_CE_R(0, 1); BS_CE_R(2, 1); BS_CE_R(4, 1); BS_CE_R(6, 1);
-#pragma GCC unroll 8
-            for (size_t a = 0; a < 8; a++) {
-                s->key[e + a * q] = k[a];
-                _mm512_store_si512((void *)(s->pay + (e + a * q) * 64), P[a]);
-            }
-        }
-}
-
-/* The mirror step of stage k and its first two half-cleaner steps (spans
- * k / 4, k / 8), as bs_half3_r64: in each block of k, the four elements
- * r + a * k / 8 (a = 0 .. 3) of its lower half and their mirrors are
- * closed under the three steps. Public: lo, hi, kb (the stage, >= 8). */
-static void bs_mirror3_r64(const bsort *s, size_t lo, size_t hi, size_t kb)
-{
-    const size_t e = kb / 8;
-    for (size_t b = lo; b < hi; b += kb)
-        for (size_t r = 0; r < e; r++) {
-            /* 0 .. 3: lower half, ascending; 4 .. 7: the upper half's
-             * elements in ascending order, 4 + a mirroring 3 - a */
-            size_t at[8];
-            uint64_t k[8];
-            __m512i P[8];
-#pragma GCC unroll 4
-            for (size_t a = 0; a < 4; a++) {
-                at[a] = b + r + a * e;
-                at[7 - a] = b + kb - 1 - (r + a * e);
-            }
-#pragma GCC unroll 8
-            for (size_t a = 0; a < 8; a++) {
-                BS_TOUCH(at[a], 1);
-                k[a] = s->key[at[a]];
-                P[a] = _mm512_load_si512((const void *)(s->pay + at[a] * 64));
-            }
-            BS_CE_R(0, 7); BS_CE_R(1, 5); BS_CE_R(2, 3); BS_CE_R(3, 1);
-            BS_CE_R(0, 2); BS_CE_R(1, 2); BS_CE_R(4, 2); BS_CE_R(5, 2);
-            BS_CE_R(0, 1); BS_CE_R(2, 1); BS_CE_R(4, 1); BS_CE_R(6, 1);
-#pragma GCC unroll 8
-            for (size_t a = 0; a < 8; a++) {
-                s->key[at[a]] = k[a];
-                _mm512_store_si512((void *)(s->pay + at[a] * 64), P[a]);
-            }
-        }
-}
-
-/* bs_half3_r64 for keys alone, eight lanes per vector: the groups of the
- * eight lanes r .. r + 7 in eight registers through the three steps
- * (q >= 8: bs_halves calls it for spans of at least 32). */
-#define BS_CE_K8(a, d)                                                                   \
-    do {                                                                                 \
-        __m512i lo_ = _mm512_min_epu64(X[a], X[(a) + (d)]);                              \
-        X[(a) + (d)] = _mm512_max_epu64(X[a], X[(a) + (d)]);                             \
-        X[a] = lo_;                                                                      \
-    } while (0)
-static void bs_half3_k8(const bsort *s, size_t lo, size_t hi, size_t j)
-{
-    const size_t q = j >> 2;
-    for (size_t b = lo; b < hi; b += 2 * j)
-        for (size_t r = 0; r < q; r += 8) {
-            __m512i X[8];
-#pragma GCC unroll 8
-            for (size_t a = 0; a < 8; a++) {
-                BS_TOUCH(b + r + a * q, 8);
-                X[a] = _mm512_loadu_si512((const void *)(s->key + b + r + a * q));
-            }
-            BS_CE_K8(0, 4); BS_CE_K8(1, 4); BS_CE_K8(2, 4); BS_CE_K8(3, 4);
-            BS_CE_K8(0, 2); BS_CE_K8(1, 2); BS_CE_K8(4, 2); BS_CE_K8(5, 2);
-            BS_CE_K8(0, 1); BS_CE_K8(2, 1); BS_CE_K8(4, 1); BS_CE_K8(6, 1);
-#pragma GCC unroll 8
-            for (size_t a = 0; a < 8; a++)
-                _mm512_storeu_si512((void *)(s->key + b + r + a * q), X[a]);
-        }
-}
-#endif
-
-/* The half-cleaner steps j = jtop, jtop / 2, .., down to jbot (and at
- * least w, the lanes per compare-exchange), three at a time where they
- * can be. Public: every argument. */
-static void bs_halves(const bsort *s, size_t lo, size_t hi, size_t jtop, size_t jbot, int vec)
-{
-    const size_t w = vec ? 8 : 1, lim = jbot > w ? jbot : w;
-    size_t j = jtop;
-#if OBL_CT_AVX512
-    if (vec == 1 && !s->aux) /* public */
-        for (; j / 4 >= lim; j >>= 3)
-            bs_half3_k8(s, lo, hi, j);
-    if (vec == 2 && s->vs == 64 && !s->aux) { /* public */
-        for (; j / 4 >= lim; j >>= 3)
-            bs_half3_r64(s, lo, hi, j);
-    }
-#endif
-    while (j >= lim) {
-        unsigned t = j / 4 >= lim ? 3 : j / 2 >= lim ? 2 : 1;
-        if (t == 3)
-            bs_half(s, lo, hi, j, 3, vec);
-        else if (t == 2)
-            bs_half(s, lo, hi, j, 2, vec);
-        else
-            bs_half(s, lo, hi, j, 1, vec);
-        j >>= t;
-    }
-}
-
-/*
- * Steps of stage k of the network on the elements [lo, hi) (hi - lo a
- * multiple of the steps' spans): the mirror step if `mirror`, then the
- * half-cleaner steps j = jtop, jtop / 2, ..., down to jbot (jbot >= 1).
- * Public: every argument.
- */
-static void bs_steps(const bsort *s, size_t lo, size_t hi, size_t k, int mirror, size_t jtop,
-                     size_t jbot)
-{
-#if OBL_CT_AVX512
-    /* vector path: no payload and whole groups of 8 */
-    if (!s->pay && hi - lo >= 8) {
-        if (k <= 8) {
-            bs_small8(s, lo, hi, k); /* the whole stage, in registers */
-            return;
-        }
-        if (mirror)
-            for (size_t b = lo; b < hi; b += k)
-                for (size_t i = 0; i < k / 2; i += 8)
-                    bs_ce8_mirror(s, b + i, b + k - 8 - i);
-        bs_halves(s, lo, hi, jtop, jbot, 1); /* j >= 8 */
-        if (jbot < 8)
-            bs_small8(s, lo, hi, k); /* j = 4, 2, 1 */
-        return;
-    }
-    /* payloads of whole vectors: eight key decisions at once for the spans
-     * of at least 8, element by element below */
-    if (s->pay && s->vs == 64 && hi - lo >= 8 && k <= 8) {
-        bs_small8p(s, lo, hi, k); /* the whole stage, in registers */
-        return;
-    }
-    if (s->pay && s->vs % 64 == 0 && k >= 16 && hi - lo >= 16) {
-        if (mirror && s->vs == 64 && !s->aux && jtop == k / 4 && k / 8 >= jbot && k >= 64) {
-            bs_mirror3_r64(s, lo, hi, k); /* the mirror and spans k/4, k/8 */
-            jtop = k / 16;
-            mirror = 0;
-        }
-        if (mirror)
-            for (size_t b = lo; b < hi; b += k)
-                for (size_t i = 0; i < k / 2; i += 8)
-                    bs_ce8p(s, b + i, b + k - 8 - i, 1);
-        bs_halves(s, lo, hi, jtop, jbot, 2); /* j >= 8 */
-        if (jbot < 8 && s->vs == 64)
-            bs_small8p(s, lo, hi, k); /* j = 4, 2, 1 */
-        else if (jbot < 8)
-            bs_halves(s, lo, hi, jtop < 4 ? jtop : 4, jbot, 0);
-        return;
-    }
-#endif
-    if (mirror)
-        for (size_t b = lo; b < hi; b += k)
-            for (size_t i = 0; i < k / 2; i++)
-                bs_ce(s, b + i, b + k - 1 - i);
-    bs_halves(s, lo, hi, jtop, jbot, 0);
-}
-
-/* Elements per cache block of the blocked network: the largest power of
- * two whose keys, aux words and payloads fit in about half of a 1 MiB L2,
- * and the same for a second, outer block in the L3 (32 MiB, shared). */
-#define BS_BLOCK_BYTES ((size_t)512 << 10)
-#ifndef BS_L3_BYTES
-#define BS_L3_BYTES ((size_t)8 << 20)
-#endif
-
-/* The cache sizes the blocks are made for; nr_build_set_blocks (tests)
- * shrinks them, so that small sorts take every blocked path. */
-OBL_TEST_KNOB(size_t, bs_l2_bytes, BS_BLOCK_BYTES);
-OBL_TEST_KNOB(size_t, bs_l3_bytes, BS_L3_BYTES);
 
 /* Tests only: the drawn leaves are ANDed with this (all ones: unchanged),
  * so that a test can crowd the blocks onto few paths and fill the stash. */
@@ -544,232 +76,9 @@ void nr_build_set_leaf_mask(uint64_t mask)
 /* see nroram_internal.h */
 void nr_build_set_blocks(size_t l2_bytes, size_t l3_bytes)
 {
-    bs_l2_bytes = l2_bytes ? l2_bytes : BS_BLOCK_BYTES;
-    bs_l3_bytes = l3_bytes ? l3_bytes : BS_L3_BYTES;
+    obl_bsort_set_blocks(l2_bytes, l3_bytes);
 }
 #endif
-
-/* The largest power of two C >= 8, at most m (itself a power of two, or
- * below 8), with C elements of esz bytes in at most bytes / 2. Public. */
-static size_t bs_block(size_t esz, size_t bytes, size_t m)
-{
-    size_t C = 8;
-    while (C * 2 * esz <= bytes)
-        C <<= 1;
-    return C > m ? m : C;
-}
-
-/* Sorts the C3 elements from lo (the whole network for C3 elements),
- * blocked for blocks of C elements (C <= C3, both powers of two): the
- * stages k <= C block by block, each later stage's spans of at least C as
- * passes over [lo, lo + C3), its shorter spans block by block. Public:
- * every argument. */
-static void bs_sort_blk(const bsort *s, size_t lo, size_t C3, size_t C)
-{
-    /* blocks from s->live on hold only the largest key: skipped */
-    for (size_t b = lo; b < lo + C3 && b < s->live; b += C)
-        for (size_t k = 2; k <= C; k <<= 1)
-            bs_steps(s, b, b + C, k, 1, k / 4, 1);
-    for (size_t k = 2 * C; k <= C3; k <<= 1) {
-        bs_steps(s, lo, lo + C3, k, 1, k / 4, C); /* mirror and spans above C */
-        size_t jt = k / 4 < C / 2 ? k / 4 : C / 2;
-        for (size_t b = lo; b < lo + C3 && b < s->live; b += C)
-            bs_steps(s, b, b + C, k, 0, jt, 1);
-    }
-}
-
-/*
- * Sorts m elements (m a power of two) ascending by key: Batcher's bitonic
- * network (1968) in its "all ascending" form, where the first step of each
- * merge compares i with the mirror element of its block, so that every
- * compare-exchange puts the smaller key first.
- *
- * Blocked for the caches, at two levels: a step of span at most C (the
- * block, C elements in BS_BLOCK_BYTES) pairs elements of one aligned
- * C-block only, so the stages k <= C run block by block (each block sorted
- * in cache), and every later stage makes passes only for its steps of span
- * above C, then finishes its short steps block by block; the same holds
- * for the outer blocks of C3 elements (BS_L3_BYTES), so the stages up to
- * C3 run outer block by outer block, in the L3, and only the stages above
- * C3 make passes over all m elements, for their spans above C3. The
- * compare-exchanges and their order within each pair's dependencies are
- * those of the plain network: the result is the same, and the sequence of
- * addresses is a function of m and the element size only. Public: m and
- * the network.
- */
-static void bs_sort(const bsort *s, size_t m)
-{
-    size_t esz = 8 + (s->aux ? 8 : 0) + (s->pay ? s->vs : 0);
-    size_t C = bs_block(esz, bs_l2_bytes, m), C3 = bs_block(esz, bs_l3_bytes, m);
-    if (C3 < C)
-        C3 = C;
-    for (size_t b3 = 0; b3 < m && b3 < s->live; b3 += C3)
-        bs_sort_blk(s, b3, C3, C);
-    for (size_t k = 2 * C3; k <= m; k <<= 1) {
-        bs_steps(s, 0, m, k, 1, k / 4, C3); /* mirror and spans above C3 */
-        for (size_t b3 = 0; b3 < m && b3 < s->live; b3 += C3) {
-            bs_steps(s, b3, b3 + C3, k, 0, C3 / 2, C); /* spans C3 / 2 .. C */
-            size_t jt = C3 / 2 < C / 2 ? C3 / 2 : C / 2;
-            for (size_t b = b3; b < b3 + C3 && b < s->live; b += C)
-                bs_steps(s, b, b + C, k, 0, jt, 1);
-        }
-    }
-}
-
-/*
- * Expansion (step 4): the elements at [base, base + n) (n a power of two)
- * are those bound for the slots [base, base + n), in increasing target
- * order (key = target, strictly increasing), placed cyclically from
- * base + z; afterwards each is at its target. It runs the order-preserving
- * offset compaction of Sasy, Johnson and Goldberg (ORCompact's
- * OROffCompact, CCS 2022, section 4, algorithm 2) backwards: the marked
- * cells of that compaction are our targets, its swap pass of the merge
- * step is its own inverse and comes first here, then the two halves are
- * expanded with the offsets the compaction gave them. With z = 0 this is
- * the inverse of compacting the targets to the front in order, which is
- * what places the j-th element at the j-th target.
- *
- * The swap pass pairs i with i + n/2; element i swaps when
- * s XOR (i >= (z + m) mod n/2), with m the number of targets in the left
- * half (counted from the keys: an empty slot's key is above every target)
- * and s = ((z mod n/2) + m >= n/2) XOR (z >= n/2). Depth first: once a
- * node fits in the caches, all its levels run there, so only the nodes
- * above the cache size make passes over memory (the Goodrich network,
- * used before, made log W of them).
- *
- * Secret: z, m, the keys, aux words, payloads. Public: base, n and the
- * sequence of addresses, which depends on them only.
- */
-#if OBL_CT_AVX512
-/* -1 in lane l where sb XOR (i + l >= thr), else 0. Secret: sb, thr. */
-static inline __m512i bs_xmask8(uint64_t sb, uint64_t thr, size_t i)
-{
-    const __m512i lane = _mm512_set_epi64(7, 6, 5, 4, 3, 2, 1, 0);
-    /* the sign of thr - 1 - (i + l): thr and i are below 2^63 */
-    __m512i ge = _mm512_srai_epi64(
-        _mm512_sub_epi64(_mm512_set1_epi64((long long)thr - 1),
-                         _mm512_add_epi64(lane, _mm512_set1_epi64((long long)i))),
-        63);
-    return _mm512_xor_si512(ge, _mm512_set1_epi64(-(long long)sb));
-}
-
-/* Swaps elements a + l and b + l (keys, aux words, payloads) where lane l
- * of mv is all ones. AND/XOR: no blend a compiler could turn into a masked
- * load. Secret: mv and the elements. Public: a, b. */
-static inline void bs_xswap8(const bsort *s, size_t a, size_t b, __m512i mv)
-{
-    BS_TOUCH(a, 8);
-    BS_TOUCH(b, 8);
-    __m512i k0 = _mm512_loadu_si512((const void *)(s->key + a));
-    __m512i k1 = _mm512_loadu_si512((const void *)(s->key + b));
-    __m512i t = _mm512_and_si512(_mm512_xor_si512(k0, k1), mv);
-    _mm512_storeu_si512((void *)(s->key + a), _mm512_xor_si512(k0, t));
-    _mm512_storeu_si512((void *)(s->key + b), _mm512_xor_si512(k1, t));
-    if (s->aux) {
-        __m512i x0 = _mm512_loadu_si512((const void *)(s->aux + a));
-        __m512i x1 = _mm512_loadu_si512((const void *)(s->aux + b));
-        t = _mm512_and_si512(_mm512_xor_si512(x0, x1), mv);
-        _mm512_storeu_si512((void *)(s->aux + a), _mm512_xor_si512(x0, t));
-        _mm512_storeu_si512((void *)(s->aux + b), _mm512_xor_si512(x1, t));
-    }
-    if (s->pay)
-        bs_pay8(s, a, b, (unsigned)_mm512_movepi64_mask(mv), 0);
-}
-#endif
-
-/* Swaps elements a and b where sb XOR (i >= thr). Secret: sb, thr, the
- * elements. Public: a, b, i. */
-static inline void bs_xswap1(const bsort *s, size_t a, size_t b, uint64_t sb, uint64_t thr,
-                             size_t i)
-{
-    BS_TOUCH(a, 1);
-    BS_TOUCH(b, 1);
-    uint64_t *key = s->key, *aux = s->aux;
-    uint64_t c = sb ^ obl_ct_ge64(i, thr);
-    uint64_t mk = obl_ct_mask(c), tk = mk & (key[a] ^ key[b]);
-    key[a] ^= tk;
-    key[b] ^= tk;
-    if (aux) {
-        uint64_t ta = mk & (aux[a] ^ aux[b]);
-        aux[a] ^= ta;
-        aux[b] ^= ta;
-    }
-    if (s->pay)
-        obl_ct_cswap(c, s->pay + a * s->vs, s->pay + b * s->vs, s->vs);
-}
-
-/* The swap bit's parts of a node of n positions (n >= 2) with offset z and
- * m targets in its left half: sb and thr (see bs_expand). Secret. */
-static inline void bs_xparams(size_t n, uint64_t z, uint64_t m, uint64_t *sb, uint64_t *thr)
-{
-    const uint64_t h = n / 2;
-    *sb = obl_ct_ge64((z & (h - 1)) + m, h) ^ obl_ct_ge64(z, h);
-    *thr = (z + m) & (h - 1);
-}
-
-static void bs_expand(const bsort *s, size_t base, size_t n, uint64_t z)
-{
-    if (n < 2)
-        return;
-    const size_t h = n / 2, q = n / 4;
-    const uint64_t *key = s->key;
-#if OBL_CT_AVX512
-    const int vec = !s->pay || s->vs % 64 == 0; /* public */
-#else
-    const int vec = 0;
-#endif
-    if (n >= 4) {
-        /* Two levels in one pass over the node (half the passes over
-         * memory): the children's counts are those of the targets in the
-         * first and third quarters, known before any swap. The swaps of
-         * the four positions i, i + q, i + h, i + h + q: the node's (i and
-         * i + h; i + q and i + h + q), then each child's (i and i + q;
-         * i + h and i + h + q), the order of the two levels. */
-        uint64_t m = 0, ml = 0, m3 = 0;
-        const unsigned tsh = s->tsh;
-        for (size_t i = base; i < base + n; i++) {
-            uint64_t tg = key[i] >> tsh;
-            m += tg < base + h; /* comparisons' 0/1 summed: no branch */
-            ml += tg < base + q;
-            m3 += tg < base + h + q;
-        }
-        const uint64_t mr = m3 - m;
-        uint64_t sb, thr, sbl, thrl, sbr, thrr;
-        bs_xparams(n, z, m, &sb, &thr);
-        const uint64_t zl = z & (h - 1), zr = thr; /* the children's offsets */
-        bs_xparams(h, zl, ml, &sbl, &thrl);
-        bs_xparams(h, zr, mr, &sbr, &thrr);
-        size_t i = 0;
-#if OBL_CT_AVX512
-        if (vec && q >= 8)
-            for (; i < q; i += 8) {
-                size_t a0 = base + i, a1 = a0 + q, a2 = a0 + h, a3 = a2 + q;
-                bs_xswap8(s, a0, a2, bs_xmask8(sb, thr, i));
-                bs_xswap8(s, a1, a3, bs_xmask8(sb, thr, i + q));
-                bs_xswap8(s, a0, a1, bs_xmask8(sbl, thrl, i));
-                bs_xswap8(s, a2, a3, bs_xmask8(sbr, thrr, i));
-            }
-#endif
-        for (; i < q; i++) {
-            size_t a0 = base + i, a1 = a0 + q, a2 = a0 + h, a3 = a2 + q;
-            bs_xswap1(s, a0, a2, sb, thr, i);
-            bs_xswap1(s, a1, a3, sb, thr, i + q);
-            bs_xswap1(s, a0, a1, sbl, thrl, i);
-            bs_xswap1(s, a2, a3, sbr, thrr, i);
-        }
-        const uint64_t zll = zl & (q - 1), zrl = zr & (q - 1);
-        bs_expand(s, base, q, zll);
-        bs_expand(s, base + q, q, thrl);
-        bs_expand(s, base + h, q, zrl);
-        bs_expand(s, base + h + q, q, thrr);
-        return;
-    }
-    /* n = 2 */
-    uint64_t m = (key[base] >> s->tsh) < base + 1, sb, thr;
-    bs_xparams(n, z, m, &sb, &thr);
-    bs_xswap1(s, base, base + 1, sb, thr, 0);
-    (void)vec;
-}
 
 /* see nroram_internal.h */
 obl_err nr_build(obl_nroram *o, uint64_t n, const unsigned char *data, size_t ss,
@@ -820,7 +129,7 @@ obl_err nr_build(obl_nroram *o, uint64_t n, const unsigned char *data, size_t ss
     /* With ids from the caller or from the content (public), the payload
      * sort and the expansion need no aux word either: the key is the
      * working position << 32 | leaf, and the expansion's target is key >>
-     * 32 (working positions below 2^31 - 1, so below BUILD_EMPTY >> 32). */
+     * 32 (working positions below 2^31 - 1, so below OBL_BSORT_EMPTY >> 32). */
     const int kl = (ids || id_fn) && W < ((size_t)1 << 31) - 1;
     size_t kb = W * 8, pb = haspay ? W * ps : 0, ab = packed && kl ? 0 : kb;
     /* The payloads' working array lives in the tree's own memory when it
@@ -868,7 +177,7 @@ obl_err nr_build(obl_nroram *o, uint64_t n, const unsigned char *data, size_t ss
                 leaves_out[i] = (uint32_t)leaf;
                 key[i] = leaf << 32 | i;
             } else {
-                key[i] = BUILD_EMPTY;
+                key[i] = OBL_BSORT_EMPTY;
             }
             if (aux) /* public */
                 aux[i] = 0;
@@ -878,7 +187,7 @@ obl_err nr_build(obl_nroram *o, uint64_t n, const unsigned char *data, size_t ss
         OBL_SECRET(leaves_out, n * sizeof(uint32_t));
         /* 2. sort the keys by (leaf, id) */
         bsort s1 = {key, NULL, NULL, vs, 0, n};
-        bs_sort(&s1, m);
+        obl_bsort_sort(&s1, m);
 
         /* 3. first fit: slot of each block. Per level, the fill of the
          * bucket currently being filled is kept as two bit masks over the
@@ -939,7 +248,7 @@ obl_err nr_build(obl_nroram *o, uint64_t n, const unsigned char *data, size_t ss
          * keys stay in leaf order, each with its id (key[i] = id). */
         if (pay) {
             bsort s3 = {key, packed ? NULL : aux, NULL, vs, 0, n}; /* public: packed */
-            bs_sort(&s3, m); /* ids 0 .. n - 1 in order now */
+            obl_bsort_sort(&s3, m); /* ids 0 .. n - 1 in order now */
         }
         const uint64_t lmask = ((uint64_t)1 << logL) - 1;
         for (size_t i = 0; i < W; i++) {
@@ -959,14 +268,14 @@ obl_err nr_build(obl_nroram *o, uint64_t n, const unsigned char *data, size_t ss
                 id = pay ? i : key[i] & 0xffffffffu; /* public: pay */
             }
             if (kl) { /* public */
-                key[i] = obl_ct_select64(real, wp << 32 | leaf, BUILD_EMPTY);
+                key[i] = obl_ct_select64(real, wp << 32 | leaf, OBL_BSORT_EMPTY);
             } else {
-                key[i] = obl_ct_select64(real, wp, BUILD_EMPTY);
+                key[i] = obl_ct_select64(real, wp, OBL_BSORT_EMPTY);
                 aux[i] = obl_ct_select64(real, leaf << 32 | id, 0);
             }
         }
         bsort s2 = {key, kl ? NULL : aux, pay, ps, kl ? 32u : 0u, n}; /* public: kl */
-        bs_sort(&s2, m);
+        obl_bsort_sort(&s2, m);
         /* The stash's blocks (at most S < P of them) are the last ones of
          * [0, n): the window of the last P positions holds them all. Each
          * stash slot j takes the block whose key is E + j, by a swap with
@@ -984,7 +293,7 @@ obl_err nr_build(obl_nroram *o, uint64_t n, const unsigned char *data, size_t ss
                     obl_ct_cswap(c, pay + w * ps, pay + (E + j) * ps, ps);
             }
         /* the tree's blocks, at [0, n - stash), to their slots */
-        bs_expand(&s2, 0, E, 0);
+        obl_bsort_expand(&s2, 0, E, 0);
     }
 
     /* 5. write the stash and the tree, slot by slot: the stash first, then
@@ -1003,7 +312,7 @@ obl_err nr_build(obl_nroram *o, uint64_t n, const unsigned char *data, size_t ss
                 memcpy(tb, pay + (wp - z) * ps, tbb);
             src = tb + z * ps;
         }
-        uint64_t valid = obl_ct_neq64(key[wp], BUILD_EMPTY);
+        uint64_t valid = obl_ct_neq64(key[wp], OBL_BSORT_EMPTY);
         uint64_t id = 0, leaf;
         if (kl) { /* public */
             leaf = obl_ct_select64(valid, key[wp] & 0xffffffffu, 0);

@@ -203,6 +203,7 @@ static inline __m512i nr_tail_lanes(size_t vs)
 #endif
 
 
+#if OBL_CT_AVX512 /* used by nr_plan_target only */
 /* a == b ? x : y (a, b < 2^63). Secret: every argument. */
 static inline uint64_t nr_sel_eq(uint64_t a, uint64_t b, uint64_t x, uint64_t y)
 {
@@ -217,6 +218,7 @@ static inline uint64_t nr_sel_eq(uint64_t a, uint64_t b, uint64_t x, uint64_t y)
     return obl_ct_select64(nr_eqs(a, b), x, y);
 #endif
 }
+#endif
 
 /* Tests only (nr_set_plan_scalar): 1 runs the scalar metadata passes even
  * where the vector ones apply. */
@@ -226,6 +228,7 @@ OBL_TEST_KNOB(int, nr_plan_scalar, 0);
 void nr_set_plan_scalar(int on) { nr_plan_scalar = on; }
 #endif
 
+#if OBL_CT_AVX512 /* its one caller is the AVX-512 plan (nroram_impl.h) */
 /*
  * PrepareTarget (fig. 4) over the arrays nr_plan_deepest fills, leaf to
  * root, into tg[0..D] (255 for none): src is the level a pending drop at
@@ -248,6 +251,7 @@ static inline void nr_plan_target(const uint16_t *dp, const uint16_t *idle, uint
         src = nsrc;
     }
 }
+#endif
 
 #if OBL_CT_AVX512
 /*
@@ -604,7 +608,15 @@ static obl_err nr_access_common(obl_nroram *o, uint64_t id, uint64_t pos, uint64
     if (err != OBL_OK)
         return err;
     const size_t vs = o->vs;
+    /* An id outside the id space (secret: no branch) becomes the dummy id,
+     * which matches only empty slots (nr_fetch): its "found" and the bytes
+     * it took are dropped below and nothing is stored, so it can neither
+     * alias a stored id (4-byte ids) nor read an empty slot as a block. */
+    uint64_t bad = obl_ct_ge64(id, obl_nroram_id_limit(o));
+    id = obl_ct_select64(bad, UINT64_MAX, id);
     uint64_t found = o->pb == 4 ? nr_fetch32(o, id, pos) : nr_fetch64(o, id, pos);
+    found &= bad ^ 1;
+    obl_ct_czero(bad, o->tmp, vs);
     uint64_t keep;
     if (fn) {
         keep = found;
@@ -623,6 +635,7 @@ static obl_err nr_access_common(obl_nroram *o, uint64_t id, uint64_t pos, uint64
         /* kept if present (read/write) or written; removed on REMOVE */
         keep = (found | is_write) & (is_remove ^ 1);
     }
+    keep &= bad ^ 1;
     if (found_out)
         *found_out = found;
     return o->pb == 4 ? nr_put32(o, keep, id, new_pos) : nr_put64(o, keep, id, new_pos);
@@ -647,7 +660,7 @@ obl_err obl_nroram_update(obl_nroram *o, uint64_t id, uint64_t pos, uint64_t new
 /* see obl/oram.h */
 obl_err obl_nroram_insert(obl_nroram *o, uint64_t id, const void *value, uint64_t *pos_out)
 {
-    if (!o || !pos_out)
+    if (!o || !value || !pos_out)
         return OBL_ERR_INVALID_ARG;
     /* A random path: pos is public and uniform, independent of id. */
     uint64_t pos = obl_prg_bits(&o->prg, o->logL);
@@ -657,6 +670,53 @@ obl_err obl_nroram_insert(obl_nroram *o, uint64_t id, const void *value, uint64_
     if (err == OBL_OK || err == OBL_ERR_STASH_OVERFLOW)
         *pos_out = np;
     return err;
+}
+
+/* see obl/oram.h */
+uint64_t obl_nroram_id_limit(const obl_nroram *o)
+{
+    if (!o)
+        return 0;
+    return o->pb == 4 ? NR_DUMMY32 : NR_DUMMY64;
+}
+
+/* see obl/oram.h */
+uint64_t obl_nroram_export_slots(const obl_nroram *o)
+{
+    return o ? o->P + NR_Z * o->nbuckets : 0;
+}
+
+/* One slot's id, either width; all ones for an empty slot. Secret. */
+static uint64_t nr_slot_id(const obl_nroram *o, const void *meta)
+{
+    if (o->pb == 4) { /* public */
+        uint32_t id = ((const nr_meta32 *)meta)->id;
+        return obl_ct_select64(obl_ct_eq64(id, NR_DUMMY32), UINT64_MAX, id);
+    }
+    return ((const nr_meta64 *)meta)->id;
+}
+
+static void nr_export_slot(uint64_t id, const void *value, obl_nroram_export_fn fn, void *ctx)
+{
+    fn(ctx, id, value, obl_ct_neq64(id, UINT64_MAX));
+}
+
+/* see obl/oram.h: the stash (metadata in bmeta, data in bdata), then
+ * every bucket (Z metadata entries, then Z blocks at doff). */
+obl_err obl_nroram_export(const obl_nroram *o, obl_nroram_export_fn fn, void *ctx)
+{
+    if (!o || !fn)
+        return OBL_ERR_INVALID_ARG;
+    const size_t msz = o->pb == 4 ? sizeof(nr_meta32) : sizeof(nr_meta64);
+    const unsigned char *bm = (const unsigned char *)o->bmeta;
+    for (uint32_t s = 0; s < o->P; s++)
+        nr_export_slot(nr_slot_id(o, bm + s * msz), o->bdata + (size_t)s * o->vs, fn, ctx);
+    for (uint64_t b = 0; b < o->nbuckets; b++) {
+        const unsigned char *bp = o->tree + b * o->bstride;
+        for (uint32_t z = 0; z < NR_Z; z++)
+            nr_export_slot(nr_slot_id(o, bp + z * msz), bp + o->doff + z * o->vs, fn, ctx);
+    }
+    return OBL_OK;
 }
 
 /* see obl/oram.h */

@@ -168,7 +168,7 @@ static inline uint32_t nr_log_leaves(uint64_t capacity)
  * of the previous access, overflowed; the access is complete, see oram.h).
  * The dummy id (all ones) as `id` is harmless: nr_fetch "finds" the empty
  * slots, which stay empty, and leaves unspecified bytes in o->tmp; nr_put
- * then stores nothing. The map (src/omap/omap.c) relies on this for the
+ * then stores nothing. The map (src/omap/op_values_impl.h) relies on this for the
  * 8-byte key 0xff..ff, whose value it keeps outside the ORAM.
  */
 uint64_t nr_fetch32(obl_nroram *o, uint64_t id, uint64_t pos);

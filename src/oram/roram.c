@@ -98,6 +98,11 @@ static obl_err ro_create(obl_roram **out, const obl_roram_params *p, const void 
     *out = NULL;
     if (!p || p->n == 0 || p->value_size == 0 || p->value_size > OBL_ORAM_MAX_VALUE_SIZE)
         return OBL_ERR_INVALID_ARG;
+    /* checked here, not only by the trees: an array small enough to be a
+     * scan has none, and its parameters must not pass where a larger
+     * array's fail */
+    if (p->stash_size && (p->stash_size < 2 || p->stash_size > 64))
+        return OBL_ERR_INVALID_ARG;
     const size_t vs = p->value_size;
     size_t total;
     if (!obl_mul_ok((size_t)p->n, vs, &total) || p->n > ((uint64_t)1 << 40))

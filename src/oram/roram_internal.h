@@ -1,6 +1,6 @@
 /*
  * Internals of the recursive ORAM (src/oram/roram.c) for the oblivious map
- * (src/omap/omap.c), which must know before it changes anything whether
+ * (src/omap/access.c), which must know before it changes anything whether
  * its next accesses will be refused.
  */
 #ifndef OBL_SRC_ORAM_RORAM_INTERNAL_H

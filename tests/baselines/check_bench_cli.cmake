@@ -152,10 +152,47 @@ foreach(spec "nroram:Baseline_read_latency_us:Read_slowdown_ratio"
   endif()
 endforeach()
 
+# the load balancer and its baseline: REPORT type LOADBALANCE with the
+# public harness's fields (B, Key_bytes, Value_bytes, Shards, Latency_us,
+# Throughput_qps), --batch as --n, the derived split, in the plan
+foreach(type_impl lb:obl lb-baseline:baseline_lb)
+  string(REPLACE ":" ";" parts ${type_impl})
+  list(GET parts 0 type)
+  list(GET parts 1 impl)
+  set(json ${WORK}/${type}.jsonl)
+  run_bench(out rc ${type} --batch 1000,2^10 --shards 3 --threads 2 --reps 2 --queries 4096
+            --json ${json})
+  set(want "REPORT_123LOADBALANCE\\|${impl}\\|[^|]*\\| B:=1024 \\| Key_bytes := 8 \\| "
+           "Value_bytes := 8 \\| Shards := 3 \\| Threads := 2 \\|.* Latency_us := [0-9.]+ \\| "
+           "Throughput_qps := [0-9.]+ ")
+  string(CONCAT want ${want})
+  if(NOT rc EQUAL 0 OR NOT out MATCHES "${want}" OR NOT out MATCHES "B:=1000 ")
+    fail("${type}: exit ${rc}, REPORT lines: ${out} ${last_err}")
+  endif()
+  if(type STREQUAL "lb" AND NOT out MATCHES "Split_sort_us := [0-9.]+ .*Split_routing_us")
+    fail("lb: no derived split in ${out}")
+  endif()
+  file(STRINGS ${json} recs)
+  list(LENGTH recs nrec)
+  if(NOT nrec EQUAL 2)
+    fail("${type}: ${nrec} JSONL records, expected 2")
+  endif()
+endforeach()
+run_bench(plan rc list-cases)
+if(NOT plan MATCHES "\"bench\": *\"lb\".*\"--n\", \"262144\"" OR
+   plan MATCHES "\"bench\": *\"lb\", [^\n]*\"--n\", \"524288\"")
+  fail("list-cases: lb should run up to B = 2^18 by default")
+endif()
+run_bench(plan rc list-cases --large)
+if(NOT plan MATCHES "\"bench\": *\"lb\", [^\n]*\"--n\", \"1048576\"")
+  fail("list-cases --large: lb should reach B = 2^20")
+endif()
+
 # bad usage and impossible sizes: a message and exit status 2
 foreach(bad "array;--bogus;1" "array;--n;0" "array;--n;banana" "array;--reps;0"
             "array;--key-bytes;1;--n;100000" "hashmap;--key-bytes;1;--n;1024"
-            "hashmap;--value-bytes" "nosuchtype" "list-cases;--max-n;x" "")
+            "hashmap;--value-bytes" "nosuchtype" "list-cases;--max-n;x" ""
+            "lb;--batch;1024;--value-bytes;16" "lb;--batch;2^25" "lb;--shards;0")
   run_bench(out rc ${bad})
   if(NOT rc EQUAL 2)
     fail("'${bad}' exited ${rc}, expected 2")

@@ -4,7 +4,7 @@
  * run in minutes, against the bound the map is sized with (docs/omap.md,
  * "Overflow stash").
  *
- * The stash invariant of src/omap/omap.c (an entry of bucket b is in the
+ * The stash invariant of src/omap (omap_internal.h) (an entry of bucket b is in the
  * stash only while b is full) makes the stash hold exactly
  * sum_b max(0, load_b - B) entries: a function of the keys held, not of
  * the order of operations. So the model keeps only the M bucket loads and

@@ -39,6 +39,13 @@ class TestReportLines(unittest.TestCase):
         self.assertAlmostEqual(rec["metrics"]["Read_latency_us"]["median"], 0.17)
         self.assertIn("Initialization_zeroed_time_us", rec["metrics"])
 
+    def test_load_balancer_batch_is_n(self):
+        line = ("REPORT_123LOADBALANCE|snoopy|v1| B:=65536 | Key_bytes := 8 | Value_bytes := 8 | "
+                "Shards:= 15 | Latency_us := 51000.5 | Throughput_qps := 1285000 REPORT_123")
+        (rec,) = parse.parse_report_line(line)
+        self.assertEqual(rec["params"], {"N": 65536, "Key_bytes": 8, "Value_bytes": 8, "Shards": 15})
+        self.assertEqual(rec["metrics"]["Latency_us"], 51000.5)
+
     def test_one_metric_per_line_and_repeats_merge(self):
         lines = ["REPORT_123RORAM|olabs_oram| N:=2048 | Key_bytes := 8 | Value_bytes := 8 | Read_latency_us := %s REPORT_123" % v
                  for v in ("0.30", "0.10", "0.20")]

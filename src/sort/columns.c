@@ -1,0 +1,355 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Bitonic sort of columns (obl/sort.h, obl_sort_columns): n = 2^k rows held
+ * as ncol arrays of 64-bit words, the key in the first kw columns (1 or 2,
+ * the first most significant). Batcher's network in its classic form:
+ * stage k, step j compares row i with i ^ j, ascending where i & k is 0.
+ *
+ * Columns make the vector form simple: a compare-exchange of four
+ * consecutive rows against four others is one key comparison into a lane
+ * mask and, per column, an AND/XOR swap (AVX2, col_cev). Steps of span 2
+ * and 1 run in registers on aligned groups of four rows (col_regv). The
+ * ISA-specific code is these small helpers; without AVX2 the same network
+ * runs row by row (col_ce1). The
+ * schedule is blocked: steps of span below COL_BLOCK rows run block by
+ * block (all of a stage's remaining steps while the block is in L2), so
+ * only the spans of at least COL_BLOCK make passes over the whole array.
+ * Blocks, and the rows of a full pass, are split over the threads.
+ *
+ * Secret: every column. Public: n, ncol, kw, threads; the sequence of
+ * addresses depends on them only.
+ */
+#include <string.h>
+
+#include "sort/columns.h"
+#include <obl/sort.h>
+
+#include "sort/par.h"
+
+/* Rows per block: 8192 rows of four columns are 256 KiB. */
+#define COL_BLOCK ((size_t)1 << 13)
+#define COL_MAXC 8
+
+#define COL_TOUCH(i, lanes) OBL_TRACE_TOUCH(OBL_TRACE_REGION_SORT, OBL_TRACE_RW, (i), (lanes))
+
+/* 1 if row a's key > row b's. Secret: the keys. Public: kw. */
+OBL_INLINE uint64_t col_gt(const col_arr *s, size_t a, size_t b)
+{
+    uint64_t *const *c = s->col;
+    uint64_t g = obl_ct_gt64(c[0][a], c[0][b]);
+    if (s->kw == 2) /* public */
+        g |= obl_ct_eq64(c[0][a], c[0][b]) & obl_ct_gt64(c[1][a], c[1][b]);
+    return g;
+}
+
+/* Rows a < b compare-exchanged: ascending (asc) puts the smaller key at a. */
+OBL_INLINE void col_ce1(const col_arr *s, size_t a, size_t b, int asc)
+{
+    COL_TOUCH(a, 1);
+    COL_TOUCH(b, 1);
+    uint64_t m = obl_ct_mask(asc ? col_gt(s, a, b) : col_gt(s, b, a)); /* public: asc */
+    for (size_t k = 0; k < s->ncol; k++) {
+        uint64_t x = s->col[k][a], y = s->col[k][b], t = m & (x ^ y);
+        s->col[k][a] = x ^ t;
+        s->col[k][b] = y ^ t;
+    }
+}
+
+#if OBL_CT_AVX2
+#define COL_LANES 4
+/* All ones in lane l if key(x) > key(y) (unsigned: signed compares of the
+ * words with their top bits flipped); x1, y1 only when kw = 2. */
+OBL_SIMD_INLINE("avx2")
+__m256i col_gt4(__m256i x0, __m256i x1, __m256i y0, __m256i y1, size_t kw)
+{
+    const __m256i top = _mm256_set1_epi64x((long long)0x8000000000000000ULL);
+    __m256i g = _mm256_cmpgt_epi64(_mm256_xor_si256(x0, top), _mm256_xor_si256(y0, top));
+    if (kw == 2) { /* public */
+        __m256i g1 = _mm256_cmpgt_epi64(_mm256_xor_si256(x1, top), _mm256_xor_si256(y1, top));
+        g = _mm256_or_si256(g, _mm256_and_si256(_mm256_cmpeq_epi64(x0, y0), g1));
+    }
+    return g;
+}
+
+/* Rows a .. a+3 against b .. b+3, all in the direction asc: one key
+ * comparison, then an AND/XOR swap of every column. */
+OBL_SIMD_INLINE("avx2")
+void col_cev(const col_arr *s, size_t a, size_t b, int asc, const size_t nc, const size_t kw)
+{
+    COL_TOUCH(a, 4);
+    COL_TOUCH(b, 4);
+    uint64_t *const *c = s->col;
+    __m256i x0 = _mm256_loadu_si256((const void *)(c[0] + a));
+    __m256i y0 = _mm256_loadu_si256((const void *)(c[0] + b)), x1 = x0, y1 = y0;
+    if (kw == 2) {
+        x1 = _mm256_loadu_si256((const void *)(c[1] + a));
+        y1 = _mm256_loadu_si256((const void *)(c[1] + b));
+    }
+    __m256i m = asc ? col_gt4(x0, x1, y0, y1, kw) : col_gt4(y0, y1, x0, x1, kw);
+    for (size_t k = 0; k < nc; k++) {
+        __m256i x = k == 0 ? x0 : k == 1 && kw == 2 ? x1
+                                                    : _mm256_loadu_si256((const void *)(c[k] + a));
+        __m256i y = k == 0 ? y0 : k == 1 && kw == 2 ? y1
+                                                    : _mm256_loadu_si256((const void *)(c[k] + b));
+        __m256i t = _mm256_and_si256(_mm256_xor_si256(x, y), m);
+        _mm256_storeu_si256((void *)(c[k] + a), _mm256_xor_si256(x, t));
+        _mm256_storeu_si256((void *)(c[k] + b), _mm256_xor_si256(y, t));
+    }
+}
+
+/* Compare-exchange of register rows a and b (four lanes each) of the
+ * columns X[c][.], in the direction asc. */
+OBL_SIMD_INLINE("avx2")
+void col_ce_reg(__m256i X[][4], int a, int b, int asc, const size_t nc, const size_t kw)
+{
+    __m256i m = asc ? col_gt4(X[0][a], X[1 % nc][a], X[0][b], X[1 % nc][b], kw)
+                    : col_gt4(X[0][b], X[1 % nc][b], X[0][a], X[1 % nc][a], kw);
+    for (size_t c = 0; c < nc; c++) {
+        __m256i t = _mm256_and_si256(_mm256_xor_si256(X[c][a], X[c][b]), m);
+        X[c][a] = _mm256_xor_si256(X[c][a], t);
+        X[c][b] = _mm256_xor_si256(X[c][b], t);
+    }
+}
+
+/* The four vectors of rows e, e + q, e + 2q, e + 3q through the steps of
+ * spans 2q and q, in registers (col_step2v, col_quads). */
+OBL_SIMD_INLINE("avx2")
+void col_quad4(const col_arr *s, size_t e, size_t q, int asc, const size_t nc, const size_t kw)
+{
+    __m256i X[COL_MAXC][4];
+    for (int a = 0; a < 4; a++) {
+        COL_TOUCH(e + a * q, 4);
+        for (size_t c = 0; c < nc; c++)
+            X[c][a] = _mm256_loadu_si256((const void *)(s->col[c] + e + a * q));
+    }
+    col_ce_reg(X, 0, 2, asc, nc, kw);
+    col_ce_reg(X, 1, 3, asc, nc, kw);
+    col_ce_reg(X, 0, 1, asc, nc, kw);
+    col_ce_reg(X, 2, 3, asc, nc, kw);
+    for (int a = 0; a < 4; a++)
+        for (size_t c = 0; c < nc; c++)
+            _mm256_storeu_si256((void *)(s->col[c] + e + a * q), X[c][a]);
+}
+
+/* Steps j and j / 2 of stage k (j >= 8) in one pass over [lo, hi): the
+ * rows e, e + q, e + 2q, e + 3q (q = j / 2) are closed under both steps,
+ * so four vectors of four rows per column stay in registers through both
+ * (half the loads and stores of two passes); the same compare-exchanges in
+ * the same order along every row's dependencies. */
+OBL_SIMD_INLINE("avx2")
+void col_step2v(const col_arr *s, size_t lo, size_t hi, size_t k, size_t j, const size_t nc,
+                const size_t kw)
+{
+    const size_t q = j / 2;
+    for (size_t b = lo; b < hi; b += 2 * j) {
+        const int asc = !(b & k);
+        for (size_t r = 0; r < q; r += COL_LANES)
+            col_quad4(s, b + r, q, asc, nc, kw);
+    }
+}
+
+/* Lane l ^ j of x (j = 1 or 2). */
+OBL_SIMD_INLINE("avx2") __m256i col_partner4(__m256i x, size_t j)
+{
+    return j == 2 ? _mm256_permute4x64_epi64(x, 0x4E) : _mm256_permute4x64_epi64(x, 0xB1);
+}
+
+/* Steps j = jtop .. 1 (jtop <= 2) of stage k on the aligned group of four
+ * rows from g, in registers: lane l against lane l ^ j; a lane keeps the
+ * smaller key where it is the lower of its pair XOR its row descends. */
+OBL_SIMD_INLINE("avx2")
+void col_regv(const col_arr *s, size_t g, size_t k, size_t jtop, const size_t nc, const size_t kw)
+{
+    COL_TOUCH(g, 4);
+    const __m256i lane = _mm256_set_epi64x(3, 2, 1, 0);
+    __m256i X[COL_MAXC];
+    for (size_t c = 0; c < nc; c++)
+        X[c] = _mm256_loadu_si256((const void *)(s->col[c] + g));
+    const __m256i rows = _mm256_add_epi64(lane, _mm256_set1_epi64x((long long)g));
+    const __m256i asc = _mm256_cmpeq_epi64(
+        _mm256_and_si256(rows, _mm256_set1_epi64x((long long)k)), _mm256_setzero_si256());
+    for (size_t j = jtop; j > 0; j >>= 1) {
+        const __m256i upper = _mm256_cmpeq_epi64(
+            _mm256_and_si256(lane, _mm256_set1_epi64x((long long)j)),
+            _mm256_set1_epi64x((long long)j));
+        __m256i p0 = col_partner4(X[0], j), p1 = p0;
+        if (kw == 2)
+            p1 = col_partner4(X[1], j);
+        __m256i gt = col_gt4(X[0], X[1], p0, p1, kw);
+        __m256i lt = col_gt4(p0, p1, X[0], X[1], kw);
+        __m256i wmin = _mm256_xor_si256(upper, asc); /* this lane keeps the smaller key */
+        __m256i m = _mm256_or_si256(_mm256_and_si256(wmin, gt), _mm256_andnot_si256(wmin, lt));
+        for (size_t c = 0; c < nc; c++) {
+            __m256i p = c == 0 ? p0 : (c == 1 && kw == 2) ? p1 : col_partner4(X[c], j);
+            X[c] = _mm256_xor_si256(X[c], _mm256_and_si256(_mm256_xor_si256(X[c], p), m));
+        }
+    }
+    for (size_t c = 0; c < nc; c++)
+        _mm256_storeu_si256((void *)(s->col[c] + g), X[c]);
+}
+#endif
+
+/* Step j of stage k on the rows [lo, hi) (aligned to 2j). */
+OBL_INLINE void col_step(const col_arr *s, size_t lo, size_t hi, size_t k, size_t j,
+                         const size_t nc, const size_t kw)
+{
+    for (size_t b = lo; b < hi; b += 2 * j) {
+        const int asc = !(b & k); /* public; the same for the 2j rows when k > j */
+        size_t i = 0;
+#if OBL_CT_AVX2
+        if (j >= COL_LANES)
+            for (; i < j; i += COL_LANES)
+                col_cev(s, b + i, b + i + j, asc, nc, kw);
+#endif
+        (void)nc;
+        (void)kw;
+        for (; i < j; i++)
+            col_ce1(s, b + i, b + i + j, asc);
+    }
+}
+
+/* Steps jtop, jtop/2, .., 1 of stage k on the rows [lo, hi); nc and kw
+ * are s->ncol and s->kw, constants in the specialised copies below. */
+OBL_INLINE void col_steps_nk(const col_arr *s, size_t lo, size_t hi, size_t k, size_t jtop,
+                             const size_t nc, const size_t kw)
+{
+    size_t j = jtop;
+#if OBL_CT_AVX2
+    if (hi - lo >= COL_LANES) {
+        for (; j >= 2 * COL_LANES; j >>= 2)
+            col_step2v(s, lo, hi, k, j, nc, kw);
+        for (; j >= COL_LANES; j >>= 1)
+            col_step(s, lo, hi, k, j, nc, kw);
+        for (size_t g = lo; g < hi; g += COL_LANES)
+            col_regv(s, g, k, j, nc, kw);
+        return;
+    }
+#endif
+    for (; j > 0; j >>= 1)
+        for (size_t b = lo; b < hi; b += 2 * j)
+            for (size_t i = 0; i < j; i++)
+                col_ce1(s, b + i, b + i + j, !((b + i) & k));
+    (void)nc;
+    (void)kw;
+}
+
+/* col_steps_nk with the column counts the library uses as constants. */
+static void col_steps(const col_arr *s, size_t lo, size_t hi, size_t k, size_t jtop)
+{
+    switch (s->ncol * 4 + s->kw) { /* public */
+    case 2 * 4 + 1: col_steps_nk(s, lo, hi, k, jtop, 2, 1); break;
+    case 3 * 4 + 1: col_steps_nk(s, lo, hi, k, jtop, 3, 1); break;
+    case 3 * 4 + 2: col_steps_nk(s, lo, hi, k, jtop, 3, 2); break;
+    case 4 * 4 + 1: col_steps_nk(s, lo, hi, k, jtop, 4, 1); break;
+    case 4 * 4 + 2: col_steps_nk(s, lo, hi, k, jtop, 4, 2); break;
+    default: col_steps_nk(s, lo, hi, k, jtop, s->ncol, s->kw); break;
+    }
+}
+
+typedef struct col_job {
+    const col_arr *s;
+    size_t C, k, j; /* blocks of C rows; stage k from span j (0: stages up to C) */
+} col_job;
+
+/* Blocks [lo, hi) (in block units): the whole network up to stage C, or
+ * the spans j .. 1 of stage k. */
+static void col_blocks(void *ctx, size_t lo, size_t hi)
+{
+    const col_job *jb = ctx;
+    for (size_t blk = lo; blk < hi; blk++) {
+        size_t a = blk * jb->C, e = a + jb->C;
+        if (jb->j == 0)
+            for (size_t k = 2; k <= jb->C; k <<= 1)
+                col_steps(jb->s, a, e, k, k / 2);
+        else
+            col_steps(jb->s, a, e, jb->k, jb->j);
+    }
+}
+
+/* Pairs [lo, hi) of a full pass of span j (pair p: rows i, i + j with
+ * i = (p / j) * 2j + p % j; j >= COL_BLOCK, chunks of multiples of 64). */
+static void col_pairs(void *ctx, size_t lo, size_t hi)
+{
+    const col_job *jb = ctx;
+    const size_t j = jb->j;
+    for (size_t p = lo; p < hi;) {
+        size_t b = p / j * 2 * j, r = p % j, len = j - r < hi - p ? j - r : hi - p;
+        const int asc = !(b & jb->k);
+        size_t i = 0;
+#if OBL_CT_AVX2
+        for (; i + COL_LANES <= len; i += COL_LANES)
+            col_cev(jb->s, b + r + i, b + r + i + j, asc, jb->s->ncol, jb->s->kw);
+#endif
+        for (; i < len; i++)
+            col_ce1(jb->s, b + r + i, b + r + i + j, asc);
+        p += len;
+    }
+}
+
+#if OBL_CT_AVX2
+/* Quads [lo, hi) of a full pass of spans j and j / 2 (quad p: rows e +
+ * a * q, a = 0 .. 3, q = j / 2, e = (p / q) * 2j + p % q; q >= COL_BLOCK,
+ * chunks of multiples of 64). */
+OBL_INLINE void col_quads_nk(const col_job *jb, size_t lo, size_t hi, const size_t nc,
+                             const size_t kw)
+{
+    const size_t j = jb->j, q = j / 2;
+    for (size_t p = lo; p < hi; p += COL_LANES) {
+        size_t e = p / q * 2 * j + p % q;
+        col_quad4(jb->s, e, q, !(e & jb->k), nc, kw);
+    }
+}
+
+static void col_quads(void *ctx, size_t lo, size_t hi)
+{
+    const col_job *jb = ctx;
+    switch (jb->s->ncol * 4 + jb->s->kw) { /* public */
+    case 2 * 4 + 1: col_quads_nk(jb, lo, hi, 2, 1); break;
+    case 4 * 4 + 1: col_quads_nk(jb, lo, hi, 4, 1); break;
+    case 4 * 4 + 2: col_quads_nk(jb, lo, hi, 4, 2); break;
+    default: col_quads_nk(jb, lo, hi, jb->s->ncol, jb->s->kw); break;
+    }
+}
+#endif
+
+/* see columns.h */
+void col_sort(const col_arr *s)
+{
+    const size_t n = s->n;
+    if (n < 2)
+        return;
+    const size_t C = n < COL_BLOCK ? n : COL_BLOCK;
+    const unsigned t = s->threads;
+    col_job jb = {s, C, 0, 0};
+    obl_par_for(t, n / C, 1, col_blocks, &jb);
+    for (size_t k = 2 * C; k <= n; k <<= 1) {
+        size_t j = k / 2;
+#if OBL_CT_AVX2
+        for (; j >= 2 * C; j >>= 2) { /* spans j and j / 2 >= C in one pass */
+            col_job qj = {s, C, k, j};
+            obl_par_for(t, n / 4, 64, col_quads, &qj);
+        }
+#endif
+        for (; j >= C; j >>= 1) {
+            col_job pj = {s, C, k, j};
+            obl_par_for(t, n / 2, 64, col_pairs, &pj);
+        }
+        col_job bj = {s, C, k, j};
+        obl_par_for(t, n / C, 1, col_blocks, &bj);
+    }
+}
+
+/* see obl/sort.h */
+obl_err obl_sort_columns(uint64_t *const *cols, size_t ncol, size_t key_words, size_t n,
+                         unsigned threads)
+{
+    if (!cols || ncol == 0 || ncol > COL_MAXC || key_words == 0 || key_words > 2 ||
+        key_words > ncol || (n & (n - 1)) != 0)
+        return OBL_ERR_INVALID_ARG;
+    for (size_t c = 0; c < ncol; c++)
+        if (!cols[c] && n > 0)
+            return OBL_ERR_INVALID_ARG;
+    col_arr s = {cols, ncol, key_words, n, threads ? threads : 1};
+    col_sort(&s);
+    return OBL_OK;
+}
