@@ -643,7 +643,7 @@ void bench_json_env(FILE *f, const bench_env *e)
 /* ----------------------------------------------------------- output -- */
 
 /* About six significant digits, never exponent notation. */
-static void bench_fmt(char *buf, size_t len, double x)
+void bench_fmt(char *buf, size_t len, double x)
 {
     if (!isfinite(x)) {
         snprintf(buf, len, "nan");
@@ -773,7 +773,7 @@ static int bench_usage_error(const char *fmt, ...)
 }
 
 /* "1024" or "2^10" -> value; 0 on a malformed number. */
-static int bench_parse_u64(const char *s, uint64_t *out)
+int bench_parse_u64(const char *s, uint64_t *out)
 {
     char *end;
     if (!*s || !isdigit((unsigned char)*s))

@@ -296,6 +296,12 @@ const bench_env *bench_get_env(void);
  * "median": .., "min": .., "max": .., "q1": .., "q3": .. (no braces). */
 void bench_json_string(FILE *f, const char *s);
 void bench_json_number(FILE *f, double x);
+
+/* A REPORT line's number: about six significant digits, no exponent. */
+void bench_fmt(char *buf, size_t len, double x);
+
+/* "1024" or "2^10" -> *out; 0 on a malformed number. */
+int bench_parse_u64(const char *s, uint64_t *out);
 void bench_json_env(FILE *f, const bench_env *e);
 void bench_json_stats(FILE *f, const bench_stats *s);
 

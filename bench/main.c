@@ -9,6 +9,7 @@
 
 extern const bench_type bench_array, bench_hashmap, bench_nroram, bench_roram, bench_umap;
 extern const bench_type bench_lb, bench_lb_baseline;
+extern const bench_type bench_sharded, bench_batched;
 
 static const bench_type *const bench_types[] = {
     &bench_array,   /* RORAM baseline_array */
@@ -16,6 +17,7 @@ static const bench_type *const bench_types[] = {
     &bench_nroram, &bench_roram, /* NRORAM obl, RORAM obl (bench_oram.c) */
     &bench_umap,    /* UMAP obl (bench_omap.c) */
     &bench_lb, &bench_lb_baseline, /* LOADBALANCE obl, baseline_lb (bench_lb.c) */
+    &bench_sharded, &bench_batched, /* UnorderedMap obl_sharded, obl_batched (bench_shard.c) */
 };
 
 int main(int argc, char **argv)

@@ -13,7 +13,7 @@ import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from obllib import figures, inputs  # noqa: E402
+from obllib import figures, inputs, ramp  # noqa: E402
 
 
 def main(argv=None):
@@ -30,7 +30,7 @@ def main(argv=None):
             if name.endswith(".png"):
                 os.unlink(os.path.join(args.out, name))
     records, _, _, _ = inputs.gather(args.results, args.log, args.extra_log)
-    paths = figures.draw_all(records, args.out)
+    paths = figures.draw_all(records, args.out) + ramp.figures(records, args.out)
     for path in paths:
         print(os.path.relpath(path))
     print(f"draw_figures: {len(paths)} figures in {os.path.relpath(args.out)}/", file=sys.stderr)

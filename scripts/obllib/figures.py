@@ -36,7 +36,7 @@ def draw_all(records, out_dir):
     series = {}
     for r in records:
         n = r["params"].get("N")
-        if not isinstance(n, (int, float)):
+        if not isinstance(n, (int, float)) or r["report_type"] in tables.RAMP_TYPES:
             continue
         tp = tables.table_params(r, names)
         for m, s in r["metrics"].items():
@@ -77,4 +77,6 @@ def draw_all(records, out_dir):
         fig.savefig(path)
         plt.close(fig)
         written.append(path)
+    from . import crossover  # the sharded map's engines against B and N
+    written += crossover.draw(records, out_dir)
     return written

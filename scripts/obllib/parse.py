@@ -44,6 +44,9 @@ def canonical(report_type, impl):
     return TYPE_ALIASES.get(report_type, report_type), impl
 METRIC_SUFFIXES = ("_us", "_ns", "_ms", "_s", "_qps", "_kb", "_mb", "_bytes",
                    "_per_entry", "_ratio")
+# Measured counts without a unit suffix (Ramp-UMAP, obl-load's REPORT lines).
+METRIC_NAMES = {"Batch_size_avg", "Batch_size_p50", "Batch_size_p99", "Batch_size_max",
+                "Batches", "Requests", "Answered", "Lost", "Errors"}
 
 SPREAD_KEYS = ("median", "min", "max", "q1", "q3")
 
@@ -65,7 +68,8 @@ def parse_value(text):
 def is_metric(name):
     if name in PARAM_NAMES:
         return False
-    return name == "Bytes_per_entry" or name.lower().endswith(METRIC_SUFFIXES)
+    return (name == "Bytes_per_entry" or name in METRIC_NAMES
+            or name.startswith("Batches_size_") or name.lower().endswith(METRIC_SUFFIXES))
 
 
 def parse_report_body(body):

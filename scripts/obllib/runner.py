@@ -25,7 +25,7 @@ import sys
 import tempfile
 import time
 
-from . import parse, plan, stats
+from . import parse, plan, ramp, stats
 from .inputs import ROOT
 
 MEMORY_MARGIN = 0.9   # a case may use at most 90 % of MemAvailable
@@ -113,7 +113,8 @@ def list_cases(bench_bin, max_n=None, large=False):
             if key not in case:
                 raise RuntimeError(f"list-cases line {number} lacks {key!r}")
         cases.append(case)
-    return cases
+    # Ramp-UMAP runs obl-server and obl-load, not an obl-bench subcommand
+    return cases + ramp.cases(bench_bin, max_n, large)
 
 
 def list_types(bench_bin):
@@ -175,6 +176,8 @@ def run_case(bench_bin, case, timeout_s, reps=None, extra_args=(), plugins=None)
     """Run one case in its own process group. -> result dict. A case of a
     plug-in (case["plugin"], not obl-bench's own) runs its run.sh, and its
     REPORT lines are its records (parse.objects_from_reports)."""
+    if case.get("driver") == ramp.DRIVER:
+        return ramp.run_case(bench_bin, case, timeout_s)
     plugin = (plugins or {}).get(case.get("plugin")) if not case.get("native") else None
     with tempfile.TemporaryDirectory(prefix="obl-case-") as tmp:
         json_path = os.path.join(tmp, "case.jsonl")

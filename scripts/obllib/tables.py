@@ -166,6 +166,10 @@ def impl_order(impls, run_impls):
     return sorted(impls, key=key)
 
 
+# Types with their own tables and figures (obllib/ramp.py), not against N.
+RAMP_TYPES = ("Ramp-UMAP", "Ramp-UMAP-timeline")
+
+
 class Table:
     def __init__(self, key, section, subsection, title, header, rows, note=""):
         self.key, self.section, self.subsection = key, section, subsection
@@ -213,7 +217,7 @@ def measured_tables(records, spread="minmax"):
     groups = {}
     for r in records:
         row = row_key(r["params"])
-        if row is None:
+        if row is None or r["report_type"] in RAMP_TYPES:  # ramp.tables
             continue
         tp = table_params(r, names)
         for m, s in r["metrics"].items():

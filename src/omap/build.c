@@ -169,17 +169,17 @@ static void bld_hash(omap_bld *b)
  * sort on the public buckets); own[] gets their hashes in that order. */
 static void bld_group(omap_bld *b)
 {
-    const uint64_t n = b->n, nb = b->m->M;
-    uint64_t *start = b->start;
+    const uint64_t n = b->n, nb = b->m->M, *bk = b->bk, *hv = b->hv;
+    uint64_t *start = b->start, *ord = b->ord, *own = b->own;
     memset(start, 0, b->st_bytes);
     for (uint64_t i = 0; i < n; i++)
-        start[b->bk[i] + 1]++;
+        start[bk[i] + 1]++;
     for (uint64_t k = 0; k < nb; k++)
         start[k + 1] += start[k];
     for (uint64_t i = 0; i < n; i++) {
-        uint64_t x = start[b->bk[i]]++;
-        b->ord[x] = i;
-        b->own[x] = b->hv[i]; /* the hashes in bucket order (secret), for the check below */
+        uint64_t x = start[bk[i]]++;
+        ord[x] = i;
+        own[x] = hv[i]; /* the hashes in bucket order (secret), for the check below */
     }
     for (uint64_t k = nb; k > 0; k--) /* undo the cursor moves */
         start[k] = start[k - 1];
@@ -305,13 +305,15 @@ static obl_err bld_place(omap_bld *b)
     obl_omap *m = b->m;
     const uint64_t nb = m->M, B = m->B;
     const size_t iks = m->iks, svs = m->svs, svc = b->leaves ? 4 : m->vs; /* svc: source bytes */
-    uint64_t qn = 0;
+    const uint64_t *start = b->start, *ord = b->ord;
+    uint64_t *own = b->own, qn = 0;
+    unsigned char *fill = b->fill;
     for (uint64_t k = 0; k < nb; k++)
-        for (uint64_t x = b->start[k]; x < b->start[k + 1]; x++) {
-            uint64_t i = b->ord[x];
-            b->own[i] = OMAP_IN_STASH;
-            if (b->fill[k] < B) {
-                b->own[i] = k * B + b->fill[k]++;
+        for (uint64_t x = start[k]; x < start[k + 1]; x++) {
+            uint64_t i = ord[x];
+            own[i] = OMAP_IN_STASH;
+            if (fill[k] < B) {
+                own[i] = k * B + fill[k]++;
                 continue;
             }
             if (qn == m->S)
@@ -344,11 +346,11 @@ static obl_err bld_buckets(omap_bld *b)
         uint64_t hdr = b->fill[k] >= 64 ? UINT64_MAX : ((uint64_t)1 << b->fill[k]) - 1;
         memcpy(arr + k * m->bsz, &hdr, OMAP_HS);
     }
-    const uint64_t rmask = omap_rest_mask(m);
+    const uint64_t rmask = omap_rest_mask(m), *own = b->own;
     for (uint64_t i = 0; i < n; i++) {
-        if (b->own[i] == OMAP_IN_STASH) /* public */
+        if (own[i] == OMAP_IN_STASH) /* public */
             continue;
-        uint64_t k = b->own[i] / B, s = b->own[i] % B;
+        uint64_t k = own[i] / B, s = own[i] % B;
         unsigned char *bp = arr + k * m->bsz;
         if (m->words) { /* public */
             uint64_t r = b->fpk[i] & rmask;

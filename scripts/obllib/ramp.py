@@ -1,0 +1,329 @@
+"""Ramp-UMAP: obl-server under obl-load's open-loop load (docs/server.md).
+
+A Ramp-UMAP case is not an obl-bench subcommand: run.py starts obl-server
+(build/serve/, beside build/bench/obl-bench) on an ephemeral loopback port,
+runs obl-load against it, stops the server with SIGTERM and reads obl-load's
+summary: one obl-bench/1 record per rate step (type Ramp-UMAP) and one per
+second of the schedule (type Ramp-UMAP-timeline). Tables: one row per step;
+figures: latency percentiles against the offered rate (the knee) and the
+timeline of a ramp (offered rate, p99 per second, batch size).
+"""
+import os
+import select
+import signal
+import subprocess
+import tempfile
+import time
+
+from . import stats
+from .tables import Table
+
+REPORT_TYPE = "Ramp-UMAP"
+TIMELINE_TYPE = "Ramp-UMAP-timeline"
+TYPES = (REPORT_TYPE, TIMELINE_TYPE)
+DRIVER = "obl-server+obl-load"
+KNEE_P99_US = 10000.0  # the knee: the highest offered rate whose p99 stays below 10 ms
+TARGET_N = 2 ** 20
+START_TIMEOUT_S = 300.0  # the server builds its map before it listens
+
+# (Rate_from, Rate_to, Seconds, Steps): the default plan's short ramp and
+# the single-query path at 1 K q/s; --large adds the full ones (the large
+# plan holds the default one, as its N grid does).
+DEFAULT_LOADS = ((20000, 200000, 30, 10), (1000, 1000, 10, 1))
+LARGE_LOADS = ((10000, 300000, 120, 30), (1000, 1000, 30, 1))
+WARMUP_S = 2
+CONNECTIONS = 4
+HIT_PCT = 80
+
+
+def binaries(bench_bin):
+    """(obl-server, obl-load) of the build that holds bench_bin, or None."""
+    d = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(bench_bin))), "serve")
+    paths = (os.path.join(d, "obl-server"), os.path.join(d, "obl-load"))
+    return paths if all(os.access(p, os.X_OK) for p in paths) else None
+
+
+def make_case(n, load, key_bytes=8, value_bytes=56, max_batch=256, pad=0):
+    r0, r1, secs, steps = load
+    params = {"N": n, "Key_bytes": key_bytes, "Value_bytes": value_bytes, "Max_batch": max_batch,
+              "Pad": pad, "Connections": CONNECTIONS, "Hit_pct": HIT_PCT, "Rate_from": r0,
+              "Rate_to": r1, "Seconds": secs, "Steps": steps}
+    server_args = ["--n", str(n), "--key-bytes", str(key_bytes), "--value-bytes",
+                   str(value_bytes), "--max-batch", str(max_batch), "--pad",
+                   "pow2" if pad else "none"]
+    load_args = ["--ramp", f"{r0}:{r1}:{secs}:{steps}", "--warmup", str(WARMUP_S),
+                 "--connections", str(CONNECTIONS), "--hit-ratio", str(HIT_PCT / 100),
+                 "--seed", "1"]
+    requests = (r0 + r1) / 2 * secs + r0 * WARMUP_S
+    return {"bench": "ramp", "report_type": REPORT_TYPE, "impl": "obl", "driver": DRIVER,
+            "args": load_args, "server_args": server_args, "params": params,
+            "est_memory_bytes": n * 400 + requests * 120,
+            "est_seconds": 3 * n / 2 ** 20 + WARMUP_S + secs + 5}
+
+
+def cases(bench_bin, max_n=None, large=False):
+    """The plan's Ramp-UMAP cases ([] when obl-server/obl-load are not built)."""
+    if binaries(bench_bin) is None:
+        return []
+    n = min(TARGET_N, max_n) if max_n else TARGET_N
+    loads = DEFAULT_LOADS + (LARGE_LOADS if large else ())
+    return [make_case(n, load) for load in loads]
+
+
+def _read_listen_line(proc, deadline):
+    """The port the server prints once listening, or None."""
+    buf = b""
+    while time.monotonic() < deadline and proc.poll() is None:
+        ready, _, _ = select.select([proc.stdout], [], [], 0.5)
+        if not ready:
+            continue
+        chunk = os.read(proc.stdout.fileno(), 4096)
+        if not chunk:
+            break
+        buf += chunk
+        for line in buf.decode("utf-8", "replace").splitlines():
+            if "listening on" in line:
+                return int(line.rsplit(":", 1)[1])
+    return None
+
+
+def _stop(proc, sig=signal.SIGTERM, grace=15.0):
+    """Signals the process group, waits, kills if needed; -> exit code."""
+    if proc.poll() is None:
+        try:
+            os.killpg(proc.pid, sig)
+        except ProcessLookupError:
+            pass
+        try:
+            proc.wait(timeout=grace)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+    return proc.returncode
+
+
+def _tail(path, limit=2000):
+    try:
+        with open(path, "rb") as f:
+            data = f.read()
+        return data[-limit:].decode("utf-8", "replace")
+    except OSError:
+        return ""
+
+
+def run_case(bench_bin, case, timeout_s):
+    """Server up, load run, server down. -> runner.run_case's result dict."""
+    import json
+    bins = binaries(bench_bin)
+    start = time.monotonic()
+    result = {"argv": ["obl-server"] + case["server_args"] + ["|", "obl-load"] + case["args"]}
+    if bins is None:
+        result.update(outcome="failed", reason="obl-server/obl-load not built", exit_code=None,
+                      signal=None, elapsed_s=0.0, stderr_tail="", reports=[])
+        return result
+    with tempfile.TemporaryDirectory(prefix="obl-ramp-") as tmp:
+        srv_err, load_out, load_err = (os.path.join(tmp, x) for x in ("srv.err", "load.out", "load.err"))
+        summary = os.path.join(tmp, "summary.jsonl")
+        deadline = start + timeout_s
+        with open(srv_err, "wb") as se:
+            server = subprocess.Popen([bins[0], "--port", "0"] + case["server_args"],
+                                      stdout=subprocess.PIPE, stderr=se, stdin=subprocess.DEVNULL,
+                                      start_new_session=True)
+        outcome, reason, code = "ok", "", 0
+        try:
+            port = _read_listen_line(server, min(deadline, start + START_TIMEOUT_S))
+            if port is None:
+                outcome, reason = "failed", "obl-server did not start listening"
+            else:
+                with open(load_out, "wb") as lo, open(load_err, "wb") as le:
+                    load = subprocess.Popen([bins[1], "--port", str(port)] + case["args"]
+                                            + ["--summary", summary], stdout=lo, stderr=le,
+                                            stdin=subprocess.DEVNULL, start_new_session=True)
+                    try:
+                        code = load.wait(timeout=max(1.0, deadline - time.monotonic()))
+                    except subprocess.TimeoutExpired:
+                        _stop(load, signal.SIGKILL, 5)
+                        outcome, reason = "timeout", f"timed out after {timeout_s:g} s (killed)"
+                if outcome == "ok" and code != 0:
+                    last = [l for l in _tail(load_err).splitlines() if l.strip()]
+                    outcome = "failed"
+                    reason = f"obl-load exit status {code}" + (f": {last[-1]}" if last else "")
+        finally:
+            srv_code = _stop(server)
+            server.stdout.close()
+        if outcome == "ok" and srv_code != 0:
+            outcome, reason = "failed", f"obl-server exit status {srv_code} after SIGTERM"
+        result["elapsed_s"] = round(time.monotonic() - start, 3)
+        result["stderr_tail"] = (_tail(srv_err, 1000) + _tail(load_err, 1000)).strip()
+        out_text = _tail(load_out, 1 << 20)
+        result["reports"] = [l.strip() for l in out_text.splitlines() if "REPORT_123" in l]
+        result.update(exit_code=code, signal=None)
+        if outcome != "ok":
+            if outcome == "timeout":
+                result["timeout_s"] = timeout_s
+                result["exit_code"] = None
+            result.update(outcome=outcome, reason=reason)
+            return result
+        try:
+            with open(summary, encoding="utf-8") as f:
+                records = [json.loads(l) for l in f if l.strip()]
+        except (OSError, ValueError) as e:
+            result.update(outcome="failed", reason=f"unreadable summary: {e}")
+            return result
+        if not any(r.get("report_type") == REPORT_TYPE for r in records):
+            result.update(outcome="failed", reason="obl-load wrote no Ramp-UMAP record")
+            return result
+        result.update(outcome="ok", records=records)
+        return result
+
+
+# ---- tables and figures ------------------------------------------------------
+
+def _med(rec, name):
+    m = rec["metrics"].get(name)
+    return None if m is None else m.get("median")
+
+
+def _groups(records, rtype, row_param):
+    """{params without row_param (sorted tuple): [records sorted by row_param]}"""
+    out = {}
+    for r in records:
+        if r.get("report_type") != rtype or r.get("origin") == "extra":
+            continue
+        key = tuple(sorted((k, v) for k, v in r["params"].items() if k != row_param))
+        out.setdefault(key, []).append(r)
+    for recs in out.values():
+        recs.sort(key=lambda r: r["params"].get(row_param, 0))
+    return out
+
+
+def describe(params):
+    p = dict(params)
+    n = p.get("N", 0)
+    n_text = f"2^{n.bit_length() - 1}" if n and n & (n - 1) == 0 else str(n)
+    if p.get("Steps", 1) > 1:
+        load = (f"ramp {p['Rate_from']:,}→{p['Rate_to']:,} q/s over {p['Seconds']} s in "
+                f"{p['Steps']} steps")
+    else:
+        load = f"constant {p.get('Rate_from', 0):,} q/s for {p.get('Seconds')} s"
+    pad = ", padded to powers of two" if p.get("Pad") else ""
+    return (f"N = {n_text}, {p.get('Key_bytes')}/{p.get('Value_bytes')} B, {load}, "
+            f"{p.get('Hit_pct')} % hits, {p.get('Connections')} connections, max batch "
+            f"{p.get('Max_batch')}{pad}")
+
+
+def knee(steps):
+    """(offered rate, record) of the highest offered rate whose p99 < 10 ms."""
+    ok = [(_med(r, "Offered_qps"), r) for r in steps
+          if _med(r, "Latency_p99_us") is not None and _med(r, "Latency_p99_us") < KNEE_P99_US]
+    return max(ok, key=lambda x: x[0]) if ok else (None, None)
+
+
+def batch_hist_text(rec):
+    bins = sorted((int(m.rsplit("_", 1)[1]), s["median"]) for m, s in rec["metrics"].items()
+                  if m.startswith("Batches_size_") and s.get("median"))
+    return " ".join(f"{lo}{'' if lo == 1 else '+'}:{int(c) if c == int(c) else stats.fmt(c, 3)}"
+                    for lo, c in bins)
+
+
+def tables(records):
+    """One table per Ramp-UMAP case: a row per rate step."""
+    out = []
+    cols = ("Offered_qps", "Achieved_qps", "Latency_avg_us", "Latency_p50_us", "Latency_p90_us",
+            "Latency_p99_us", "Latency_p999_us", "Latency_max_us", "Batch_size_avg",
+            "Batch_size_p50", "Batch_size_p99", "Batch_size_max", "Lost")
+    header = ["Step", "Offered q/s", "Achieved q/s", "avg µs", "p50 µs", "p90 µs", "p99 µs",
+              "p99.9 µs", "max µs", "batch avg", "batch p50", "batch p99", "batch max",
+              "batches by size (lo: count)", "lost"]
+    for key, steps in sorted(_groups(records, REPORT_TYPE, "Step").items()):
+        params = dict(key)
+        rows = []
+        for r in steps:
+            vals = [stats.fmt(_med(r, c)) for c in cols]
+            rows.append([str(r["params"]["Step"])] + vals[:12] + [batch_hist_text(r), vals[12]])
+        rate, at = knee(steps)
+        rounds = max((r.get("rounds") or 1) for r in steps)
+        note = ("Open loop (obl-load, docs/server.md): latency from each request's intended "
+                "send time, server and generator on the same machine over loopback; "
+                f"medians over {rounds} round(s). Batches: the server's executed batch sizes.")
+        if params.get("Steps", 1) > 1:
+            note += (f" Knee (highest offered rate with p99 < 10 ms): {rate:,.0f} q/s, p50 there "
+                     f"{stats.fmt(_med(at, 'Latency_p50_us'))} µs." if at else
+                     " No step kept p99 under 10 ms.")
+        out.append(Table(f"{REPORT_TYPE} | {describe(params)}", "Ramp-UMAP (lookups over TCP)",
+                         "", describe(params), header, rows, note))
+    return out
+
+
+def figures(records, out_dir):
+    """The knee and the timeline of every ramp; -> written paths."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    os.makedirs(out_dir, exist_ok=True)
+    written = []
+    timelines = _groups(records, TIMELINE_TYPE, "Second")
+    for i, (key, steps) in enumerate(sorted(_groups(records, REPORT_TYPE, "Step").items())):
+        params = dict(key)
+        if params.get("Steps", 1) < 2:
+            continue
+        tag = (f"{params['N']}_{params['Key_bytes']}_{params['Value_bytes']}_"
+               f"{params['Rate_from']}-{params['Rate_to']}_{params['Seconds']}s_pad{params['Pad']}")
+        fig, ax = plt.subplots(figsize=(7, 4.5), dpi=110)
+        xs = [_med(r, "Offered_qps") for r in steps]
+        for name, label in (("Latency_p50_us", "p50"), ("Latency_p90_us", "p90"),
+                            ("Latency_p99_us", "p99"), ("Latency_p999_us", "p99.9"),
+                            ("Latency_max_us", "max")):
+            ax.plot(xs, [_med(r, name) for r in steps], "o-", ms=3, lw=1.2, label=label)
+        ax.axhline(KNEE_P99_US, color="0.5", ls="--", lw=0.8, label="10 ms")
+        rate, _ = knee(steps)
+        if rate:
+            ax.axvline(rate, color="0.3", ls=":", lw=0.8, label=f"knee {rate:,.0f} q/s")
+        ax.set_yscale("log")
+        ax.set_xlabel("offered rate (requests/s)")
+        ax.set_ylabel("latency from intended send (µs)")
+        ax.set_title("Ramp-UMAP: latency against offered rate\n" + _wrap(describe(params)),
+                     fontsize=8)
+        ax.grid(True, which="both", alpha=0.3)
+        ax.legend(fontsize=8)
+        fig.tight_layout()
+        path = os.path.join(out_dir, f"Ramp-UMAP_knee_{tag}.png")
+        fig.savefig(path)
+        plt.close(fig)
+        written.append(path)
+        secs = timelines.get(key)
+        if secs:
+            written.append(_timeline_figure(plt, secs, params, tag, out_dir))
+    return written
+
+
+def _wrap(text, width=80):
+    import textwrap
+    return "\n".join(textwrap.wrap(text, width))
+
+
+def _timeline_figure(plt, secs, params, tag, out_dir):
+    fig, axes = plt.subplots(3, 1, figsize=(7, 6.5), dpi=110, sharex=True)
+    t = [r["params"]["Second"] for r in secs]
+    axes[0].step(t, [_med(r, "Offered_qps") for r in secs], where="post", label="offered rate")
+    axes[0].plot(t, [_med(r, "Received") for r in secs], "o", ms=2,
+                 label="answers received that second")
+    axes[0].set_ylabel("requests/s")
+    axes[0].legend(fontsize=7)
+    axes[1].plot(t, [_med(r, "Latency_p99_us") for r in secs], "o-", ms=2, lw=1, label="p99")
+    axes[1].plot(t, [_med(r, "Latency_p50_us") for r in secs], "o-", ms=2, lw=1, label="p50")
+    axes[1].axhline(KNEE_P99_US, color="0.5", ls="--", lw=0.8)
+    axes[1].set_yscale("log")
+    axes[1].set_ylabel("latency (µs)")
+    axes[1].legend(fontsize=7)
+    axes[2].plot(t, [_med(r, "Batch_size_avg") for r in secs], "o-", ms=2, lw=1)
+    axes[2].set_ylabel("batch size (avg)")
+    axes[2].set_xlabel("second of the schedule (warm-up first)")
+    for ax in axes:
+        ax.grid(True, alpha=0.3)
+    axes[0].set_title("Ramp-UMAP timeline\n" + _wrap(describe(params)), fontsize=8)
+    fig.tight_layout()
+    path = os.path.join(out_dir, f"Ramp-UMAP_timeline_{tag}.png")
+    fig.savefig(path)
+    plt.close(fig)
+    return path

@@ -1,0 +1,548 @@
+/*
+ * obl-server's event loop (server.h, docs/server.md). One thread: epoll
+ * over the listening socket, a signalfd for SIGTERM/SIGINT and the client
+ * connections. Each pass reads what has arrived, parses complete frames
+ * into one FIFO (arrival order across connections), then answers one batch
+ * of at most max_batch requests from its head. A batch is synchronous, so
+ * "whatever arrived while the previous batch ran" is what the next pass
+ * finds. Per-connection buffers are bounded: a client that does not read
+ * its answers stops being read (it cannot grow the server without bound).
+ */
+#define _GNU_SOURCE
+#include "server.h"
+
+#include <errno.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/signalfd.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#define IN_CAP (64u * 1024u)         /* bytes buffered per connection */
+#define OUT_HIGH (4u * 1024u * 1024u) /* answers waiting: stop reading above */
+#define TAG_LISTEN 0u
+#define TAG_SIGNAL 1u
+#define TAG_CONN 2u
+#define FLUSH_NS 2000000000ull /* at shutdown: how long answers may take to leave */
+
+typedef struct conn {
+    int fd; /* -1: free slot */
+    uint32_t gen;
+    unsigned char *in, *out;
+    size_t in_len, out_head, out_len, out_cap;
+    uint64_t in_time;     /* when the last bytes were read */
+    uint64_t outstanding; /* requests in the queue or in a batch */
+    int eof;              /* the peer shut its side: close once answered */
+    int doomed;           /* bad frame: close once the error frame is out */
+    uint32_t events;      /* the epoll interest registered */
+} conn;
+
+typedef struct pend {
+    uint32_t conn, gen;
+    uint64_t id, op, arrival;
+} pend;
+
+typedef struct server {
+    const serve_config *cfg;
+    serve_backend *be;
+    serve_totals *tot;
+    size_t k, v, req_bytes, resp_bytes;
+    int ep, lfd, sfd, stopping, leftover;
+    conn *conns;
+    pend *q;
+    unsigned char *qdata; /* (k + v) bytes per queue slot */
+    size_t qcap, qhead, qlen;
+    serve_batch b;
+    unsigned char hello[SERVE_HELLO_BYTES];
+    unsigned char *dummy_key;
+    uint32_t *touched; /* connections answered by the current batch */
+} server;
+
+static void conn_close(server *s, conn *c)
+{
+    if (c->fd < 0)
+        return;
+    epoll_ctl(s->ep, EPOLL_CTL_DEL, c->fd, NULL);
+    close(c->fd);
+    c->fd = -1;
+    c->gen++;
+    c->in_len = c->out_head = c->out_len = 0;
+    c->outstanding = 0;
+    c->eof = c->doomed = 0;
+}
+
+/* Registers the interest the connection's state asks for. */
+static void conn_interest(server *s, conn *c)
+{
+    uint32_t want = 0;
+    if (!c->eof && !c->doomed && !s->stopping && c->out_len < OUT_HIGH)
+        want |= EPOLLIN;
+    if (c->out_len)
+        want |= EPOLLOUT;
+    if (want == c->events)
+        return;
+    struct epoll_event ev = {.events = want, .data.u64 = TAG_CONN + (uint64_t)(c - s->conns)};
+    if (epoll_ctl(s->ep, EPOLL_CTL_MOD, c->fd, &ev) == 0)
+        c->events = want;
+}
+
+static int out_reserve(conn *c, size_t more)
+{
+    return serve_buf_reserve(&c->out, &c->out_cap, &c->out_head, c->out_len, more);
+}
+
+static void conn_send_resp(server *s, conn *c, const serve_resp *r)
+{
+    if (out_reserve(c, s->resp_bytes) != 0) {
+        conn_close(s, c); /* out of memory: this client loses its answers */
+        return;
+    }
+    serve_resp_encode(c->out + c->out_head + c->out_len, r, s->v);
+    c->out_len += s->resp_bytes;
+}
+
+/* Writes what the socket takes; closes the connection when it is done
+ * with (error, doomed and flushed, or shut by the peer and answered). */
+static void conn_flush(server *s, conn *c)
+{
+    while (c->fd >= 0 && c->out_len) {
+        ssize_t r = send(c->fd, c->out + c->out_head, c->out_len, MSG_NOSIGNAL | MSG_DONTWAIT);
+        if (r > 0) {
+            c->out_head += (size_t)r;
+            c->out_len -= (size_t)r;
+        } else if (r < 0 && errno == EINTR) {
+            continue;
+        } else if (r < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+            break;
+        } else {
+            conn_close(s, c);
+            return;
+        }
+    }
+    if (c->fd < 0)
+        return;
+    if (!c->out_len)
+        c->out_head = 0;
+    if (!c->out_len && (c->doomed || (c->eof && !c->outstanding))) {
+        conn_close(s, c);
+        return;
+    }
+    conn_interest(s, c);
+}
+
+static void reply_error(server *s, conn *c, uint64_t id, uint32_t status)
+{
+    serve_resp r = {.id = id, .status = status};
+    r.arrival_ns = r.dispatch_ns = r.complete_ns = serve_now_ns();
+    conn_send_resp(s, c, &r);
+}
+
+/* Moves complete frames from c's input buffer to the queue. Stops at a bad
+ * length (error frame, connection doomed), a full queue (s->leftover) or
+ * when c's answers back up. */
+static void conn_parse(server *s, conn *c)
+{
+    size_t off = 0;
+    uint32_t idx = (uint32_t)(c - s->conns);
+    while (c->fd >= 0 && !c->doomed && c->in_len - off >= 4) {
+        if (serve_get32(c->in + off) != s->req_bytes - 4) {
+            s->tot->bad_frames++;
+            reply_error(s, c, 0, SERVE_BAD_FRAME);
+            c->doomed = 1;
+            off = c->in_len;
+            break;
+        }
+        if (c->in_len - off < s->req_bytes || c->out_len >= OUT_HIGH)
+            break;
+        const unsigned char *f = c->in + off;
+        uint64_t id = serve_get64(f + 4);
+        uint32_t op = serve_get32(f + 12);
+        /* LEAK: an op code outside GET/PUT/ERASE (or, on a server of GETs
+         * only, any other op) is rejected here, before the batch; it reveals
+         * only that the client sent a malformed request (docs/server.md,
+         * "What the host learns"). */
+        if (op > SERVE_OP_ERASE || (s->cfg->gets_only && op != SERVE_OP_GET)) {
+            s->tot->bad_ops++;
+            reply_error(s, c, id, SERVE_BAD_OP);
+            off += s->req_bytes;
+            continue;
+        }
+        if (s->qlen == s->qcap) {
+            s->leftover = 1;
+            break;
+        }
+        size_t slot = (s->qhead + s->qlen++) % s->qcap;
+        s->q[slot] = (pend){idx, c->gen, id, op, c->in_time};
+        memcpy(s->qdata + slot * (s->k + s->v), f + SERVE_REQ_HEAD, s->k + s->v);
+        c->outstanding++;
+        off += s->req_bytes;
+    }
+    if (off) {
+        memmove(c->in, c->in + off, c->in_len - off);
+        c->in_len -= off;
+    }
+    if (c->in_len >= s->req_bytes && !c->doomed)
+        s->leftover = 1;
+}
+
+static void conn_readable(server *s, conn *c)
+{
+    while (c->fd >= 0 && !c->eof && !c->doomed && c->in_len < IN_CAP && !s->stopping) {
+        ssize_t r = recv(c->fd, c->in + c->in_len, IN_CAP - c->in_len, MSG_DONTWAIT);
+        if (r > 0) {
+            c->in_len += (size_t)r;
+            c->in_time = serve_now_ns();
+            conn_parse(s, c);
+        } else if (r == 0) {
+            c->eof = 1; /* answers still go out (a half-closed client) */
+        } else if (errno == EINTR) {
+            continue;
+        } else if (errno == EAGAIN || errno == EWOULDBLOCK) {
+            break;
+        } else {
+            conn_close(s, c);
+            return;
+        }
+    }
+    if (c->fd >= 0)
+        conn_flush(s, c);
+}
+
+static void accept_all(server *s)
+{
+    for (;;) {
+        int fd = accept4(s->lfd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+        if (fd < 0)
+            return; /* EAGAIN, or a transient error: epoll tells us again */
+        uint32_t i = 0;
+        while (i < s->cfg->max_conns && s->conns[i].fd >= 0)
+            i++;
+        if (i == s->cfg->max_conns) {
+            close(fd); /* too many connections */
+            continue;
+        }
+        conn *c = &s->conns[i];
+        if (!c->in && !(c->in = malloc(IN_CAP))) {
+            close(fd);
+            continue;
+        }
+        int one = 1;
+        setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+        struct epoll_event ev = {.events = EPOLLIN, .data.u64 = TAG_CONN + i};
+        if (epoll_ctl(s->ep, EPOLL_CTL_ADD, fd, &ev) != 0) {
+            close(fd);
+            continue;
+        }
+        c->fd = fd;
+        c->events = EPOLLIN;
+        s->tot->conns++;
+        if (out_reserve(c, SERVE_HELLO_BYTES) != 0) {
+            conn_close(s, c);
+            continue;
+        }
+        memcpy(c->out + c->out_head + c->out_len, s->hello, SERVE_HELLO_BYTES);
+        c->out_len += SERVE_HELLO_BYTES;
+        conn_flush(s, c);
+    }
+}
+
+/* The executed batch size: real, or with padding the next size of the set
+ * {1, 2, 4, ..., max_batch} (powers of two, and max_batch itself). */
+static size_t padded_size(size_t real, uint32_t pad, uint32_t max_batch)
+{
+    if (pad != SERVE_PAD_POW2)
+        return real;
+    size_t p = 1;
+    while (p < real)
+        p *= 2;
+    return p < max_batch ? p : max_batch;
+}
+
+static void batch_fill(server *s, size_t real, size_t exec)
+{
+    size_t kv = s->k + s->v;
+    for (size_t i = 0; i < real; i++) {
+        size_t slot = (s->qhead + i) % s->qcap;
+        s->b.ops[i] = s->q[slot].op;
+        memcpy(s->b.keys + i * s->k, s->qdata + slot * kv, s->k);
+        memcpy(s->b.values + i * s->v, s->qdata + slot * kv + s->k, s->v);
+    }
+    /* dummies: GETs of a key never stored; the map makes the same accesses
+     * for them as for any request */
+    for (size_t i = real; i < exec; i++) {
+        s->b.ops[i] = SERVE_OP_GET;
+        memcpy(s->b.keys + i * s->k, s->dummy_key, s->k);
+        memset(s->b.values + i * s->v, 0, s->v);
+    }
+    s->b.count = exec;
+}
+
+static void count_batch(serve_totals *t, size_t real, size_t exec)
+{
+    int lg = 0;
+    while (lg < 17 && ((size_t)2 << lg) <= exec)
+        lg++;
+    t->size_log2[lg]++;
+    t->batches++;
+    t->requests += real;
+    t->dummies += exec - real;
+}
+
+/* Answers the head of the queue: one batch. */
+static void dispatch(server *s)
+{
+    size_t real = s->qlen < s->cfg->max_batch ? s->qlen : s->cfg->max_batch;
+    size_t exec = padded_size(real, s->cfg->pad, s->cfg->max_batch);
+    batch_fill(s, real, exec);
+    uint64_t t_disp = serve_now_ns();
+    obl_err e = s->be->answer(s->be->state, &s->b);
+    uint64_t t_done = serve_now_ns();
+    count_batch(s->tot, real, exec);
+    size_t ntouched = 0;
+    for (size_t i = 0; i < real; i++) {
+        pend *p = &s->q[(s->qhead + i) % s->qcap];
+        conn *c = &s->conns[p->conn];
+        if (c->fd < 0 || c->gen != p->gen)
+            continue; /* the client left: its answer is dropped */
+        serve_resp r = {p->id, SERVE_OK, (uint32_t)s->b.found[i], (uint32_t)exec,
+                        p->arrival, t_disp, t_done, s->b.out + i * s->v};
+        if (e != OBL_OK || s->b.errs[i] != OBL_OK) {
+            s->tot->map_errors++;
+            r.status = SERVE_MAP_ERROR;
+            r.found = 0;
+        }
+        if (c->outstanding)
+            c->outstanding--;
+        if (!c->out_len)
+            s->touched[ntouched++] = p->conn;
+        conn_send_resp(s, c, &r);
+    }
+    s->qhead = (s->qhead + real) % s->qcap;
+    s->qlen -= real;
+    for (size_t i = 0; i < ntouched; i++)
+        if (s->conns[s->touched[i]].fd >= 0)
+            conn_flush(s, &s->conns[s->touched[i]]);
+}
+
+static void parse_leftovers(server *s)
+{
+    s->leftover = 0;
+    for (uint32_t i = 0; i < s->cfg->max_conns; i++) {
+        conn *c = &s->conns[i];
+        if (c->fd >= 0 && c->in_len >= 4) {
+            conn_parse(s, c);
+            conn_flush(s, c);
+        }
+    }
+}
+
+static void begin_stop(server *s)
+{
+    s->stopping = 1;
+    if (s->lfd >= 0) {
+        epoll_ctl(s->ep, EPOLL_CTL_DEL, s->lfd, NULL);
+        close(s->lfd);
+        s->lfd = -1;
+    }
+    for (uint32_t i = 0; i < s->cfg->max_conns; i++)
+        if (s->conns[i].fd >= 0)
+            conn_interest(s, &s->conns[i]);
+}
+
+static void on_event(server *s, const struct epoll_event *ev)
+{
+    if (ev->data.u64 == TAG_LISTEN) {
+        if (!s->stopping)
+            accept_all(s);
+    } else if (ev->data.u64 == TAG_SIGNAL) {
+        struct signalfd_siginfo si;
+        if (read(s->sfd, &si, sizeof(si)) > 0)
+            begin_stop(s);
+    } else {
+        conn *c = &s->conns[ev->data.u64 - TAG_CONN];
+        if (c->fd < 0)
+            return;
+        if (ev->events & (EPOLLIN | EPOLLHUP | EPOLLERR))
+            conn_readable(s, c);
+        if (c->fd >= 0 && (ev->events & EPOLLOUT))
+            conn_flush(s, c);
+    }
+}
+
+static int pending_out(const server *s)
+{
+    for (uint32_t i = 0; i < s->cfg->max_conns; i++)
+        if (s->conns[i].fd >= 0 && s->conns[i].out_len)
+            return 1;
+    return 0;
+}
+
+static void run_loop(server *s)
+{
+    struct epoll_event evs[64];
+    uint64_t stop_by = 0;
+    for (;;) {
+        if (s->stopping && !s->qlen && !s->leftover) {
+            if (!stop_by)
+                stop_by = serve_now_ns() + FLUSH_NS;
+            if (!pending_out(s) || serve_now_ns() >= stop_by)
+                return;
+        }
+        int timeout = s->qlen || s->leftover ? 0 : s->stopping ? 10 : -1;
+        int n = epoll_wait(s->ep, evs, 64, timeout);
+        for (int i = 0; i < n; i++)
+            on_event(s, &evs[i]);
+        if (s->leftover)
+            parse_leftovers(s);
+        if (s->qlen)
+            dispatch(s);
+    }
+}
+
+/* Binds and listens on host:port; returns the socket or -1 (message on
+ * stderr). *bound gets the port (the kernel's choice for port 0). */
+static int listen_on(const char *host, unsigned port, unsigned *bound)
+{
+    char ps[16];
+    snprintf(ps, sizeof(ps), "%u", port);
+    struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM,
+                             .ai_flags = AI_NUMERICHOST | AI_NUMERICSERV | AI_PASSIVE};
+    struct addrinfo *ai = NULL;
+    int rc = getaddrinfo(host, ps, &hints, &ai);
+    if (rc != 0) {
+        fprintf(stderr, "obl-server: bad address %s: %s\n", host, gai_strerror(rc));
+        return -1;
+    }
+    int fd = socket(ai->ai_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    int one = 1;
+    if (fd >= 0)
+        setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+    if (fd < 0 || bind(fd, ai->ai_addr, ai->ai_addrlen) != 0 || listen(fd, 1024) != 0) {
+        fprintf(stderr, "obl-server: cannot listen on %s:%u: %s\n", host, port, strerror(errno));
+        if (fd >= 0)
+            close(fd);
+        freeaddrinfo(ai);
+        return -1;
+    }
+    freeaddrinfo(ai);
+    struct sockaddr_storage sa;
+    socklen_t len = sizeof(sa);
+    getsockname(fd, (struct sockaddr *)&sa, &len);
+    *bound = ntohs(sa.ss_family == AF_INET6 ? ((struct sockaddr_in6 *)&sa)->sin6_port
+                                            : ((struct sockaddr_in *)&sa)->sin_port);
+    return fd;
+}
+
+static int server_alloc(server *s)
+{
+    size_t mb = s->cfg->max_batch;
+    s->qcap = mb * 4 > 4096 ? mb * 4 : 4096;
+    s->conns = calloc(s->cfg->max_conns, sizeof(conn));
+    s->touched = calloc(mb, sizeof(uint32_t));
+    s->q = calloc(s->qcap, sizeof(pend));
+    s->qdata = calloc(s->qcap, s->k + s->v);
+    s->dummy_key = calloc(1, s->k);
+    s->b.ops = calloc(mb, sizeof(uint64_t));
+    s->b.keys = calloc(mb, s->k);
+    s->b.values = calloc(mb, s->v);
+    s->b.out = calloc(mb, s->v);
+    s->b.found = calloc(mb, sizeof(uint64_t));
+    s->b.errs = calloc(mb, sizeof(obl_err));
+    if (!s->conns || !s->touched || !s->q || !s->qdata || !s->dummy_key || !s->b.ops ||
+        !s->b.keys || !s->b.values || !s->b.out || !s->b.found || !s->b.errs)
+        return -1;
+    for (uint32_t i = 0; i < s->cfg->max_conns; i++)
+        s->conns[i].fd = -1;
+    /* the dummy key: an id past every stored one and every miss a client
+     * of wire.h draws below 2^32 */
+    serve_key(s->dummy_key, s->k, s->cfg->n + (UINT64_C(1) << 32) < serve_key_space(s->k)
+                                      ? s->cfg->n + (UINT64_C(1) << 32)
+                                      : serve_key_space(s->k) - 1,
+              s->cfg->key_seed);
+    return 0;
+}
+
+static void server_free(server *s)
+{
+    for (uint32_t i = 0; s->conns && i < s->cfg->max_conns; i++) {
+        conn_close(s, &s->conns[i]);
+        free(s->conns[i].in);
+        free(s->conns[i].out);
+    }
+    free(s->conns);
+    free(s->touched);
+    free(s->q);
+    free(s->qdata);
+    free(s->dummy_key);
+    free(s->b.ops);
+    free(s->b.keys);
+    free(s->b.values);
+    free(s->b.out);
+    free(s->b.found);
+    free(s->b.errs);
+    if (s->lfd >= 0)
+        close(s->lfd);
+    if (s->sfd >= 0)
+        close(s->sfd);
+    if (s->ep >= 0)
+        close(s->ep);
+}
+
+static int add_fd(int ep, int fd, uint64_t tag)
+{
+    struct epoll_event ev = {.events = EPOLLIN, .data.u64 = tag};
+    return epoll_ctl(ep, EPOLL_CTL_ADD, fd, &ev);
+}
+
+int serve_block_signals(void)
+{
+    sigset_t set;
+    sigemptyset(&set);
+    sigaddset(&set, SIGTERM);
+    sigaddset(&set, SIGINT);
+    return pthread_sigmask(SIG_BLOCK, &set, NULL);
+}
+
+int serve_run(const serve_config *cfg, serve_backend *be, FILE *ready, serve_totals *tot)
+{
+    server s = {.cfg = cfg, .be = be, .tot = tot, .k = be->key_bytes, .v = be->value_bytes,
+                .ep = -1, .lfd = -1, .sfd = -1};
+    s.req_bytes = serve_req_bytes(s.k, s.v);
+    s.resp_bytes = serve_resp_bytes(s.v);
+    serve_hello h = {(uint32_t)s.k, (uint32_t)s.v, cfg->max_batch, cfg->pad,
+                     cfg->n, cfg->capacity, cfg->key_seed};
+    serve_hello_encode(s.hello, &h);
+    sigset_t set;
+    sigemptyset(&set);
+    sigaddset(&set, SIGTERM);
+    sigaddset(&set, SIGINT);
+    signal(SIGPIPE, SIG_IGN);
+    unsigned port = 0;
+    int rc = -1;
+    if (serve_block_signals() != 0 || server_alloc(&s) != 0)
+        fprintf(stderr, "obl-server: out of memory\n");
+    else if ((s.sfd = signalfd(-1, &set, SFD_NONBLOCK | SFD_CLOEXEC)) < 0 ||
+             (s.ep = epoll_create1(EPOLL_CLOEXEC)) < 0)
+        fprintf(stderr, "obl-server: %s\n", strerror(errno));
+    else if ((s.lfd = listen_on(cfg->host, cfg->port, &port)) < 0)
+        ;
+    else if (add_fd(s.ep, s.lfd, TAG_LISTEN) != 0 || add_fd(s.ep, s.sfd, TAG_SIGNAL) != 0)
+        fprintf(stderr, "obl-server: epoll: %s\n", strerror(errno));
+    else {
+        const char *fmt = strchr(cfg->host, ':') ? "[%s]:%u" : "%s:%u";
+        fputs("obl-server: listening on ", ready);
+        fprintf(ready, fmt, cfg->host, port);
+        fputc('\n', ready);
+        fflush(ready);
+        run_loop(&s);
+        rc = 0;
+    }
+    server_free(&s);
+    return rc;
+}

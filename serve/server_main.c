@@ -1,0 +1,179 @@
+/*
+ * obl-server: an oblivious key-value lookup server over TCP
+ * (docs/server.md). Builds the map, then serves it with server.c's loop
+ * until SIGTERM or SIGINT.
+ */
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "args.h"
+#include "backend.h"
+#include "server.h"
+
+static void usage(FILE *f)
+{
+    fputs("usage: obl-server [--host ADDR] [--port P] [--n N] [--key-bytes K]\n"
+          "                  [--value-bytes V] [--max-batch M] [--pad none|pow2]\n"
+          "                  [--capacity C] [--seed S] [--map-seed S]\n"
+          "                  [--backend omap|shard] [--shards S] [--threads T] [--ops all|get]\n"
+          "                  [--max-conns C]\n\n"
+          "Builds an oblivious map of N entries (key i and its value derived from\n"
+          "i and --seed, see docs/server.md) and answers length-prefixed binary\n"
+          "requests on TCP in dynamic batches: whatever has arrived when the\n"
+          "previous batch finishes, at most M. Prints 'obl-server: listening on\n"
+          "ADDR:PORT' once ready; SIGTERM or SIGINT answers what has arrived and exits.\n\n"
+          "  --host ADDR      numeric IPv4/IPv6 address to listen on (127.0.0.1)\n"
+          "  --port P         TCP port, 0 = any free one (7070)\n"
+          "  --n N            entries, e.g. 2^20 (1048576)\n"
+          "  --key-bytes K    key size (8)\n"
+          "  --value-bytes V  value size (56)\n"
+          "  --max-batch M    largest batch, 1..65536 (256)\n"
+          "  --pad POLICY     none, or pow2: batch sizes rounded up to a power of\n"
+          "                   two (or M) with dummy requests (none)\n"
+          "  --capacity C     most entries the map may hold (N + N/4)\n"
+          "  --seed S         the key/value derivation seed (1)\n"
+          "  --map-seed S     the map's own randomness (2)\n"
+          "  --backend NAME   omap: obl_omap, one request at a time; shard: the sharded\n"
+          "                   map, a batch at a time, where built (omap)\n"
+          "  --shards S       shards of the shard backend (4)\n"
+          "  --threads T      its worker threads, 0 = the online cores (0)\n"
+          "  --ops KIND       all: GET, PUT, ERASE; get: GETs only, the others get\n"
+          "                   BAD_OP (the shard backend then uses its get path) (all)\n"
+          "  --max-conns C    simultaneous connections (1024)\n",
+          f);
+}
+
+typedef struct opts {
+    serve_config cfg;
+    serve_map_params map;
+    const char *backend;
+    uint64_t shards, threads;
+} opts;
+
+/* 0 ok, 1 --help, 2 bad usage (message printed). */
+static int parse(int argc, char **argv, opts *o)
+{
+    uint64_t port = 7070, mb = 256, conns = 1024, cap = 0;
+    o->cfg.host = "127.0.0.1";
+    o->map = (serve_map_params){.n = 1u << 20, .key_bytes = 8, .value_bytes = 56,
+                                .key_seed = 1, .map_seed = 2};
+    o->backend = "omap";
+    o->shards = 4;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+        uint64_t kb = o->map.key_bytes, vb = o->map.value_bytes;
+        int ok = 1;
+        if (!strcmp(a, "--help") || !strcmp(a, "-h"))
+            return 1;
+        if (!v) {
+            fprintf(stderr, "obl-server: %s needs a value (see --help)\n", a);
+            return 2;
+        }
+        i++;
+        if (!strcmp(a, "--host"))
+            o->cfg.host = v;
+        else if (!strcmp(a, "--port"))
+            ok = bench_parse_u64(v, &port) && port <= 65535;
+        else if (!strcmp(a, "--n"))
+            ok = bench_parse_u64(v, &o->map.n) && o->map.n >= 1 && o->map.n <= (UINT64_C(1) << 32);
+        else if (!strcmp(a, "--key-bytes"))
+            ok = bench_parse_u64(v, &kb) && kb >= 1 && kb <= 1024;
+        else if (!strcmp(a, "--value-bytes"))
+            ok = bench_parse_u64(v, &vb) && vb >= 1 && vb <= 65536;
+        else if (!strcmp(a, "--max-batch"))
+            ok = bench_parse_u64(v, &mb) && mb >= 1 && mb <= SERVE_MAX_BATCH;
+        else if (!strcmp(a, "--pad"))
+            ok = !strcmp(v, "none") || !strcmp(v, "pow2"),
+            o->cfg.pad = !strcmp(v, "pow2") ? SERVE_PAD_POW2 : SERVE_PAD_NONE;
+        else if (!strcmp(a, "--capacity"))
+            ok = bench_parse_u64(v, &cap);
+        else if (!strcmp(a, "--seed"))
+            ok = bench_parse_u64(v, &o->map.key_seed);
+        else if (!strcmp(a, "--map-seed"))
+            ok = bench_parse_u64(v, &o->map.map_seed);
+        else if (!strcmp(a, "--backend"))
+            ok = !strcmp(v, "omap") || !strcmp(v, "shard"), o->backend = v;
+        else if (!strcmp(a, "--shards"))
+            ok = bench_parse_u64(v, &o->shards) && o->shards >= 1 && o->shards <= 4096;
+        else if (!strcmp(a, "--ops"))
+            ok = !strcmp(v, "all") || !strcmp(v, "get"), o->cfg.gets_only = !strcmp(v, "get");
+        else if (!strcmp(a, "--threads"))
+            ok = bench_parse_u64(v, &o->threads) && o->threads <= 1024;
+        else if (!strcmp(a, "--max-conns"))
+            ok = bench_parse_u64(v, &conns) && conns >= 1 && conns <= 65536;
+        else {
+            fprintf(stderr, "obl-server: unknown flag '%s' (see --help)\n", a);
+            return 2;
+        }
+        if (!ok) {
+            fprintf(stderr, "obl-server: bad value '%s' for %s (see --help)\n", v, a);
+            return 2;
+        }
+        o->map.key_bytes = kb;
+        o->map.value_bytes = vb;
+    }
+    o->map.capacity = cap ? cap : o->map.n + o->map.n / 4;
+    if (o->map.capacity < o->map.n || o->map.n > serve_key_space(o->map.key_bytes)) {
+        fprintf(stderr, "obl-server: need N <= capacity and N keys of K bytes\n");
+        return 2;
+    }
+    o->cfg.port = (unsigned)port;
+    o->cfg.max_batch = (uint32_t)mb;
+    o->cfg.max_conns = (uint32_t)conns;
+    o->cfg.n = o->map.n;
+    o->cfg.capacity = o->map.capacity;
+    o->cfg.key_seed = o->map.key_seed;
+    return 0;
+}
+
+static void print_totals(const serve_totals *t)
+{
+    fprintf(stderr,
+            "obl-server: %" PRIu64 " batches, %" PRIu64 " requests (%.2f per batch), %" PRIu64
+            " dummies, %" PRIu64 " connections, %" PRIu64 " bad frames, %" PRIu64
+            " bad ops, %" PRIu64 " map errors\nobl-server: batches by size:",
+            t->batches, t->requests, t->batches ? (double)t->requests / (double)t->batches : 0.0,
+            t->dummies, t->conns, t->bad_frames, t->bad_ops, t->map_errors);
+    for (int i = 0; i < 18; i++)
+        if (t->size_log2[i])
+            fprintf(stderr, " [%u..%u]: %" PRIu64, 1u << i, (2u << i) - 1, t->size_log2[i]);
+    fputc('\n', stderr);
+}
+
+int main(int argc, char **argv)
+{
+    opts o = {0};
+    int rc = parse(argc, argv, &o);
+    if (rc == 1) {
+        usage(stdout);
+        return 0;
+    }
+    if (rc)
+        return 2;
+    serve_backend be;
+    if (serve_block_signals() != 0) {
+        fprintf(stderr, "obl-server: cannot block SIGTERM/SIGINT\n");
+        return 1;
+    }
+    uint64_t t0 = serve_now_ns();
+    obl_err e = strcmp(o.backend, "shard")
+                    ? serve_backend_omap(&be, &o.map)
+                    : serve_backend_shard(&be, &o.map, (uint32_t)o.shards, (uint32_t)o.threads,
+                                          o.cfg.gets_only);
+    if (e != OBL_OK) {
+        fprintf(stderr, "obl-server: map build failed: %s\n", obl_strerror(e));
+        return 1;
+    }
+    fprintf(stderr,
+            "obl-server: %s map of N=%" PRIu64 " (capacity %" PRIu64 "), %zu/%zu bytes, built in "
+            "%.2f s\n",
+            be.name, o.map.n, o.map.capacity, o.map.key_bytes, o.map.value_bytes,
+            (double)(serve_now_ns() - t0) / 1e9);
+    serve_totals tot = {0};
+    rc = serve_run(&o.cfg, &be, stdout, &tot);
+    print_totals(&tot);
+    serve_backend_destroy(&be);
+    return rc ? 1 : 0;
+}

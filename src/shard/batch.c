@@ -1,0 +1,309 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The batch path of the sharded map: balance (route.c), answer on every
+ * shard with the chosen engine, route the answers back, then apply the
+ * batch's writes (the write-back, timed apart from the answers).
+ * Every step's work depends on B, S, b and the sizes alone; a failure
+ * before the write-back leaves every shard unchanged.
+ */
+#include "shard/shard_map.h"
+
+#include "common/secret.h"
+#include "ct.h"
+
+typedef struct sb_job {
+    obl_shard *m;
+    size_t b;
+    shard_bufs bf;
+    int writes;      /* the requests carry values and ops to apply */
+    int apply;       /* per-request: 0 answer with gets, 1 apply the ops */
+    unsigned parts;  /* scan slices per shard */
+    obl_pool *pool;  /* for a shard's split scan, else NULL */
+} sb_job;
+
+static shard_batch shard_view(const sb_job *j, size_t s)
+{
+    size_t o = s * j->b;
+    const obl_shard *m = j->m;
+    shard_batch bt = {j->b, j->bf.op + o, j->bf.dummy + o, j->bf.keys + o * m->p.key_size,
+                      j->writes ? j->bf.vin + o * m->p.value_size : NULL,
+                      j->bf.vout + o * m->p.value_size, j->bf.found + o};
+    return bt;
+}
+
+/* Shard s through its omap: b accesses, dummies as gets. */
+static obl_err task_per_request(void *arg, size_t s)
+{
+    const sb_job *j = (const sb_job *)arg;
+    const obl_shard *m = j->m;
+    shard_batch bt = shard_view(j, s);
+    size_t ks = m->p.key_size, vs = m->p.value_size;
+    for (size_t i = 0; i < j->b; i++) {
+        uint64_t d = bt.dummy[i] & 1, found = 0;
+        uint64_t op = j->apply ? obl_ct_select64(d, OBL_OMAP_GET, bt.op[i]) : OBL_OMAP_GET;
+        unsigned char *out = j->apply ? NULL : bt.vout + i * vs;
+        obl_err e = obl_omap_access(m->om[s], op, bt.keys + i * ks,
+                                    bt.vin ? bt.vin + i * vs : NULL, out, &found);
+        if (e != OBL_OK)
+            return e;
+        if (!j->apply) {
+            obl_ct_czero(d, out, vs);
+            bt.found[i] = found & (d ^ 1);
+        }
+    }
+    return OBL_OK;
+}
+
+static obl_err task_scan_begin(void *arg, size_t s)
+{
+    const sb_job *j = (const sb_job *)arg;
+    shard_batch bt = shard_view(j, s);
+    return shard_scan_begin(j->m->sc[s], &bt, j->pool, j->parts);
+}
+
+static obl_err task_scan_commit(void *arg, size_t s)
+{
+    const sb_job *j = (const sb_job *)arg;
+    shard_scan_commit(j->m->sc[s], j->pool);
+    return OBL_OK;
+}
+
+/* Runs fn on every shard: in parallel one thread per shard, or, with fewer
+ * shards than threads and a split scan, shard after shard. */
+static obl_err each_shard(sb_job *j, obl_pool_fn fn, int split)
+{
+    obl_shard *m = j->m;
+    if (split && m->S < m->threads) {
+        j->pool = m->pool;
+        j->parts = m->threads;
+        obl_err e = OBL_OK;
+        for (size_t s = 0; s < m->S && e == OBL_OK; s++)
+            e = fn(j, s);
+        return e;
+    }
+    j->pool = NULL;
+    j->parts = 1;
+    return obl_pool_run(m->pool, m->S, fn, j);
+}
+
+static void scan_abort_all(obl_shard *m)
+{
+    for (unsigned s = 0; s < m->S; s++)
+        shard_scan_abort(m->sc[s]);
+}
+
+/* Per-request mode: 1 if every shard's new keys fit (counts are secret;
+ * only the verdict is public, as the omap's FULL). */
+static uint64_t per_request_fits(const sb_job *j, uint64_t *next)
+{
+    const obl_shard *m = j->m;
+    uint64_t ok = 1;
+    for (size_t s = 0; s < m->S; s++) {
+        uint64_t c = m->cnt[s];
+        for (size_t i = s * j->b; i < (s + 1) * j->b; i++) {
+            uint64_t real = (j->bf.dummy[i] & 1) ^ 1, f = j->bf.found[i] & 1;
+            c += real & obl_ct_eq64(j->bf.op[i], OBL_OMAP_PUT) & (f ^ 1);
+            c -= real & obl_ct_eq64(j->bf.op[i], OBL_OMAP_ERASE) & f;
+        }
+        ok &= obl_ct_le64(c, m->cap_s);
+        next[s] = c;
+    }
+    return ok;
+}
+
+/* The engine of a batch: a writing batch uses the scan store if kept; a
+ * get batch with both stores the cheaper by the cost model. With one shard
+ * a get batch through the omaps needs no balancer (duplicates are
+ * harmless to gets), so the scan's side is charged with it. Public. */
+static obl_err choose_engine(obl_shard *m, size_t B, size_t b, int writes, unsigned *engine)
+{
+    int scan = m->keep_scan;
+    if (!writes && m->keep_scan && m->keep_omap) {
+        if (!m->calibrated) { /* the cost model's constants, at first use */
+            obl_err c = shard_calibrate(m);
+            if (c != OBL_OK)
+                return c;
+            m->calibrated = 1;
+        }
+        double bal = m->S == 1 ? shard_est_balance(m, B, b) : 0;
+        scan = shard_est_scan(m, b) + bal < shard_est_per_request(m, b);
+    }
+    *engine = scan ? OBL_SHARD_ENGINE_SCAN : OBL_SHARD_ENGINE_PER_REQUEST;
+    return OBL_OK;
+}
+
+/* The shards' answers; for a writing batch with scan stores, the scans'
+ * writes are left pending. */
+static obl_err answer(sb_job *j, unsigned engine, uint64_t *next)
+{
+    obl_shard *m = j->m;
+    obl_err e;
+    if (engine == OBL_SHARD_ENGINE_SCAN) {
+        e = each_shard(j, task_scan_begin, 1);
+        if (e != OBL_OK)
+            scan_abort_all(m);
+        return e;
+    }
+    j->apply = 0;
+    e = each_shard(j, task_per_request, 0);
+    if (e == OBL_OK && j->writes && !m->keep_scan) {
+        uint64_t ok = per_request_fits(j, next);
+        if (!OBL_DECLASSIFY_VAL(ok)) /* public: a shard is full */
+            e = OBL_ERR_FULL;
+    }
+    return e;
+}
+
+/* One shard, gets through its omap: the B requests as they are. */
+static obl_err direct_gets(obl_shard *m, size_t B, const unsigned char *keys,
+                           unsigned char *vout, uint64_t *found)
+{
+    size_t ks = m->p.key_size, vs = m->p.value_size;
+    for (size_t i = 0; i < B; i++) {
+        obl_err e = obl_omap_get(m->om[0], keys + i * ks, vout + i * vs, &found[i]);
+        if (e != OBL_OK)
+            return e;
+    }
+    return OBL_OK;
+}
+
+/* The writes after the answers: pending scans, then the omaps. */
+static obl_err write_back(sb_job *j, const uint64_t *next)
+{
+    obl_shard *m = j->m;
+    if (m->keep_scan)
+        (void)each_shard(j, task_scan_commit, 1);
+    if (!m->keep_omap)
+        return OBL_OK;
+    j->apply = 1;
+    obl_err e = each_shard(j, task_per_request, 0);
+    if (!m->keep_scan)
+        memcpy(m->cnt, next, m->S * sizeof(uint64_t));
+    return e;
+}
+
+/* The S * b arrays of one batch, in one allocation. */
+static unsigned char *bufs_alloc(obl_shard *m, size_t sb, int writes, shard_bufs *bf,
+                                 size_t *bytes)
+{
+    size_t ks = m->p.key_size, vs = m->p.value_size, per = 24 + ks + vs + (writes ? vs : 0);
+    if (!obl_mul_ok(sb, per, bytes))
+        return NULL;
+    unsigned char *a = (unsigned char *)obl_alloc(&m->ac, *bytes, 64);
+    if (!a)
+        return NULL;
+    bf->op = (uint64_t *)a;
+    bf->dummy = bf->op + sb;
+    bf->found = bf->dummy + sb;
+    bf->keys = a + 24 * sb;
+    bf->vout = bf->keys + sb * ks;
+    bf->vin = writes ? bf->vout + sb * vs : NULL;
+    return a;
+}
+
+/* The batch, timed in its parts. */
+static obl_err run_batch(obl_shard *m, sb_job *j, size_t B, const uint64_t *ops,
+                         const unsigned char *keys, const unsigned char *vin,
+                         unsigned char *vout, uint64_t *found)
+{
+    uint64_t next[OBL_SHARD_MAX_SHARDS];
+    unsigned engine = 0;
+    obl_err e = choose_engine(m, B, j->b, j->writes, &engine);
+    if (e != OBL_OK)
+        return e;
+    int direct = m->S == 1 && !j->writes && engine == OBL_SHARD_ENGINE_PER_REQUEST;
+    double t0 = shard_now_us();
+    if (!direct)
+        e = shard_route_split(&m->rt, B, j->b, ops, keys, vin, &j->bf);
+    double t1 = shard_now_us();
+    if (e == OBL_OK)
+        e = direct ? direct_gets(m, B, keys, vout, found) : answer(j, engine, next);
+    double t2 = shard_now_us();
+    if (e == OBL_OK && !direct)
+        e = shard_route_join(&m->rt, B, j->b, keys, &j->bf, vout, found);
+    double t3 = shard_now_us();
+    if (e != OBL_OK) {
+        if (m->keep_scan)
+            scan_abort_all(m);
+        return e;
+    }
+    if (j->writes)
+        e = write_back(j, next);
+    double t4 = shard_now_us();
+    m->st.batches++;
+    m->st.last_engine = engine;
+    m->st.last_b = j->b;
+    m->st.est_per_request_us = m->calibrated ? shard_est_per_request(m, j->b) : 0;
+    m->st.est_scan_us = m->calibrated ? shard_est_scan(m, j->b) : 0;
+    m->st.last_balance_us = (t1 - t0) + (t3 - t2);
+    m->st.last_shard_us = t2 - t1;
+    m->st.last_writeback_us = t4 - t3;
+    return e;
+}
+
+/* see obl/shard.h */
+obl_err obl_shard_batch(obl_shard *m, size_t B, const uint64_t *ops, const void *keys,
+                        const void *values_in, void *values_out, uint64_t *found)
+{
+    if (!m || !keys || !values_out || !found || B == 0 || B > OBL_SHARD_MAX_BATCH ||
+        (values_in && !ops))
+        return OBL_ERR_INVALID_ARG;
+    if (m->last_B != B) { /* public */
+        m->last_b = shard_route_b(B, m->S, m->lambda);
+        m->last_B = B;
+    }
+    sb_job j = {m, m->last_b, {0}, values_in != NULL, 0, 1, NULL};
+    size_t sb, bytes = 0;
+    if (!obl_mul_ok(j.b, m->S, &sb))
+        return OBL_ERR_TOO_LARGE;
+    unsigned char *a = bufs_alloc(m, sb, j.writes, &j.bf, &bytes);
+    if (!a)
+        return bytes ? OBL_ERR_NOMEM : OBL_ERR_TOO_LARGE;
+    obl_err e = run_batch(m, &j, B, ops, (const unsigned char *)keys,
+                          (const unsigned char *)values_in, (unsigned char *)values_out, found);
+    obl_free(&m->ac, a, bytes);
+    return e;
+}
+
+/* see obl/shard.h */
+obl_err obl_shard_get(obl_shard *m, size_t B, const void *keys, void *values_out,
+                      uint64_t *found)
+{
+    return obl_shard_batch(m, B, NULL, keys, NULL, values_out, found);
+}
+
+/* Puts or erases: the mixed batch with one op, answers discarded. */
+static obl_err write_all(obl_shard *m, size_t B, uint64_t op, const void *keys,
+                         const void *values, uint64_t *found)
+{
+    if (!m || !keys || B == 0 || B > OBL_SHARD_MAX_BATCH || (op == OBL_OMAP_PUT && !values))
+        return OBL_ERR_INVALID_ARG;
+    size_t vs = m->p.value_size, bytes, vb;
+    if (!obl_mul_ok(B, 16 + vs, &bytes) || !obl_mul_ok(B, vs, &vb))
+        return OBL_ERR_TOO_LARGE;
+    unsigned char *a = (unsigned char *)obl_alloc(&m->ac, bytes + vb, 64);
+    if (!a)
+        return OBL_ERR_NOMEM;
+    uint64_t *ops = (uint64_t *)a, *fnd = ops + B;
+    for (size_t i = 0; i < B; i++)
+        ops[i] = op;
+    unsigned char *vin = values ? (unsigned char *)values : a + bytes; /* zeros */
+    obl_err e = obl_shard_batch(m, B, ops, keys, vin, a + 16 * B, fnd);
+    if (e == OBL_OK && found)
+        memcpy(found, fnd, B * 8);
+    obl_free(&m->ac, a, bytes + vb);
+    return e;
+}
+
+/* see obl/shard.h */
+obl_err obl_shard_put(obl_shard *m, size_t B, const void *keys, const void *values,
+                      uint64_t *found)
+{
+    return write_all(m, B, OBL_OMAP_PUT, keys, values, found);
+}
+
+/* see obl/shard.h */
+obl_err obl_shard_erase(obl_shard *m, size_t B, const void *keys, uint64_t *found)
+{
+    return write_all(m, B, OBL_OMAP_ERASE, keys, NULL, found);
+}

@@ -1,0 +1,130 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Bitonic sort of fixed-size records by a leading 64-bit key, for any n
+ * (Batcher 1968; the recursion for arbitrary n from H. W. Lang's notes on
+ * bitonic sorting networks): the scan engine's table build and route-back.
+ * The compare-exchange sequence depends on n alone; each exchange is a
+ * constant-time compare and a masked swap of the whole record. shard_sort
+ * hands keys of one or two words to obl/sort.h (shuffle, then sort, for
+ * large n) and keeps this network for longer keys.
+ */
+#include <obl/sort.h>
+
+#include "shard/shard_internal.h"
+
+#include "ct.h"
+
+typedef struct bs_ctx {
+    unsigned char *r;
+    size_t rs, kw; /* record bytes, key words compared */
+} bs_ctx;
+
+/* 1 if the key of record a is greater than that of b: words compared in
+ * order, the first that differs decides. */
+static inline uint64_t bs_gt(const unsigned char *a, const unsigned char *b, size_t kw)
+{
+    uint64_t gt = 0, decided = 0;
+    for (size_t k = 0; k < kw; k++) {
+        uint64_t x, y;
+        memcpy(&x, a + 8 * k, 8);
+        memcpy(&y, b + 8 * k, 8);
+        gt |= obl_ct_gt64(x, y) & (decided ^ 1);
+        decided |= obl_ct_neq64(x, y);
+    }
+    return gt;
+}
+
+/* Exchange records i < j if their order differs from `up`. */
+static inline void bs_ce(const bs_ctx *c, size_t i, size_t j, uint64_t up)
+{
+    unsigned char *a = c->r + i * c->rs, *b = c->r + j * c->rs;
+    OBL_TRACE_TOUCH(OBL_TRACE_REGION_SORT, OBL_TRACE_RW, i, j);
+    uint64_t sw = bs_gt(a, b, c->kw) ^ up ^ 1;
+    obl_ct_cswap(sw, a, b, c->rs);
+}
+
+/* The largest power of two below n (n >= 2). */
+static size_t bs_pow2_below(size_t n)
+{
+    size_t m = 1;
+    while (m * 2 < n)
+        m *= 2;
+    return m;
+}
+
+static void bs_merge(const bs_ctx *c, size_t lo, size_t n, uint64_t up)
+{
+    if (n < 2)
+        return;
+    size_t m = bs_pow2_below(n);
+    for (size_t i = lo; i < lo + n - m; i++)
+        bs_ce(c, i, i + m, up);
+    bs_merge(c, lo, m, up);
+    bs_merge(c, lo + m, n - m, up);
+}
+
+static void bs_sort(const bs_ctx *c, size_t lo, size_t n, uint64_t up)
+{
+    if (n < 2)
+        return;
+    size_t m = n / 2;
+    bs_sort(c, lo, m, up ^ 1);
+    bs_sort(c, lo + m, n - m, up);
+    bs_merge(c, lo, n, up);
+}
+
+/* see shard_internal.h */
+void shard_bitonic_sort(unsigned char *recs, size_t n, size_t rec_size)
+{
+    shard_bitonic_sort_words(recs, n, rec_size, 1);
+}
+
+/* see shard_internal.h */
+void shard_bitonic_sort_words(unsigned char *recs, size_t n, size_t rec_size, size_t kw)
+{
+    bs_ctx c = {recs, rec_size, kw};
+    bs_sort(&c, 0, n, 1);
+}
+
+#define SHARD_SORT_PAR_MIN ((size_t)1 << 14)
+/* Below this many records the network here measured faster than obl_sort
+ * (its shuffle's compaction passes cost more on small arrays). */
+#define SHARD_SORT_LIB_MIN ((size_t)1 << 13)
+
+/* obl_sort's randomness (the shuffle before its merge sort): the caller's
+ * generator. */
+static int shard_sort_random(void *opaque, void *buf, size_t len)
+{
+    obl_prg_fill((obl_prg *)opaque, buf, len);
+    return 0;
+}
+
+/* see shard_internal.h */
+void shard_sort(unsigned char *recs, size_t n, size_t rec_size, size_t kw, unsigned threads,
+                obl_prg *g, const obl_allocator *alloc)
+{
+    if (kw > 2 || n < SHARD_SORT_LIB_MIN) { /* public */
+        shard_bitonic_sort_words(recs, n, rec_size, kw);
+        return;
+    }
+    /* threads only for large sorts: starting them costs more below */
+    unsigned th = n >= SHARD_SORT_PAR_MIN ? threads : 1;
+    obl_sort_params p = {rec_size, 8 * kw, th, shard_sort_random, g, alloc};
+    if (obl_sort(recs, n, &p) == OBL_OK)
+        return;
+    /* NOMEM of the shuffle's scratch: the network needs none (a public
+     * event; the result is the same) */
+    if (obl_sort_bitonic(recs, n, &p) != OBL_OK)
+        shard_bitonic_sort_words(recs, n, rec_size, kw);
+}
+
+/* see shard_internal.h */
+void shard_keep_first(unsigned char *recs, size_t n, size_t rec_size, const uint8_t *keep,
+                      unsigned threads, obl_prg *g, const obl_allocator *alloc)
+{
+    unsigned th = n >= SHARD_SORT_PAR_MIN ? threads : 1;
+    obl_sort_params p = {rec_size, 8, th, shard_sort_random, g, alloc};
+    if (keep && n >= SHARD_SORT_LIB_MIN && obl_compact(recs, n, keep, NULL, &p) == OBL_OK)
+        return;
+    shard_sort(recs, n, rec_size, 1, threads, g, alloc); /* by the keys set for it */
+}

@@ -1,0 +1,144 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The cost model that picks a get batch's engine from public sizes alone:
+ * per-request: ceil(S / T) rounds of b omap accesses (the shards run in
+ * parallel, one thread each); scan: per shard, every entry hashed and
+ * compared with z slots, plus three sorts of the table's records
+ * (shard_scan_table_shape gives nb and z), the shards in parallel or, with
+ * fewer shards than threads, each scan split over the threads. Its
+ * constants are timed (thread CPU time) at the first get batch on the
+ * map's own stores (docs/shard.md, "Cost model").
+ */
+#include <math.h>
+#include <string.h>
+#include <time.h>
+
+#include "shard/shard_map.h"
+
+/* see shard_map.h */
+double shard_now_us(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec * 1e6 + (double)ts.tv_nsec / 1e3;
+}
+
+static double rounds(const obl_shard *m)
+{
+    return ceil((double)m->S / (double)m->threads);
+}
+
+/* see shard_map.h */
+double shard_est_per_request(const obl_shard *m, size_t b)
+{
+    return rounds(m) * (double)b * m->cost.access_us;
+}
+
+/* see shard_map.h */
+double shard_est_scan(obl_shard *m, size_t b)
+{
+    if (m->shape_b != b) {
+        shard_scan_table_shape(b, (size_t)m->cap_s, &m->shape_nb, &m->shape_z);
+        m->shape_b = b;
+    }
+    size_t nb = m->shape_nb, z = m->shape_z;
+    double n = (double)(b + nb * z), lg = ceil(log2(n + 1));
+    double sorts = 3.0 * m->cost.ce_us * n * lg;
+    double scan = (double)m->cap_s * (m->cost.entry_us + (double)z * m->cost.slot_us);
+    if (m->S < m->threads) /* each scan split over the threads */
+        return (double)m->S * (scan / (double)m->threads + sorts);
+    return rounds(m) * (scan + sorts);
+}
+
+/* see shard_map.h: five sorts of B + S b records (route.c) */
+double shard_est_balance(const obl_shard *m, size_t B, size_t b)
+{
+    double n = (double)(B + (size_t)m->S * b);
+    return 5.0 * m->cost.ce_us * n * log2(n + 1);
+}
+
+/* CPU time of the calling thread (us): the constants measure work, which
+ * other processes on the machine would inflate in wall-clock time. */
+static double cpu_now_us(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+    return (double)ts.tv_sec * 1e6 + (double)ts.tv_nsec / 1e3;
+}
+
+/* The least of three timings of a get batch of b dummies on store s. */
+static double time_scan(shard_scan *s, size_t b, size_t ks, size_t vs, const obl_alloc_ctx *ac)
+{
+    obl_alloc_ctx c = *ac;
+    size_t bytes = b * (16 + 8 + ks + vs);
+    unsigned char *buf = (unsigned char *)obl_alloc(&c, bytes, 64);
+    if (!buf)
+        return -1;
+    uint64_t *op = (uint64_t *)buf, *dummy = op + b, *found = dummy + b;
+    for (size_t i = 0; i < b; i++)
+        dummy[i] = 1;
+    shard_batch bt = {b, op, dummy, buf + 24 * b, NULL, buf + 24 * b + b * ks, found};
+    double best = INFINITY;
+    for (int r = 0; r < 3; r++) {
+        double t0 = cpu_now_us();
+        if (shard_scan_batch(s, &bt, NULL, 1) != OBL_OK)
+            best = -1;
+        double t = cpu_now_us() - t0;
+        best = best < 0 ? best : fmin(best, t);
+    }
+    obl_free(&c, buf, bytes);
+    return best;
+}
+
+/* Scan constants from batches of 1 and 64 dummies on a store of 2^14
+ * entries (a fixed size, so that creation stays cheap), and the sort's. */
+static obl_err calibrate_scan(obl_shard *m)
+{
+    enum { CAL_N = 1 << 14, CAL_B = 64 };
+    shard_scan *s = NULL;
+    obl_err e = shard_scan_create(&s, CAL_N, m->p.key_size, m->p.value_size, &m->prg, &m->ac);
+    if (e != OBL_OK)
+        return e;
+    double t1 = time_scan(s, 1, m->p.key_size, m->p.value_size, &m->ac);
+    double t2 = time_scan(s, CAL_B, m->p.key_size, m->p.value_size, &m->ac);
+    shard_scan_destroy(s);
+    if (t1 < 0 || t2 < 0)
+        return OBL_ERR_NOMEM;
+    size_t nb, z;
+    shard_scan_table_shape(CAL_B, CAL_N, &nb, &z);
+    m->cost.entry_us = t1 / CAL_N;
+    m->cost.slot_us = fmax(t2 - t1, 0) / ((double)CAL_N * (double)(z > 1 ? z - 1 : 1));
+    /* the sort: 4096 table records, per record and level (n lg n) */
+    size_t rs = 16 + 8 * m->rt.kw, n = 4096, bytes = n * rs;
+    obl_alloc_ctx c = m->ac;
+    unsigned char *r = (unsigned char *)obl_alloc(&c, bytes, 64);
+    if (!r)
+        return OBL_ERR_NOMEM;
+    for (size_t i = 0; i < n; i++)
+        memcpy(r + i * rs, &(uint64_t){(i * 0x9e3779b97f4a7c15ull) >> 20}, 8);
+    double t0 = cpu_now_us();
+    shard_sort(r, n, rs, 1, 1, &m->prg, &m->ac.a);
+    m->cost.ce_us = (cpu_now_us() - t0) / (4096.0 * 12.0);
+    obl_free(&c, r, bytes);
+    return OBL_OK;
+}
+
+/* see shard_map.h */
+obl_err shard_calibrate(obl_shard *m)
+{
+    m->cost.access_us = INFINITY;
+    m->cost.entry_us = m->cost.slot_us = m->cost.ce_us = INFINITY;
+    if (m->keep_omap) {
+        unsigned char key[OBL_SHARD_MAX_KEY_SIZE] = {0}, val[OBL_SHARD_MAX_VALUE_SIZE];
+        uint64_t found;
+        double t0 = 0;
+        for (int i = 0; i < 48; i++) { /* 16 to warm the caches, 32 timed */
+            if (i == 16)
+                t0 = cpu_now_us();
+            if (obl_omap_get(m->om[0], key, val, &found) != OBL_OK)
+                return OBL_ERR_STATE;
+        }
+        m->cost.access_us = (cpu_now_us() - t0) / 32;
+    }
+    return m->keep_scan ? calibrate_scan(m) : OBL_OK;
+}

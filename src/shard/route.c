@@ -1,0 +1,283 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The sharded map's balancer for keys and values of any size: a batch of B
+ * requests becomes S shard batches of exactly b entries, every distinct key
+ * once in its shard's batch with the batch's last write of it, the rest
+ * dummies; the shards' answers then go back to every request, duplicates
+ * included (Snoopy, Dauterman et al., SOSP 2021, section 4). Built from
+ * bitonic sorts and linear passes with constant-time selects, so the trace
+ * depends on B, S, b and the sizes alone (docs/shard.md, "Balancer").
+ */
+#include <obl/lb.h>
+
+#include "shard/shard_internal.h"
+
+#include "common/secret.h"
+#include "ct.h"
+#include "omap/siphash.h"
+
+static inline uint64_t ld64(const unsigned char *p)
+{
+    uint64_t w;
+    memcpy(&w, p, 8);
+    return w;
+}
+
+static inline void st64(unsigned char *p, uint64_t w) { memcpy(p, &w, 8); }
+
+/* see shard_internal.h */
+size_t shard_route_b(size_t B, unsigned S, unsigned lambda)
+{
+    return obl_lb_shard_batch_size(B, S, lambda);
+}
+
+/* see shard_internal.h */
+uint64_t shard_route_shard_of(const shard_route *r, const unsigned char *key)
+{
+    __extension__ typedef unsigned __int128 u128;
+    uint64_t h = obl_siphash24(r->k0, r->k1, key, r->ks);
+    return (uint64_t)(((u128)h * r->S) >> 64);
+}
+
+/* 1 if the kw key words at a and b are equal. */
+static inline uint64_t key_eq(const unsigned char *a, const unsigned char *b, size_t kw)
+{
+    uint64_t acc = 0;
+    for (size_t k = 0; k < kw; k++)
+        acc |= ld64(a + 8 * k) ^ ld64(b + 8 * k);
+    return obl_ct_nonzero64(acc) ^ 1;
+}
+
+/*
+ * Sorts records [shard][key words][x] by all three (x < 2^51, shard < 2^13).
+ * Keys of one word are packed into two (shard, key, x in 13 + 64 + 51 bits)
+ * for obl/sort.h, and unpacked after; longer keys take the network.
+ */
+static void rt_sort_keyed(const shard_route *r, unsigned char *a, size_t n, size_t rs)
+{
+    const uint64_t lo51 = (1ull << 51) - 1;
+    if (r->kw != 1) { /* public */
+        shard_bitonic_sort_words(a, n, rs, 2 + r->kw);
+        return;
+    }
+    for (size_t i = 0; i < n; i++) {
+        unsigned char *q = a + i * rs;
+        uint64_t s = ld64(q), k = ld64(q + 8), x = ld64(q + 16);
+        st64(q, s << 51 | k >> 13);
+        st64(q + 8, (k & 0x1fff) << 51 | (x & lo51));
+    }
+    shard_sort(a, n, rs, 2, r->threads, r->prg, &r->ac->a);
+    for (size_t i = 0; i < n; i++) {
+        unsigned char *q = a + i * rs;
+        uint64_t h = ld64(q), l = ld64(q + 8);
+        st64(q, h >> 51);
+        st64(q + 8, (h & lo51) << 13 | l >> 51);
+    }
+}
+
+/* Split records: [shard][key words][pos][op][value]; op bit 8: filler. */
+#define RT_FILLER (1ull << 8)
+
+typedef struct rt_split {
+    const shard_route *r;
+    size_t B, b, n, rs, vo; /* records, record bytes, value offset */
+    unsigned char *a;
+} rt_split;
+
+/* The B requests, sorted by (shard, key, position). */
+static void rt_fill(rt_split *t, const uint64_t *ops, const unsigned char *keys,
+                    const unsigned char *vin)
+{
+    const shard_route *r = t->r;
+    for (size_t i = 0; i < t->B; i++) {
+        unsigned char *q = t->a + i * t->rs;
+        const unsigned char *k = keys + i * r->ks;
+        st64(q, shard_route_shard_of(r, k));
+        memcpy(q + 8, k, r->ks);
+        st64(q + 8 + 8 * r->kw, i);
+        uint64_t op = ops ? ops[i] : 0; /* NULL: a get batch */
+        st64(q + 16 + 8 * r->kw, obl_ct_eq64(op, 1) | obl_ct_eq64(op, 2) << 1);
+        if (vin)
+            memcpy(q + t->vo, vin + i * r->vs, r->vs);
+    }
+    rt_sort_keyed(r, t->a, t->B, t->rs);
+}
+
+/* Each record gets its key's last write so far (op and value); the last
+ * record of a key, its representative, keeps its shard, the others move
+ * past the last shard. */
+static void rt_dedupe(rt_split *t, unsigned char *cval)
+{
+    const shard_route *r = t->r;
+    size_t kw1 = 1 + r->kw, vb = t->vo < t->rs ? r->vs8 : 0;
+    uint64_t cop = 0;
+    for (size_t p = 0; p < t->B; p++) {
+        unsigned char *q = t->a + p * t->rs;
+        uint64_t same = p ? key_eq(q, q - t->rs, kw1) : 0;
+        uint64_t op = ld64(q + 16 + 8 * r->kw), w = obl_ct_nonzero64(op);
+        cop = obl_ct_select64(w, op, obl_ct_select64(same, cop, 0));
+        st64(q + 16 + 8 * r->kw, cop);
+        if (vb) {
+            obl_ct_czero(same ^ 1, cval, vb);
+            obl_ct_cmov(w, cval, q + t->vo, vb);
+            memcpy(q + t->vo, cval, vb);
+        }
+    }
+    for (size_t p = 0; p < t->B; p++) {
+        unsigned char *q = t->a + p * t->rs;
+        uint64_t rep = p + 1 < t->B ? key_eq(q, q + t->rs, kw1) ^ 1 : 1;
+        uint64_t x = obl_ct_select64(rep, ld64(q), r->S);
+        st64(q, x << 33 | (uint64_t)p);
+    }
+}
+
+/* Appends b fillers per shard, sorts by shard (representatives first),
+ * keeps the first b of each shard (kept[], n bytes) and compacts them into
+ * place. Returns 1 if a shard had more than b keys. */
+static uint64_t rt_place(rt_split *t, uint8_t *kept)
+{
+    const shard_route *r = t->r;
+    for (size_t f = 0; f < (size_t)r->S * t->b; f++) {
+        unsigned char *q = t->a + (t->B + f) * t->rs;
+        memset(q, 0, t->rs);
+        st64(q, (uint64_t)(f / t->b) << 33 | 1ull << 32 | (uint64_t)(t->B + f));
+        st64(q + 16 + 8 * r->kw, RT_FILLER);
+    }
+    shard_sort(t->a, t->n, t->rs, 1, r->threads, r->prg, &r->ac->a);
+    uint64_t prev = UINT64_MAX, rank = 0, ovf = 0;
+    for (size_t p = 0; p < t->n; p++) {
+        unsigned char *q = t->a + p * t->rs;
+        uint64_t w0 = ld64(q), x = w0 >> 33, filler = (w0 >> 32) & 1;
+        rank = obl_ct_select64(obl_ct_eq64(x, prev), rank + 1, 0);
+        uint64_t inshard = obl_ct_lt64(x, r->S), keep = obl_ct_lt64(rank, t->b) & inshard;
+        ovf |= (keep ^ 1) & (filler ^ 1) & inshard;
+        st64(q, obl_ct_select64(keep, x * t->b + rank, 1ull << 63 | (uint64_t)p));
+        kept[p] = (uint8_t)keep;
+        prev = x;
+    }
+    shard_keep_first(t->a, t->n, t->rs, kept, r->threads, r->prg, &r->ac->a);
+    return ovf;
+}
+
+/* see shard_internal.h */
+obl_err shard_route_split(const shard_route *r, size_t B, size_t b, const uint64_t *ops,
+                          const unsigned char *keys, const unsigned char *vin, shard_bufs *out)
+{
+    rt_split t = {r, B, b, B + (size_t)r->S * b, 0, 0, NULL};
+    t.vo = 8 * (3 + r->kw);
+    t.rs = t.vo + (vin ? r->vs8 : 0);
+    size_t bytes;
+    if (!obl_mul_ok(t.n, t.rs, &bytes))
+        return OBL_ERR_TOO_LARGE;
+    t.a = (unsigned char *)obl_alloc(r->ac, bytes, 64);
+    unsigned char *cval = (unsigned char *)obl_alloc(r->ac, r->vs8, 64);
+    uint8_t *kept = (uint8_t *)obl_alloc(r->ac, t.n, 64);
+    obl_err e = OBL_OK;
+    if (!t.a || !cval || !kept) {
+        e = OBL_ERR_NOMEM;
+        goto done;
+    }
+    rt_fill(&t, ops, keys, vin);
+    rt_dedupe(&t, cval);
+    uint64_t ovf = rt_place(&t, kept);
+    /* a public capacity event: a shard got more than b keys (<= 2^-lambda) */
+    if (OBL_DECLASSIFY_VAL(ovf)) {
+        e = OBL_ERR_FULL;
+        goto done;
+    }
+    for (size_t j = 0; j < (size_t)r->S * b; j++) {
+        const unsigned char *q = t.a + j * t.rs;
+        uint64_t op = ld64(q + 16 + 8 * r->kw);
+        out->op[j] = op & 3;
+        out->dummy[j] = (op >> 8) & 1;
+        memcpy(out->keys + j * r->ks, q + 8, r->ks);
+        if (vin)
+            memcpy(out->vin + j * r->vs, q + t.vo, r->vs);
+    }
+done:
+    obl_free(r->ac, t.a, bytes);
+    obl_free(r->ac, cval, r->vs8);
+    obl_free(r->ac, kept, t.n);
+    return e;
+}
+
+/* Join records: [shard][key words][type][pos][found][value]; type 0 is a
+ * shard's answer, 1 a request. */
+typedef struct rt_join {
+    const shard_route *r;
+    size_t B, b, n, rs, to; /* type word offset */
+    unsigned char *a;
+} rt_join;
+
+static void rt_join_fill(rt_join *t, const unsigned char *keys, const shard_bufs *in)
+{
+    const shard_route *r = t->r;
+    size_t sb = (size_t)r->S * t->b;
+    for (size_t j = 0; j < sb; j++) { /* a dummy's answer joins nothing */
+        unsigned char *q = t->a + j * t->rs;
+        st64(q, obl_ct_select64(in->dummy[j] & 1, r->S, j / t->b));
+        memcpy(q + 8, in->keys + j * r->ks, r->ks);
+        st64(q + t->to + 16, in->found[j] & 1);
+        memcpy(q + t->to + 24, in->vout + j * r->vs, r->vs);
+    }
+    for (size_t i = 0; i < t->B; i++) {
+        unsigned char *q = t->a + (sb + i) * t->rs;
+        const unsigned char *k = keys + i * r->ks;
+        st64(q, shard_route_shard_of(r, k));
+        memcpy(q + 8, k, r->ks);
+        st64(q + t->to, 1);
+        st64(q + t->to + 8, i);
+    }
+}
+
+/* Each request takes the answer that precedes it in its (shard, key) group;
+ * then the requests are sorted back into batch order. */
+static void rt_join_carry(rt_join *t, unsigned char *cval)
+{
+    const shard_route *r = t->r;
+    uint64_t cfound = 0, prev = UINT64_MAX; /* the previous shard word, overwritten below */
+    for (size_t p = 0; p < t->n; p++) {
+        unsigned char *q = t->a + p * t->rs;
+        uint64_t w0 = ld64(q);
+        uint64_t same = p ? obl_ct_eq64(w0, prev) & key_eq(q + 8, q + 8 - t->rs, r->kw) : 0;
+        prev = w0;
+        uint64_t req = ld64(q + t->to) & 1;
+        cfound = obl_ct_select64(req, obl_ct_select64(same, cfound, 0), ld64(q + t->to + 16));
+        obl_ct_czero(req & (same ^ 1), cval, r->vs8);
+        obl_ct_cmov(req ^ 1, cval, q + t->to + 24, r->vs8);
+        st64(q + t->to + 16, cfound);
+        memcpy(q + t->to + 24, cval, r->vs8);
+        st64(q, obl_ct_select64(req, ld64(q + t->to + 8), 1ull << 63 | (uint64_t)p));
+    }
+    shard_sort(t->a, t->n, t->rs, 1, r->threads, r->prg, &r->ac->a);
+}
+
+/* see shard_internal.h */
+obl_err shard_route_join(const shard_route *r, size_t B, size_t b, const unsigned char *keys,
+                         const shard_bufs *in, unsigned char *vout, uint64_t *found)
+{
+    rt_join t = {r, B, b, B + (size_t)r->S * b, 0, 8 * (1 + r->kw), NULL};
+    t.rs = t.to + 24 + r->vs8;
+    size_t bytes;
+    if (!obl_mul_ok(t.n, t.rs, &bytes))
+        return OBL_ERR_TOO_LARGE;
+    t.a = (unsigned char *)obl_alloc(r->ac, bytes, 64);
+    unsigned char *cval = (unsigned char *)obl_alloc(r->ac, r->vs8, 64);
+    obl_err e = OBL_OK;
+    if (!t.a || !cval) {
+        e = OBL_ERR_NOMEM;
+        goto done;
+    }
+    rt_join_fill(&t, keys, in);
+    rt_sort_keyed(r, t.a, t.n, t.rs);
+    rt_join_carry(&t, cval);
+    for (size_t i = 0; i < B; i++) {
+        const unsigned char *q = t.a + i * t.rs;
+        found[i] = ld64(q + t.to + 16);
+        memcpy(vout + i * r->vs, q + t.to + 24, r->vs);
+    }
+done:
+    obl_free(r->ac, t.a, bytes);
+    obl_free(r->ac, cval, r->vs8);
+    return e;
+}

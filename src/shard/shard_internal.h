@@ -1,0 +1,161 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Private interface of the sharded map (obl/shard.h): one shard's padded
+ * batch, the two shard engines that answer it and the sort they use.
+ * Design and leakage: docs/shard.md.
+ */
+#ifndef OBL_SRC_SHARD_INTERNAL_H
+#define OBL_SRC_SHARD_INTERNAL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <obl/obl.h>
+
+#include "common/alloc.h"
+#include "common/prg.h"
+#include "pool/pool.h"
+
+/*
+ * One shard's batch: exactly b requests (b public), as the load balancer
+ * hands them out. Every real key occurs at most once; the rest are dummies
+ * (dummy[i] = 1), whose key, op and value are ignored. Batch semantics: a
+ * request sees the shard's state before the batch (vout = the old value,
+ * found = whether the key was present); then puts (upsert) and erases are
+ * applied. Secret: op, dummy, keys, values, vout, found.
+ */
+typedef struct shard_batch {
+    size_t b;
+    const uint64_t *op;         /* OBL_OMAP_GET / PUT / ERASE, b words */
+    const uint64_t *dummy;      /* 0/1, b words */
+    const unsigned char *keys;  /* b * key_size */
+    const unsigned char *vin;   /* b * value_size (puts); NULL: get-only batch */
+    unsigned char *vout;        /* b * value_size: old value, zeros if absent */
+    uint64_t *found;            /* b words: 1 if present before the batch */
+} shard_batch;
+
+/* ---- the scan engine (scan.c): a plain array of entries, scanned ---- */
+
+typedef struct shard_scan shard_scan;
+
+/* An empty store of `capacity` entries. Public: all arguments. */
+obl_err shard_scan_create(shard_scan **out, uint64_t capacity, size_t key_size,
+                          size_t value_size, obl_prg *seed_from, const obl_alloc_ctx *ac);
+
+/* Fills an empty store with n distinct pairs (n <= capacity): a plain copy
+ * to entries 0 .. n-1. Public: n. */
+obl_err shard_scan_load(shard_scan *s, const void *keys, const void *values, uint64_t n);
+
+/*
+ * Answers one batch: builds the batch's oblivious hash table, scans every
+ * entry once (split into `parts` slices run on `pool`, or all on the
+ * calling thread if pool is NULL), routes the answers back, and for a batch
+ * with vin != NULL applies updates, erases and new-key puts.
+ * Public: b, parts, whether vin is NULL, the capacity and the error.
+ * Errors: NOMEM; STASH_OVERFLOW (a table bucket overflowed, probability
+ * <= 2^-40; nothing changed); FULL (the new keys do not fit; nothing
+ * changed).
+ */
+obl_err shard_scan_batch(shard_scan *s, const shard_batch *bt, obl_pool *pool, unsigned parts);
+
+/* shard_scan_batch in two steps, so that a map of several shards changes
+ * none when one fails: begin answers the batch and checks that its writes
+ * fit (all errors come from here; on error nothing is pending); commit
+ * applies the writes of a begun batch (never fails); abort drops them.
+ * A get-only batch (vin NULL) leaves nothing pending. */
+obl_err shard_scan_begin(shard_scan *s, const shard_batch *bt, obl_pool *pool, unsigned parts);
+void shard_scan_commit(shard_scan *s, obl_pool *pool);
+void shard_scan_abort(shard_scan *s);
+
+/* Bytes held (entries; the per-batch work memory is freed after a batch). */
+size_t shard_scan_memory_bytes(const shard_scan *s);
+
+void shard_scan_destroy(shard_scan *s);
+
+/* The table's shape for b requests and n entries: nb buckets (a power of
+ * two) of z slots, with P[some bucket holds more than z of b uniform balls]
+ * <= 2^-40 (exact binomial tail in log space), the cheapest by a cost model
+ * of the scan and the sorts. Public. */
+void shard_scan_table_shape(size_t b, size_t n, size_t *nb, size_t *z);
+
+/* Limits of the scan engine's stack buffers. */
+#define OBL_SHARD_SCAN_MAX_KEY8 64u     /* key bytes, rounded up to 8 */
+#define OBL_SHARD_SCAN_MAX_VALUE8 1024u /* value bytes, rounded up to 8 */
+
+/* ---- the balancer (route.c) ---- */
+
+/* The S * b request and answer arrays of one batch; shard j's batch is
+ * entries j * b .. (j + 1) * b - 1. */
+typedef struct shard_bufs {
+    uint64_t *op, *dummy, *found;
+    unsigned char *keys, *vin, *vout;
+} shard_bufs;
+
+/* The balancer's parameters and its secret PRF key (SipHash-2-4). */
+typedef struct shard_route {
+    uint64_t k0, k1;
+    unsigned S;
+    size_t ks, kw, vs, vs8; /* key bytes, key words, value bytes, rounded */
+    obl_alloc_ctx *ac;      /* working memory, freed before returning */
+    obl_prg *prg;           /* randomness of the sorts' shuffles */
+    unsigned threads;       /* threads the sorts may use */
+} shard_route;
+
+/* b: the least n with P[Bin(B, 1/S) > n] <= 2^-lambda (B when S = 1),
+ * obl_lb_shard_batch_size of obl/lb.h. */
+size_t shard_route_b(size_t B, unsigned S, unsigned lambda);
+
+/* The shard of a key: SipHash under the map's key, scaled to [0, S) by a
+ * multiply. Secret: key and result. */
+uint64_t shard_route_shard_of(const shard_route *r, const unsigned char *key);
+
+/*
+ * Forward: B requests (ops, keys, vin or NULL for a get batch) into the S * b
+ * entries of out (op, dummy, keys, vin): every distinct key once, with the
+ * batch's last write of it (or GET). Public: B, b, S, sizes, the error.
+ * Errors: NOMEM, TOO_LARGE, FULL (a shard got more than b distinct keys).
+ */
+obl_err shard_route_split(const shard_route *r, size_t B, size_t b, const uint64_t *ops,
+                          const unsigned char *keys, const unsigned char *vin, shard_bufs *out);
+
+/* Backward: the shards' answers (in: dummy, keys, found, vout) to the B
+ * requests (the same keys as the split), duplicates included. */
+obl_err shard_route_join(const shard_route *r, size_t B, size_t b, const unsigned char *keys,
+                         const shard_bufs *in, unsigned char *vout, uint64_t *found);
+
+/* ---- the sort (bitonic.c) ---- */
+
+/*
+ * Sorts n records of rec_size bytes ascending by the uint64_t at the start
+ * of each record (Batcher's bitonic network for any n, in the recursive
+ * form of Lang's notes): a fixed sequence of compare-exchanges, so the
+ * trace depends on n and rec_size alone. Equal keys end in any order.
+ * Secret: the records. Public: n, rec_size.
+ */
+void shard_bitonic_sort(unsigned char *recs, size_t n, size_t rec_size);
+
+/*
+ * Sorts by the first kw words: for kw <= 2 and n >= 2^13, obl_sort
+ * (obl/sort.h: an oblivious shuffle with g's randomness and a merge sort,
+ * which reveals a uniformly random permutation only), else the network.
+ * Never fails: without memory for the shuffle it runs the network.
+ * Secret: the records. Public: n, rec_size, kw, threads.
+ */
+void shard_sort(unsigned char *recs, size_t n, size_t rec_size, size_t kw, unsigned threads,
+                obl_prg *g, const obl_allocator *alloc);
+
+/*
+ * Moves the records with keep[i] = 1 to the front in their order: ORCompact
+ * (obl_compact of obl/sort.h) for n >= 2^13, else (or without memory, or
+ * keep NULL) a shard_sort by the first word, which the caller has set to
+ * order the kept records first and as they are. Never fails.
+ * Secret: records, keep. Public: n, rec_size, threads.
+ */
+void shard_keep_first(unsigned char *recs, size_t n, size_t rec_size, const uint8_t *keep,
+                      unsigned threads, obl_prg *g, const obl_allocator *alloc);
+
+/* The same, by the first kw words of each record compared in order
+ * (lexicographically, as numbers). Public: kw too. */
+void shard_bitonic_sort_words(unsigned char *recs, size_t n, size_t rec_size, size_t kw);
+
+#endif /* OBL_SRC_SHARD_INTERNAL_H */

@@ -1,0 +1,37 @@
+# SPDX-License-Identifier: MIT
+# Batched layer: the worker pool, the shard engines and the sharded map.
+obl_add_test(test_pool shard/test_pool.c)
+# The pool's locking under helgrind (valgrind is there in the ct build).
+if(OBL_CT_CHECK)
+  add_test(NAME test_pool_helgrind
+           COMMAND valgrind --tool=helgrind --error-exitcode=99 $<TARGET_FILE:test_pool>
+                   -s ${OBL_TEST_SEED} --ct)
+  set_tests_properties(test_pool_helgrind PROPERTIES LABELS "ct;threads" TIMEOUT 300)
+endif()
+obl_add_test(test_scan shard/test_scan.c)
+obl_add_test(test_shard shard/test_shard.c TIMEOUT 900)
+
+# obl-bench sharded / batched: a tiny case each prints a REPORT line in the
+# public harness's order (UnorderedMap, the sharded fields) and passes its
+# self-check (every answer verified); a shard count above the capacity is a
+# usage error.
+if(TARGET obl-bench)
+  set(shre "REPORT_123UnorderedMap[|]obl_IMPL[|][^|]+[|] N:=1024 [|] Key_bytes := 8 [|] Value_bytes := 56 [|] Shards := S [|] Batch_size := 100 [|] Threads := 2 [|] Engines := E [|] fill := 0[.]8[0-9]* [|] Initialization_time_us := [0-9.]+ [|] Get_latency_us := [0-9.]+ [|] Get_throughput_qps := [0-9.]+ [|] Get_burst_latency_us := [0-9.]+ [|] Get_burst_throughput_qps := [0-9.]+ [|] Get_writeback_latency_us := [0-9.]+ [|] .* Memory_kb := [0-9.]+ [|] .*Baseline_get_throughput_qps := [0-9.]+ REPORT_123")
+  string(REPLACE "IMPL" "sharded" re1 "${shre}")
+  string(REPLACE "S [|]" "3 [|]" re1 "${re1}")
+  string(REPLACE "IMPL" "batched" re2 "${shre}")
+  string(REPLACE "S [|]" "1 [|]" re2 "${re2}")
+  set(b $<TARGET_FILE:obl-bench>)
+  set(args --n 1024 --batch 100 --threads 2 --reps 1 --warmup 0 --queries 300 --value-bytes 56)
+  string(REPLACE ";" " " args "${args}")
+  foreach(e 0 1 2)
+    string(REPLACE "E [|]" "${e} [|]" r1 "${re1}")
+    string(REPLACE "E [|]" "${e} [|]" r2 "${re2}")
+    add_test(NAME test_bench_sharded_${e}
+             COMMAND sh -c "${b} sharded ${args} --shards 3 --engines ${e} 2>/dev/null | grep -Eq '${r1}' && ${b} batched ${args} --engines ${e} 2>/dev/null | grep -Eq '${r2}'")
+    set_tests_properties(test_bench_sharded_${e} PROPERTIES LABELS "unit;bench" TIMEOUT 120)
+  endforeach()
+  add_test(NAME test_bench_sharded_usage
+           COMMAND sh -c "${b} sharded --n 16 --shards 100 >/dev/null 2>&1; test $? -eq 2")
+  set_tests_properties(test_bench_sharded_usage PROPERTIES LABELS "unit;bench" TIMEOUT 60)
+endif()
