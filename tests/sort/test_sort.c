@@ -16,6 +16,8 @@
 static int test_random(void *opaque, void *buf, size_t len)
 {
     test_rng_fill((test_rng *)opaque, buf, len);
+    if (T.ct) /* the seed is secret: so are the permutations drawn from it */
+        OBL_SECRET(buf, len);
     return 0;
 }
 
