@@ -359,6 +359,16 @@ static void test_bad_input(void)
     p = params(2, 1, 1);
     CHECK_EQ_U64(obl_compact(r, 2, NULL, NULL, &p), OBL_ERR_INVALID_ARG);
     CHECK_EQ_U64(obl_sort(r, (size_t)1 << 33, &p), OBL_ERR_TOO_LARGE);
+    /* n * rec_size beyond the address space: refused before any access */
+    p.rec_size = (size_t)1 << 60;
+    CHECK_EQ_U64(obl_sort(r, 16, &p), OBL_ERR_TOO_LARGE);
+    CHECK_EQ_U64(obl_sort_bitonic(r, 16, &p), OBL_ERR_TOO_LARGE);
+    CHECK_EQ_U64(obl_sort_shuffled(r, 16, &p), OBL_ERR_TOO_LARGE);
+    CHECK_EQ_U64(obl_shuffle(r, 16, &p), OBL_ERR_TOO_LARGE);
+    uint8_t fl16[16] = {1};
+    CHECK_EQ_U64(obl_compact(r, 16, fl16, NULL, &p), OBL_ERR_TOO_LARGE);
+    CHECK_EQ_U64(obl_expand(r, 16, fl16, &p), OBL_ERR_TOO_LARGE);
+    p = params(2, 1, 1);
     test_failing_alloc fa = {0, 0, 0};
     obl_allocator al = {test_fa_alloc, test_fa_free, &fa};
     p.alloc = &al;
