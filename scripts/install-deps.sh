@@ -15,6 +15,10 @@ command -v pkg-config >/dev/null 2>&1 || need="$need pkg-config"
 command -v readelf >/dev/null 2>&1 || need="$need binutils"
 command -v valgrind >/dev/null 2>&1 && [ -f /usr/include/valgrind/memcheck.h ] || need="$need valgrind"
 [ -x /usr/bin/python3 ] || need="$need python3"
+# obl_mpi (obl/mpi.h, obl-mpi) and its tests: Open MPI and OpenSSL's libcrypto
+command -v mpirun >/dev/null 2>&1 || need="$need openmpi-bin"
+[ -f /usr/include/x86_64-linux-gnu/mpi/mpi.h ] || [ -f /usr/lib/x86_64-linux-gnu/openmpi/include/mpi.h ] || need="$need libopenmpi-dev"
+[ -f /usr/include/openssl/evp.h ] || need="$need libssl-dev"
 if [ -x /usr/bin/python3 ]; then
   /usr/bin/python3 -c 'import numpy' 2>/dev/null || need="$need python3-numpy"
   /usr/bin/python3 -c 'import matplotlib' 2>/dev/null || need="$need python3-matplotlib"
