@@ -2,9 +2,18 @@
 # Installs, with apt-get, the Debian 12 packages obl's build, tests and
 # benchmark suite need, when they are missing. Safe to run again: it does
 # nothing when everything is there. Must run as root when something is missing.
+#   sh scripts/install-deps.sh            what the build, tests and suite need
+#   sh scripts/install-deps.sh --peers    also what the peer plug-ins' builds
+#                                         need (benchmark/olabs_oram: BearSSL,
+#                                         Boost headers; signal_icelake: clang)
 set -eu
 need=""
+if [ "${1:-}" = --peers ]; then
+  [ -f /usr/include/bearssl.h ] || need="$need libbearssl-dev"
+  [ -f /usr/include/boost/version.hpp ] || need="$need libboost-dev"
+fi
 command -v cc >/dev/null 2>&1 || need="$need gcc"
+command -v g++ >/dev/null 2>&1 || need="$need g++"
 command -v clang >/dev/null 2>&1 || need="$need clang"
 command -v cmake >/dev/null 2>&1 || need="$need cmake"
 command -v make >/dev/null 2>&1 || need="$need make"
