@@ -22,7 +22,8 @@
  *
  * Errors (public): OBL_ERR_INVALID_ARG for a NULL array with n > 0, a
  * key_size other than 8 or 16, a rec_size that is not a multiple of 8 or
- * below key_size; OBL_ERR_TOO_LARGE when n >= 2^32; OBL_ERR_NOMEM;
+ * below key_size; OBL_ERR_TOO_LARGE when n >= 2^32 or n * (rec_size + 64)
+ * exceeds SIZE_MAX; OBL_ERR_NOMEM;
  * OBL_ERR_RANDOM. On an error the array is unchanged.
  */
 #ifndef OBL_SORT_H

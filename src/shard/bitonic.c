@@ -5,8 +5,8 @@
  * bitonic sorting networks): the scan engine's table build and route-back.
  * The compare-exchange sequence depends on n alone; each exchange is a
  * constant-time compare and a masked swap of the whole record. shard_sort
- * hands keys of one or two words to obl/sort.h (shuffle, then sort, for
- * large n) and keeps this network for longer keys.
+ * hands keys of one or two words to obl_sort (obl/sort.h, its faster
+ * networks, for large n) and keeps this network for longer keys.
  */
 #include <obl/sort.h>
 
@@ -87,12 +87,11 @@ void shard_bitonic_sort_words(unsigned char *recs, size_t n, size_t rec_size, si
 }
 
 #define SHARD_SORT_PAR_MIN ((size_t)1 << 14)
-/* Below this many records the network here measured faster than obl_sort
- * (its shuffle's compaction passes cost more on small arrays). */
+/* Below this many records the network here measured faster than obl_sort. */
 #define SHARD_SORT_LIB_MIN ((size_t)1 << 13)
 
-/* obl_sort's randomness (the shuffle before its merge sort): the caller's
- * generator. */
+/* obl_sort's and obl_compact's randomness parameter (obl_sort_params):
+ * the caller's generator. */
 static int shard_sort_random(void *opaque, void *buf, size_t len)
 {
     obl_prg_fill((obl_prg *)opaque, buf, len);
@@ -112,8 +111,8 @@ void shard_sort(unsigned char *recs, size_t n, size_t rec_size, size_t kw, unsig
     obl_sort_params p = {rec_size, 8 * kw, th, shard_sort_random, g, alloc};
     if (obl_sort(recs, n, &p) == OBL_OK)
         return;
-    /* NOMEM of the shuffle's scratch: the network needs none (a public
-     * event; the result is the same) */
+    /* NOMEM of obl_sort's column scratch: the record network needs none (a
+     * public event; the result is the same) */
     if (obl_sort_bitonic(recs, n, &p) != OBL_OK)
         shard_bitonic_sort_words(recs, n, rec_size, kw);
 }

@@ -136,9 +136,9 @@ void shard_bitonic_sort(unsigned char *recs, size_t n, size_t rec_size);
 
 /*
  * Sorts by the first kw words: for kw <= 2 and n >= 2^13, obl_sort
- * (obl/sort.h: an oblivious shuffle with g's randomness and a merge sort,
- * which reveals a uniformly random permutation only), else the network.
- * Never fails: without memory for the shuffle it runs the network.
+ * (obl/sort.h: the column or record bitonic network, a trace of n and the
+ * sizes alone), else the network here. Never fails: without memory for
+ * obl_sort's columns it runs the record network.
  * Secret: the records. Public: n, rec_size, kw, threads.
  */
 void shard_sort(unsigned char *recs, size_t n, size_t rec_size, size_t kw, unsigned threads,

@@ -16,6 +16,8 @@
 static int test_random(void *opaque, void *buf, size_t len)
 {
     test_rng_fill((test_rng *)opaque, buf, len);
+    if (T.ct) /* the seed is secret: so are the permutations drawn from it */
+        OBL_SECRET(buf, len);
     return 0;
 }
 
@@ -282,6 +284,7 @@ static void test_shuffle(void)
         uint64_t r[3] = {0, 1, 2};
         obl_sort_params p = params(1, 1, 1);
         CHECK_EQ_U64(obl_shuffle(r, 3, &p), OBL_OK);
+        OBL_DECLASSIFY(r, sizeof r); /* the permutation: secret randomness */
         hist[r[0] * 2 + (r[1] > r[2] ? 1 : 0)]++;
     }
     int even = 1;
@@ -356,6 +359,16 @@ static void test_bad_input(void)
     p = params(2, 1, 1);
     CHECK_EQ_U64(obl_compact(r, 2, NULL, NULL, &p), OBL_ERR_INVALID_ARG);
     CHECK_EQ_U64(obl_sort(r, (size_t)1 << 33, &p), OBL_ERR_TOO_LARGE);
+    /* n * rec_size beyond the address space: refused before any access */
+    p.rec_size = (size_t)1 << 60;
+    CHECK_EQ_U64(obl_sort(r, 16, &p), OBL_ERR_TOO_LARGE);
+    CHECK_EQ_U64(obl_sort_bitonic(r, 16, &p), OBL_ERR_TOO_LARGE);
+    CHECK_EQ_U64(obl_sort_shuffled(r, 16, &p), OBL_ERR_TOO_LARGE);
+    CHECK_EQ_U64(obl_shuffle(r, 16, &p), OBL_ERR_TOO_LARGE);
+    uint8_t fl16[16] = {1};
+    CHECK_EQ_U64(obl_compact(r, 16, fl16, NULL, &p), OBL_ERR_TOO_LARGE);
+    CHECK_EQ_U64(obl_expand(r, 16, fl16, &p), OBL_ERR_TOO_LARGE);
+    p = params(2, 1, 1);
     test_failing_alloc fa = {0, 0, 0};
     obl_allocator al = {test_fa_alloc, test_fa_free, &fa};
     p.alloc = &al;
