@@ -448,19 +448,31 @@ static const dd_case CASES[] = {
 
 /*
  * The constant-time variants this machine can run, and a way to make the
- * structures created next use one. The library picks its variant when it
- * is built (obl_ct_variant), so there is one; with a run-time choice, list
- * every variant the CPU supports here and force it in dd_use_variant.
+ * structures created next use one: the library picks a structure's variant
+ * at create time, capped by OBL_CT_VARIANT (docs/dispatch.md). A variant the
+ * CPU (or a single-variant native build) cannot run reads back as another
+ * name and is left out.
  */
-static int dd_variants(const char **names, int max)
+static const char *const DD_ISA[] = {"avx512", "avx2", "portable"};
+
+static int dd_use_variant(const char *name)
 {
-    if (max < 1)
+    if (setenv("OBL_CT_VARIANT", name, 1) != 0)
         return 0;
-    names[0] = obl_ct_variant();
-    return 1;
+    return strcmp(name, obl_ct_variant()) == 0;
 }
 
-static int dd_use_variant(const char *name) { return strcmp(name, obl_ct_variant()) == 0; }
+static int dd_variants(const char **names, int max)
+{
+    int n = 0;
+    for (size_t i = 0; i < sizeof(DD_ISA) / sizeof(DD_ISA[0]) && n < max; i++)
+        if (dd_use_variant(DD_ISA[i]))
+            names[n++] = DD_ISA[i];
+    if (n == 0 && max > 0) /* a native build: its one variant, whatever its name */
+        names[n++] = obl_ct_variant();
+    unsetenv("OBL_CT_VARIANT");
+    return n;
+}
 
 int main(int argc, char **argv)
 {
