@@ -11,10 +11,18 @@
 
 #include <obl/lb.h>
 
+/* log Gamma(x) without lgamma's write to the global signgam, so that
+ * threads may size batches at once; every argument here is >= 1. */
+static double lb_lgamma(double x)
+{
+    int sign;
+    return lgamma_r(x, &sign);
+}
+
 /* log P[Bin(B, p) = k]. */
 static double lb_lpmf(double lgB, double B, double k, double lp, double lq)
 {
-    return lgB - lgamma(k + 1) - lgamma(B - k + 1) + k * lp + (B - k) * lq;
+    return lgB - lb_lgamma(k + 1) - lb_lgamma(B - k + 1) + k * lp + (B - k) * lq;
 }
 
 /* log(e^a + e^b) */
@@ -38,7 +46,7 @@ size_t obl_lb_shard_batch_size(size_t B, unsigned S, unsigned lambda)
     if (S == 1)
         return B;
     const double p = 1.0 / S, lp = log(p), lq = log1p(-p), Bd = (double)B;
-    const double lgB = lgamma(Bd + 1), thr = -(double)lambda * log(2.0);
+    const double lgB = lb_lgamma(Bd + 1), thr = -(double)lambda * log(2.0);
     size_t k = (size_t)floor((Bd + 1) * p); /* the mode */
     if (k > B)
         k = B;
