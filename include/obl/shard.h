@@ -27,7 +27,11 @@
  * (public, each of probability at most 2^-40 while the map holds at most
  * `capacity` entries): a shard receiving more than b distinct keys of a batch
  * (the balancer's overflow), a scan table overflow, a shard full.
- * A failed call leaves the map unchanged.
+ * A call that fails before its write phase leaves the map unchanged. One
+ * exception: a capacity event of a shard's map during the write-back of a
+ * map that keeps both engines' stores comes after the scan stores have
+ * committed; every write of the batch is still applied where it can be,
+ * and the first error is returned (docs/shard.md).
  *
  * Thread safety: one call at a time per map; the map runs its own threads.
  */
@@ -99,7 +103,7 @@ obl_err obl_shard_build(obl_shard **out, const obl_shard_params *p, const void *
  * values, zeros if absent), found B words (1 if present before the batch).
  * Public: B. Errors: INVALID_ARG (NULL, B = 0 or > OBL_SHARD_MAX_BATCH),
  * NOMEM, FULL, STASH_OVERFLOW (a capacity event above). The map is
- * unchanged on error.
+ * unchanged on error, but for the write-back exception above.
  */
 obl_err obl_shard_batch(obl_shard *m, size_t B, const uint64_t *ops, const void *keys,
                         const void *values_in, void *values_out, uint64_t *found);

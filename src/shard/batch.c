@@ -38,20 +38,25 @@ static obl_err task_per_request(void *arg, size_t s)
     const obl_shard *m = j->m;
     shard_batch bt = shard_view(j, s);
     size_t ks = m->p.key_size, vs = m->p.value_size;
+    obl_err first = OBL_OK;
     for (size_t i = 0; i < j->b; i++) {
         uint64_t d = bt.dummy[i] & 1, found = 0;
         uint64_t op = j->apply ? obl_ct_select64(d, OBL_OMAP_GET, bt.op[i]) : OBL_OMAP_GET;
         unsigned char *out = j->apply ? NULL : bt.vout + i * vs;
         obl_err e = obl_omap_access(m->om[s], op, bt.keys + i * ks,
                                     bt.vin ? bt.vin + i * vs : NULL, out, &found);
-        if (e != OBL_OK)
+        /* A write-back goes on past a capacity event, so that no later
+         * write of the batch is dropped; the first error is returned. */
+        if (e != OBL_OK && first == OBL_OK)
+            first = e;
+        if (e != OBL_OK && !j->apply)
             return e;
         if (!j->apply) {
             obl_ct_czero(d, out, vs);
             bt.found[i] = found & (d ^ 1);
         }
     }
-    return OBL_OK;
+    return first;
 }
 
 static obl_err task_scan_begin(void *arg, size_t s)
