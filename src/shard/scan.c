@@ -33,6 +33,7 @@
 #define SC_LAMBDA 40u        /* table overflow: at most 2^-40 per batch */
 #define SC_HASH_CHUNK 64    /* entries hashed at once (siphash lanes) */
 #define SC_MAX_PARTS 256u
+#define SC_PREFETCH 8     /* entries read ahead in the bucket-ordered scan */
 #define SC_SORT_WEIGHT 8.0 /* the shape's model: see shard_scan_table_shape */
 #define SC_FILLER (1ull << 9)
 #define SC_DUMMY (1ull << 8)
@@ -433,6 +434,14 @@ static void sc_scan_range(const sc_work *w, size_t lo, size_t hi, unsigned char 
         ord[cnt[xs[i]]++] = (uint32_t)i;
     for (size_t k = 0; k < n; k++) {
         size_t i = ord[k];
+#if defined(__GNUC__)
+        if (k + SC_PREFETCH < n) /* public: the order is public */
+        {
+            const unsigned char *pe = w->s->ent + (lo + ord[k + SC_PREFETCH]) * w->s->esz;
+            __builtin_prefetch(pe);
+            __builtin_prefetch(pe + w->s->esz - 1); /* an entry may span two lines */
+        }
+#endif
         unsigned char *e = w->s->ent + (lo + i) * w->s->esz;
         if (w->phase != 0) /* public */
             sc_probe(w, e, xs[i], oval, ofnd);
