@@ -435,8 +435,7 @@ static void sc_scan_range(const sc_work *w, size_t lo, size_t hi, unsigned char 
     for (size_t k = 0; k < n; k++) {
         size_t i = ord[k];
 #if defined(__GNUC__)
-        if (k + SC_PREFETCH < n) /* public: the order is public */
-        {
+        if (k + SC_PREFETCH < n) { /* public: the order is public */
             const unsigned char *pe = w->s->ent + (lo + ord[k + SC_PREFETCH]) * w->s->esz;
             __builtin_prefetch(pe);
             __builtin_prefetch(pe + w->s->esz - 1); /* an entry may span two lines */
