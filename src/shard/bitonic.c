@@ -5,8 +5,9 @@
  * bitonic sorting networks): the scan engine's table build and route-back.
  * The compare-exchange sequence depends on n alone; each exchange is a
  * constant-time compare and a masked swap of the whole record. shard_sort
- * hands keys of one or two words to obl/sort.h (shuffle, then sort, for
- * large n) and keeps this network for longer keys.
+ * hands keys of one or two words to obl/sort.h (the column network for
+ * short records, padded to a power of two) and keeps this network for
+ * longer keys and small n.
  */
 #include <obl/sort.h>
 
@@ -148,6 +149,7 @@ static int shard_sort_padded(unsigned char *recs, size_t n, size_t rec_size, uns
 void shard_sort(unsigned char *recs, size_t n, size_t rec_size, size_t kw, unsigned threads,
                 obl_prg *g, const obl_allocator *alloc)
 {
+    /* threads only for large sorts: starting them costs more below */
     unsigned th = n >= SHARD_SORT_PAR_MIN ? threads : 1;
     if (kw == 1 && rec_size <= 56 && n >= SHARD_SORT_COL_MIN && /* public */
         shard_sort_padded(recs, n, rec_size, th, alloc) == 0)
