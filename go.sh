@@ -11,6 +11,11 @@
 # 5. draws the PNG figures under figures/.
 # BENCHMARK_MODE=plan prints the case list instead of running it (steps 1-2
 # still run); BENCHMARK_SELECTOR=cases.txt runs only the cases marked run.
+# Implementations are plug-ins (benchmark/<name>/): obl, the baselines and
+# every peer whose sources are found (OLABS_ORAM_SRC, SIGNAL_ICELAKE_SRC, or a
+# clone when the network allows); a peer that cannot be set up is skipped
+# with its reason. OBL_PEERS=olabs_oram,signal_icelake runs only those peers
+# (and installs their build's packages first), OBL_PEERS=none none.
 # Exit status: non-zero if the build or any case failed. See docs/suite.md.
 set -eu
 cd "$(dirname "$0")"
@@ -18,7 +23,11 @@ PY=/usr/bin/python3
 
 log() { printf 'go.sh: %s\n' "$*" >&2; }
 
-sh scripts/install-deps.sh >&2
+if [ -n "${OBL_PEERS:-}" ] && [ "${OBL_PEERS}" != none ]; then
+    sh scripts/install-deps.sh --peers >&2
+else
+    sh scripts/install-deps.sh >&2
+fi
 
 log "building the release configuration in build/"
 cmake -S . -B build -DCMAKE_BUILD_TYPE=Release >&2

@@ -20,4 +20,7 @@ uint64_t bench_plain_hashmap_gets(const plain_hashmap *m, const unsigned char *m
                                   const unsigned char *hit, uint64_t q, size_t kb, size_t vb,
                                   unsigned char *buf, uint64_t *t0, uint64_t *t1);
 
+/* --fill-pct (parameter `fill`), shared by the map types (bench_omap.c). */
+extern const bench_extra_flag bench_fill_flag[];
+
 #endif /* OBL_BENCH_HASHMAP_H */

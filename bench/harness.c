@@ -410,6 +410,28 @@ double bench_record_phase(bench_case *c, const char *latency_name, const char *q
     return us;
 }
 
+/* The names of a phase timed from the first operation after a build. */
+static const char *const bench_warm_names[][5] = {
+    {"Read", "Read_latency_us", "Read_throughput_qps", "Warmup_read_latency_us",
+     "Read_steady_latency_us"},
+    {"Get", "Get_latency_us", "Get_throughput_qps", "Warmup_get_latency_us",
+     "Get_steady_latency_us"},
+};
+
+double bench_record_warm_phase(bench_case *c, const char *op, uint64_t t0, uint64_t tw,
+                               uint64_t t1, uint64_t ops)
+{
+    size_t k = 0;
+    while (k + 1 < sizeof(bench_warm_names) / sizeof(bench_warm_names[0]) &&
+           strcmp(bench_warm_names[k][0], op))
+        k++;
+    const char *const *nm = bench_warm_names[k];
+    double us = bench_record_phase(c, nm[1], nm[2], t0, t1, 2 * ops);
+    bench_record(c, nm[3], bench_us_per_op(t0, tw, ops));
+    bench_record(c, nm[4], bench_us_per_op(tw, t1, ops));
+    return us;
+}
+
 void bench_build_start(bench_build *b)
 {
     b->rss_before = bench_rss_bytes();
@@ -424,12 +446,17 @@ void bench_build_done(bench_case *c, bench_build *b)
     bench_record(c, "Initialization_time_us", (double)(t1 - b->t0) / 1000.0);
 }
 
+/* Memory_kb is the public harness's figure: the growth of the resident set
+ * from before the build to now (after the timed operations), as its drivers
+ * read VmRSS; Allocated_kb is what the structure holds through its allocator
+ * (docs/benchmark-format.md, "Memory"). */
 void bench_record_memory(bench_case *c, size_t alloc_bytes, const bench_build *b)
 {
-    bench_record(c, "Memory_kb", (double)alloc_bytes / 1024.0);
+    size_t now = bench_rss_bytes();
+    double rss = now > b->rss_before ? (double)(now - b->rss_before) : 0.0;
+    bench_record(c, "Memory_kb", rss / 1024.0);
+    bench_record(c, "Allocated_kb", (double)alloc_bytes / 1024.0);
     bench_record(c, "Bytes_per_entry", (double)alloc_bytes / (double)c->p.n);
-    double rss = b->rss_after > b->rss_before ? (double)(b->rss_after - b->rss_before) : 0.0;
-    bench_record(c, "Rss_delta_kb", rss / 1024.0);
 }
 
 /* ------------------------------------------------------ environment -- */
@@ -630,6 +657,16 @@ void bench_fmt(char *buf, size_t len, double x)
     snprintf(buf, len, "%.*f", dec, x);
 }
 
+/* An extra parameter's printed value: the integer, except `fill`, given in
+ * percent and printed as the harness's fraction (80 -> 0.8). */
+static void bench_param_text(char *buf, size_t len, const char *param, uint64_t v)
+{
+    if (!strcmp(param, "fill"))
+        snprintf(buf, len, "%g", (double)v / 100.0);
+    else
+        snprintf(buf, len, "%" PRIu64, v);
+}
+
 static void bench_report_line(const bench_case *c, char *out, size_t len)
 {
     const bench_type *t = c->type;
@@ -645,8 +682,11 @@ static void bench_report_line(const bench_case *c, char *out, size_t len)
            t->report_type, t->impl, bench_get_env()->tag, t->n_name ? t->n_name : "N", c->p.n,
            c->p.key_bytes,
            c->p.value_bytes);
-    for (int i = 0; i < t->nextra; i++)
-        APPEND(" | %s := %" PRIu64, t->extra[i].param, c->p.extra[i]);
+    for (int i = 0; i < t->nextra; i++) {
+        char num[32];
+        bench_param_text(num, sizeof(num), t->extra[i].param, c->p.extra[i]);
+        APPEND(" | %s := %s", t->extra[i].param, num);
+    }
     for (int i = 0; i < c->nmetrics; i++) {
         char num[64];
         bench_stats s = bench_summarize(c->metrics[i].samples, c->metrics[i].count);
@@ -680,7 +720,9 @@ static void bench_json_params(FILE *f, const bench_type *t, uint64_t n, uint64_t
     for (int i = 0; i < t->nextra; i++) {
         fputs(", ", f);
         bench_json_string(f, t->extra[i].param);
-        fprintf(f, ": %" PRIu64, extra ? extra[i] : t->extra[i].def);
+        char num[32];
+        bench_param_text(num, sizeof(num), t->extra[i].param, extra ? extra[i] : t->extra[i].def);
+        fprintf(f, ": %s", num);
     }
 }
 
@@ -803,7 +845,7 @@ static void bench_help(const bench_type *const *types, size_t ntypes)
            "  --value-bytes V  value size in bytes\n"
            "  --queries Q      operations per timed phase (drawn before timing)\n"
            "  --reps R         repetitions, each on a fresh structure (1..%d)\n"
-           "  --warmup W       untimed repetitions before them (default 1)\n"
+           "  --warmup W       untimed repetitions before them (default 0)\n"
            "  --seed S         workload seed (default 1)\n"
            "  --json FILE      append JSONL records to FILE\n"
            "  --cpu K          pin the process to CPU K (recorded in the JSON env)\n\n"
@@ -973,7 +1015,7 @@ static int bench_run_type(const bench_type *t, int argc, char **argv)
         p.extra[i] = t->extra[i].def;
     uint64_t ns[BENCH_MAX_NS] = {1024};
     int nn = 1;
-    uint64_t warmup = 1;
+    uint64_t warmup = 0; /* the peers time their first repetition too */
     const char *json_path = NULL;
 
     for (int i = 0; i < argc; i++) {

@@ -109,6 +109,17 @@ double bench_record_phase(bench_case *c, const char *latency_name, const char *q
                           uint64_t t0, uint64_t t1, uint64_t ops);
 
 /*
+ * A phase timed from the first operation after a build, as the public
+ * harness's drivers time theirs: 2 * ops operations from t0 to t1, the first
+ * `ops` of them (to tw) the warm-up phase. op "Read" or "Get" records
+ * <op>_latency_us and <op>_throughput_qps over all of them,
+ * Warmup_<op>_latency_us over the first ops and <op>_steady_latency_us over
+ * the rest. Returns the whole phase's latency.
+ */
+double bench_record_warm_phase(bench_case *c, const char *op, uint64_t t0, uint64_t tw,
+                               uint64_t t1, uint64_t ops);
+
+/*
  * The build of a repetition's structure: bench_build_start() reads the
  * resident set and then the clock; bench_build_done() the clock and then the
  * resident set, and records Initialization_time_us.
@@ -122,9 +133,10 @@ void bench_build_done(bench_case *c, bench_build *b);
 
 /*
  * Records the measured memory of the structure built in this repetition:
- * Memory_kb (bytes held through its allocator, from a bench_counter),
- * Bytes_per_entry (the same over N) and Rss_delta_kb (resident set growth
- * over the build b, from /proc/self/statm).
+ * Memory_kb (resident set growth since the start of build b, from
+ * /proc/self/statm: the public harness's meaning), Allocated_kb (bytes held
+ * through its allocator, from a bench_counter) and Bytes_per_entry
+ * (Allocated_kb over N, in bytes).
  */
 void bench_record_memory(bench_case *c, size_t alloc_bytes, const bench_build *b);
 

@@ -54,8 +54,13 @@ def environment_text(run):
     if not run or not run.get("env"):
         return ""
     e = run["env"]
-    return (f"Environment: {machine(e)}, Linux {e.get('kernel')}, "
+    text = (f"Environment: {machine(e)}, Linux {e.get('kernel')}, "
             f"obl {e.get('git')}, run {run.get('time')}.")
+    if run.get("plugins"):
+        text += f"\n\nImplementations (plug-ins, benchmark/): {', '.join(run['plugins'])}."
+    for skip in run.get("plugins_skipped") or []:
+        text += f"\nPlug-in {skip['name']} skipped: {skip['reason']}."
+    return text
 
 
 def machine_text(run):

@@ -20,7 +20,7 @@ import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from obllib import parse, plan, results, runner  # noqa: E402
+from obllib import parse, plan, plugins, results, runner  # noqa: E402
 from obllib.inputs import ROOT  # noqa: E402
 
 
@@ -53,6 +53,13 @@ def parse_args(argv):
                    help="directory of full-run logs")
     p.add_argument("--bench-arg", action="append", default=[], metavar="ARG",
                    help="extra argument passed to every case (repeatable)")
+    p.add_argument("--plugins-dir", default=os.environ.get("OBL_PLUGINS_DIR")
+                   or os.path.join(ROOT, "benchmark"),
+                   help="directory of the implementations' plug-ins (default: $OBL_PLUGINS_DIR "
+                        "or benchmark/; docs/suite.md, \"Plug-ins\")")
+    p.add_argument("--peers", default=os.environ.get("OBL_PEERS"),
+                   help="comma-separated peer plug-ins to run, or none (default: $OBL_PEERS, "
+                        "else every peer whose setup succeeds)")
     p.add_argument("--cpu", default=os.environ.get("OBL_BENCH_CPU") or "auto",
                    help="pin every case to one CPU: auto (default, or $OBL_BENCH_CPU): the "
                         "fastest in a short probe, logged; none; or a CPU number")
@@ -102,18 +109,56 @@ def select(cases, selector_path):
     return run, skipped, list(chosen.values())
 
 
-def plan_text(cases, args):
+def plan_text(cases, args, skipped_plugins=()):
     total_s = sum(float(c.get("est_seconds") or 0) for c in cases)
     peak = max([c.get("est_memory_bytes") or 0 for c in cases] or [0])
     flags = " ".join(x for x in (f"--max-n {args.max_n}" if args.max_n else "",
                                  "--large" if args.large else "") if x)
     head = (f"plan of {os.path.basename(args.bench_bin)} list-cases {flags}".rstrip()
-            + f": {len(cases)} cases, est. {total_s:.0f} s, largest case est. "
+            + f" and the plug-ins: {len(cases)} cases, est. {total_s:.0f} s, largest case est. "
             + runner.stats.fmt_bytes(peak))
+    by_plugin = {}
+    for c in cases:
+        by_plugin.setdefault(c.get("plugin") or "obl-bench", []).append(c)
+    for name, cs in by_plugin.items():
+        est = sum(float(c.get("est_seconds") or 0) for c in cs)
+        head += f"\nplug-in {name}: {len(cs)} cases, est. {est:.0f} s"
+    for name, why in skipped_plugins:
+        head += f"\nplug-in {name}: skipped: {why}"
     return plan.format_case_list([("run", c) for c in cases], extra_header=head)
 
 
+def gather_cases(args, large, stream=sys.stderr):
+    """obl-bench's plan and the plug-ins' cases, each plug-in set up and built
+    first (a peer that cannot be is skipped, with its reason).
+    -> (cases, {name: Plugin} of the plug-ins that run, [(name, reason)])."""
+    found = plugins.discover(args.plugins_dir)
+    bench_cases = runner.list_cases(args.bench_bin, args.max_n, large)
+    native = plugins.assign_bench_cases(found, bench_cases)
+    if not native:  # no obl-bench plug-in: obl-bench's plan as it is
+        native = {"obl-bench": bench_cases}
+    peers = plugins.peers_from_env(args.peers)
+    cases, ready, skipped = [], {}, []
+    for name in native:
+        cases += native[name]
+    for p in found:
+        why = plugins.wanted(p, peers)
+        if why is None and p.manifest.get("plan") != "obl-bench":
+            print(f"run.py: setting up and building plug-in {p.name}", file=stream, flush=True)
+            why = plugins.prepare(p, ROOT, args.bench_bin)
+        if why is not None:
+            print(f"run.py: plug-in {p.name} skipped: {why}", file=stream, flush=True)
+            skipped.append((p.name, why))
+            continue
+        ready[p.name] = p
+        if p.manifest.get("plan") != "obl-bench":
+            cases += plugins.manifest_cases(p, args.max_n or (None if large else DEFAULT_MAX_N))
+    return cases, ready, skipped
+
+
 NOISE_MAX_N = 2 ** 16
+# The plug-ins' largest N without --max-n or --large, as obl-bench's plan.
+DEFAULT_MAX_N = 2 ** 20
 
 
 def find_noise_case(cases, name):
@@ -152,12 +197,13 @@ def main(argv=None):
               "cmake --build build) or pass --bench-bin", file=sys.stderr)
         return 2
     if args.plan:
-        sys.stdout.write(plan_text(runner.list_cases(args.bench_bin, args.max_n, args.large), args))
+        cases, _, skipped_plugins = gather_cases(args, args.large)
+        sys.stdout.write(plan_text(cases, args, skipped_plugins))
         return 0
     # With a case list the list decides: match it against the large plan
     # unless --max-n bounds it, so cases listed with --large are found.
     large = args.large or (args.selector is not None and args.max_n is None)
-    cases = runner.list_cases(args.bench_bin, args.max_n, large)
+    cases, ready, skipped_plugins = gather_cases(args, large)
     skipped = []
     if args.selector:
         cases, skipped, unknown = select(cases, args.selector)
@@ -182,7 +228,11 @@ def main(argv=None):
              large=large, selector=args.selector, reps=args.reps, rounds=args.rounds,
              timeout=args.timeout,
              env=env, types=runner.list_types(args.bench_bin), cases=len(cases),
+             plugins=sorted(ready),
+             plugins_skipped=[{"name": n, "reason": why} for n, why in skipped_plugins],
              noise_case=plan.case_name(noise_case) if noise_case else None)
+    for name, why in skipped_plugins:
+        log.emit("plugin_skipped", name=name, reason=why)
     for c, why in skipped:
         log.emit("case_skipped", name=plan.case_name(c), reason="selector", message=why, case=c)
     total_s = sum(float(c.get("est_seconds") or 0) for c in cases) * args.rounds
@@ -196,7 +246,7 @@ def main(argv=None):
     counts, noise = runner.run_plan(args.bench_bin, cases, log, args.timeout, args.reps,
                                     noise_case, bench_args,
                                     drift_case=runner.drift_case_for(cases, noise_case),
-                                    rounds=args.rounds)
+                                    rounds=args.rounds, plugins=ready)
     counts["skipped"] += len(skipped)
     failed = counts["failed"] + counts["timeout"] > 0
     log.emit("run_end", elapsed_s=round(runner.time.monotonic() - start, 1), counts=counts,
@@ -207,6 +257,8 @@ def main(argv=None):
     print(f"run.py: {counts['ok']} ok, {counts['failed']} failed, {counts['timeout']} timed out, "
           f"{counts['skipped']} skipped; results in {os.path.relpath(args.results)}/",
           file=sys.stderr)
+    for name, why in skipped_plugins:
+        print(f"run.py: plug-in {name} was skipped: {why}", file=sys.stderr)
     return 1 if failed else 0
 
 

@@ -68,7 +68,7 @@ obl_err serve_backend_omap(serve_backend *out, const serve_map_params *p)
         mp.key_size = p->key_bytes;
         mp.value_size = p->value_bytes;
         mp.seed = p->map_seed;
-        mp.use_seed = 1;
+        mp.use_seed = p->map_seed != 0; /* 0: getrandom(2) (backend.h) */
         e = obl_omap_build(&s->map, &mp, keys, vals, p->n);
         free(keys);
         free(vals);

@@ -38,7 +38,9 @@ typedef struct serve_backend {
 } serve_backend;
 
 /* The map a server serves: n entries (serve_key(i), serve_value(i)) for
- * i < n, room for capacity, the map's own randomness seeded from map_seed. */
+ * i < n, room for capacity. The map's own randomness (its PRF key, ORAM
+ * leaves) is secret: drawn with getrandom(2) when map_seed is 0; a nonzero
+ * map_seed seeds it, for reproducible tests only (a known seed reveals it). */
 typedef struct serve_map_params {
     uint64_t n, capacity;
     size_t key_bytes, value_bytes;

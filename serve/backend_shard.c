@@ -61,7 +61,7 @@ obl_err serve_backend_shard(serve_backend *out, const serve_map_params *p, uint3
         sp.shards = shards;
         sp.threads = threads;
         sp.seed = p->map_seed;
-        sp.use_seed = 1;
+        sp.use_seed = p->map_seed != 0; /* 0: getrandom(2) (backend.h) */
         e = obl_shard_build(&s->map, &sp, keys, vals, p->n);
         free(keys);
         free(vals);

@@ -34,7 +34,8 @@ static void usage(FILE *f)
           "                   two (or M) with dummy requests (none)\n"
           "  --capacity C     most entries the map may hold (N + N/4)\n"
           "  --seed S         the key/value derivation seed (1)\n"
-          "  --map-seed S     the map's own randomness (2)\n"
+          "  --map-seed S     seed of the map's own randomness, for reproducible\n"
+          "                   runs only; 0 = getrandom(2), which keeps it secret (0)\n"
           "  --backend NAME   omap: obl_omap, one request at a time; shard: the sharded\n"
           "                   map, a batch at a time, where built (omap)\n"
           "  --shards S       shards of the shard backend (4)\n"
@@ -58,7 +59,7 @@ static int parse(int argc, char **argv, opts *o)
     uint64_t port = 7070, mb = 256, conns = 1024, cap = 0;
     o->cfg.host = "127.0.0.1";
     o->map = (serve_map_params){.n = 1u << 20, .key_bytes = 8, .value_bytes = 56,
-                                .key_seed = 1, .map_seed = 2};
+                                .key_seed = 1, .map_seed = 0};
     o->backend = "omap";
     o->shards = 4;
     for (int i = 1; i < argc; i++) {

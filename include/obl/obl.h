@@ -111,8 +111,15 @@ typedef int (*obl_random_fn)(void *opaque, void *buf, size_t len);
 /* Library version as a string, for logs. */
 const char *obl_version(void);
 
-/* Which constant-time block-move variant this build uses: "avx512", "avx2" or
- * "portable". Public: it depends on the build, never on data. */
+/* The instruction-set variant a structure created now takes: "avx512",
+ * "avx2" or "portable", the best this library holds that the CPU runs,
+ * lowered to at most the one the environment variable OBL_CT_VARIANT names
+ * (for tests and comparisons); "unsupported" when creation would return
+ * OBL_ERR_UNSUPPORTED. A structure keeps the variant it was created with
+ * (obl_nroram_variant, obl_roram_variant, obl_omap_variant). A build with
+ * OBL_NATIVE=ON has one variant, named by its -march's class, and ignores
+ * OBL_CT_VARIANT. Public: it depends on the CPU and the environment, never
+ * on data (docs/dispatch.md). */
 const char *obl_ct_variant(void);
 
 OBL_API_END

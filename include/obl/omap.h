@@ -211,6 +211,11 @@ uint64_t obl_omap_capacity(const obl_omap *m);
 /* Bytes the map holds (ORAMs, overflow stash, buffers). Public. */
 size_t obl_omap_memory_bytes(const obl_omap *m);
 
+/* The instruction-set variant this structure runs, chosen when it was
+ * created: "avx512", "avx2" or "portable" (docs/dispatch.md); NULL for
+ * NULL. Public. */
+const char *obl_omap_variant(const obl_omap *m);
+
 /* Frees and wipes everything; NULL is fine. */
 void obl_omap_destroy(obl_omap *m);
 

@@ -135,12 +135,19 @@ typedef struct obl_nroram_params {
 
 /*
  * Creates an empty NRORAM.
- * Public: all parameters. Errors: INVALID_ARG, TOO_LARGE, NOMEM, RANDOM.
+ * Public: all parameters. Errors: INVALID_ARG, TOO_LARGE, NOMEM, RANDOM,
+ * UNSUPPORTED (the CPU lacks AES-NI or x86-64-v2, or OBL_CT_VARIANT names
+ * no variant: docs/dispatch.md; every create of obl/oram.h and obl/omap.h).
  */
 obl_err obl_nroram_create(obl_nroram **out, const obl_nroram_params *p) OBL_WARN_UNUSED;
 
 /* Number of leaves: positions are in [0, num_leaves). A power of two. Public. */
 uint64_t obl_nroram_num_leaves(const obl_nroram *o);
+
+/* The instruction-set variant this structure runs, chosen when it was
+ * created: "avx512", "avx2" or "portable" (docs/dispatch.md); NULL for
+ * NULL. Public. */
+const char *obl_nroram_variant(const obl_nroram *o);
 
 /*
  * A fresh uniform leaf from the structure's PRG.
@@ -302,6 +309,11 @@ uint32_t obl_roram_levels(const obl_roram *o);
 void obl_roram_stats(const obl_roram *o, obl_oram_stats *st);
 
 size_t obl_roram_memory_bytes(const obl_roram *o);
+
+/* The instruction-set variant this structure runs, chosen when it was
+ * created: "avx512", "avx2" or "portable" (docs/dispatch.md); NULL for
+ * NULL. Public. */
+const char *obl_roram_variant(const obl_roram *o);
 
 void obl_roram_destroy(obl_roram *o);
 

@@ -22,7 +22,8 @@
  *
  * Errors (public): OBL_ERR_INVALID_ARG for a NULL array with n > 0, a
  * key_size other than 8 or 16, a rec_size that is not a multiple of 8 or
- * below key_size; OBL_ERR_TOO_LARGE when n >= 2^32; OBL_ERR_NOMEM;
+ * below key_size; OBL_ERR_TOO_LARGE when n >= 2^32 or n * (rec_size + 64)
+ * exceeds SIZE_MAX; OBL_ERR_NOMEM;
  * OBL_ERR_RANDOM. On an error the array is unchanged.
  */
 #ifndef OBL_SORT_H
@@ -67,11 +68,13 @@ obl_err obl_sort_bitonic(void *recs, size_t n, const obl_sort_params *p) OBL_WAR
 obl_err obl_shuffle(void *recs, size_t n, const obl_sort_params *p) OBL_WARN_UNUSED;
 
 /*
- * Sorts by key: obl_shuffle, then a non-oblivious comparison sort (merge
- * sort) of the keys with the shuffled positions as tie-breakers. Its
- * branches and addresses reveal the permutation from the shuffled order to
- * the sorted one, which is uniformly random whatever the keys (equal keys
- * included): docs/sort.md explains why.
+ * Sorts by key: obl_shuffle of the records tagged with their original
+ * indices, then a non-oblivious comparison sort (merge sort) of the keys
+ * with the original indices as tie-breakers. Its branches and addresses
+ * reveal the permutation from the shuffled order to the sorted one, which
+ * is uniformly random whatever the keys (equal keys included), because
+ * the (key, original index) pairs are distinct: docs/sort.md explains why.
+ * Scratch: n * (rec_size + 60) bytes.
  * Secret: keys, payloads. Public: n, the sizes, that random permutation.
  */
 obl_err obl_sort_shuffled(void *recs, size_t n, const obl_sort_params *p) OBL_WARN_UNUSED;

@@ -1,7 +1,7 @@
 """Read benchmark output into normalised records.
 
 A record is a dict:
-  report_type  "RORAM", "UMAP", ...          impl    "obl", "baseline_array", a peer
+  report_type  "RORAM", "UnorderedMap", ...  impl    "obl", "baseline_array", a peer
   params       {"N": 1024, "Key_bytes": 8, ...}  (run-control params removed)
   metrics      {"Read_latency_us": {"median", "min", "max", "q1", "q3", "reps"}}
   env          dict (may be empty)                source  file it came from
@@ -28,7 +28,20 @@ REPORT_RE = re.compile(r"REPORT_123(.*?)REPORT_123")
 # Parameters that end in a unit-like suffix but are not measurements.
 PARAM_NAMES = {"N", "Key_bytes", "Value_bytes", "P", "B", "S", "Fill"}
 # Run-control parameters: they do not identify what was measured.
-CONTROL_PARAMS = {"queries", "reps", "seed"}
+CONTROL_PARAMS = {"queries", "Queries", "reps", "seed", "batches", "cpu"}
+
+# Older or alternative names of the harness's types -> its own
+# (docs/benchmark-format.md). A Sharded-UMAP line is the harness's
+# UnorderedMap of an implementation named <impl>_sharded.
+TYPE_ALIASES = {"UMAP": "UnorderedMap", "Sharded-UMAP": "UnorderedMap",
+                "LB": "LOADBALANCE", "LoadBalance": "LOADBALANCE"}
+
+
+def canonical(report_type, impl):
+    """(report_type, impl) under the harness's names."""
+    if report_type == "Sharded-UMAP" and not impl.endswith("_sharded"):
+        impl += "_sharded"
+    return TYPE_ALIASES.get(report_type, report_type), impl
 METRIC_SUFFIXES = ("_us", "_ns", "_ms", "_s", "_qps", "_kb", "_mb", "_bytes",
                    "_per_entry", "_ratio")
 # Measured counts without a unit suffix (Ramp-UMAP, obl-load's REPORT lines).
@@ -64,8 +77,9 @@ def parse_report_body(body):
     fields = body.split("|")
     if len(fields) < 2 or not fields[0].strip() or not fields[1].strip():
         return None
-    rec = {"report_type": fields[0].strip(), "impl": fields[1].strip(),
-           "params": {}, "metrics": {}, "env": {}}
+    rtype, impl = canonical(fields[0].strip(), fields[1].strip())
+    rec = {"report_type": rtype, "impl": impl, "params": {}, "metrics": {}, "env": {},
+           "control": {}}
     for field in fields[2:]:
         name, sep, value = field.partition(":=")
         name = name.strip()
@@ -76,6 +90,8 @@ def parse_report_body(body):
         val = parse_value(value)
         if name.startswith("sys_"):
             rec["env"][name] = val
+        elif name in CONTROL_PARAMS:
+            rec["control"][name] = val
         elif is_metric(name) and isinstance(val, (int, float)):
             rec["metrics"][name] = val
         else:
@@ -129,6 +145,33 @@ def records_from_reports(lines, source):
     return out
 
 
+def objects_from_reports(lines, bench=None):
+    """REPORT lines of one case (a plug-in's run.sh, one line per repetition)
+    -> obl-bench-like JSONL objects, one per identity, each metric's values
+    as its samples, so that rounds pool as obl-bench's records do."""
+    order, groups = [], {}
+    for line in lines:
+        for part in parse_report_line(line):
+            key = identity(part)
+            if key not in groups:
+                order.append(key)
+                groups[key] = {"schema": "report/1", "bench": bench,
+                               "report_type": part["report_type"], "impl": part["impl"],
+                               "params": dict(part["params"], **part["control"]),
+                               "env": part["env"], "metrics": {}, "report": line.strip()}
+            for name, value in part["metrics"].items():
+                groups[key]["metrics"].setdefault(name, {"samples": []})["samples"].append(
+                    float(value))
+    out = []
+    for key in order:
+        obj = groups[key]
+        for m in obj["metrics"].values():
+            m.update(stats.summarize(m["samples"]))
+            m["reps"] = len(m["samples"])
+        out.append(obj)
+    return out
+
+
 def normalise_metric(m):
     """A metric object of obl-bench JSONL -> our summary dict."""
     if isinstance(m, (int, float)):
@@ -155,7 +198,8 @@ def record_from_json(obj, source):
     """One obl-bench JSONL object -> record."""
     params = {k: v for k, v in obj.get("params", {}).items()}
     control = {k: params.pop(k) for k in list(params) if k in CONTROL_PARAMS}
-    return {"report_type": obj["report_type"], "impl": obj["impl"],
+    rtype, impl = canonical(obj["report_type"], obj["impl"])
+    return {"report_type": rtype, "impl": impl,
             "bench": obj.get("bench"), "params": params, "control": control,
             "metrics": {k: normalise_metric(v) for k, v in obj.get("metrics", {}).items()},
             "env": obj.get("env", {}), "source": source,

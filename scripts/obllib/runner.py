@@ -25,7 +25,8 @@ import sys
 import tempfile
 import time
 
-from . import plan, ramp, stats
+from . import parse, plan, ramp, stats
+from .inputs import ROOT
 
 MEMORY_MARGIN = 0.9   # a case may use at most 90 % of MemAvailable
 DEFAULT_TIMEOUT_FLOOR = 60.0
@@ -150,23 +151,54 @@ def signal_name(num):
         return f"signal {num}"
 
 
-def run_case(bench_bin, case, timeout_s, reps=None, extra_args=()):
-    """Run one case in its own process group. -> result dict."""
+# Repetitions of a plug-in's case when --reps is not given (one REPORT line
+# each; obl-bench's own cases keep its default).
+PLUGIN_DEFAULT_REPS = 3
+
+
+def plugin_argv(plugin, case, reps, extra_args):
+    """run.sh of a plug-in's case: TYPE k=v ... reps=R [cpu=K]."""
+    argv = ["sh", plugin.script("run.sh")] + [str(a) for a in case["args"]]
+    argv.append(f"reps={reps if reps is not None else PLUGIN_DEFAULT_REPS}")
+    cpu = [extra_args[i + 1] for i, a in enumerate(extra_args[:-1]) if a == "--cpu"]
+    return argv + ([f"cpu={cpu[-1]}"] if cpu else [])
+
+
+def plugin_preexec(extra_args):
+    """Pins a plug-in's process to the run's CPU (obl-bench pins itself)."""
+    cpu = [extra_args[i + 1] for i, a in enumerate(extra_args[:-1]) if a == "--cpu"]
+    if not cpu or not hasattr(os, "sched_setaffinity"):
+        return None
+    return lambda: os.sched_setaffinity(0, {int(cpu[-1])})
+
+
+def run_case(bench_bin, case, timeout_s, reps=None, extra_args=(), plugins=None):
+    """Run one case in its own process group. -> result dict. A case of a
+    plug-in (case["plugin"], not obl-bench's own) runs its run.sh, and its
+    REPORT lines are its records (parse.objects_from_reports)."""
     if case.get("driver") == ramp.DRIVER:
         return ramp.run_case(bench_bin, case, timeout_s)
+    plugin = (plugins or {}).get(case.get("plugin")) if not case.get("native") else None
     with tempfile.TemporaryDirectory(prefix="obl-case-") as tmp:
         json_path = os.path.join(tmp, "case.jsonl")
         out_path, err_path = os.path.join(tmp, "stdout"), os.path.join(tmp, "stderr")
-        argv = [bench_bin, case["bench"]] + [str(a) for a in case["args"]] + list(extra_args)
-        argv += ["--json", json_path]
-        if reps is not None:
-            argv += ["--reps", str(reps)]
+        if plugin is not None:
+            argv = plugin_argv(plugin, case, reps, list(extra_args))
+        else:
+            argv = [bench_bin, case["bench"]] + [str(a) for a in case["args"]] + list(extra_args)
+            argv += ["--json", json_path]
+            if reps is not None:
+                argv += ["--reps", str(reps)]
         result = {"argv": argv[1:]}
         start = time.monotonic()
         with open(out_path, "wb") as out, open(err_path, "wb") as err:
             try:
+                pin = list(extra_args) if case.get("pin", True) else []
+                extra = ({"env": plugin.env(ROOT, bench_bin), "cwd": plugin.dir,
+                          "preexec_fn": plugin_preexec(pin)}
+                         if plugin is not None else {})
                 proc = subprocess.Popen(argv, stdout=out, stderr=err, stdin=subprocess.DEVNULL,
-                                        start_new_session=True)
+                                        start_new_session=True, **extra)
             except OSError as e:
                 result.update(outcome="failed", reason=f"cannot start: {e}", exit_code=None,
                               signal=None, elapsed_s=0.0, stderr_tail="")
@@ -204,6 +236,13 @@ def run_case(bench_bin, case, timeout_s, reps=None, extra_args=()):
             last = [l for l in result["stderr_tail"].splitlines() if l.strip()]
             why = f": {last[-1].strip()}" if last else ""
             result.update(outcome="failed", reason=f"exit status {code}{why}")
+            return result
+        if plugin is not None:
+            records = parse.objects_from_reports(result["reports"], case["bench"])
+            if not records:
+                result.update(outcome="failed", reason="exit status 0 but no REPORT line")
+                return result
+            result.update(outcome="ok", records=records)
             return result
         records = []
         try:
@@ -368,13 +407,13 @@ def drift_case_for(cases, noise_case):
 
 
 def rerun_case(bench_bin, case, first_records, log, kind, timeout, reps, extra_args, stream,
-               total=None):
+               total=None, plugins=None):
     """Run case again; emit event `kind` (noise or drift) comparing it with
     its first run. -> the event, or None if the repeat failed."""
     name = plan.case_name(case)
     t = case_timeout(case, timeout)
     log.emit("case_start", index=0, total=total, name=name, case=case, timeout_s=t, repeat=True)
-    res = run_case(bench_bin, case, t, reps, extra_args)
+    res = run_case(bench_bin, case, t, reps, extra_args, plugins)
     if res["outcome"] != "ok":
         log.emit("case_failed", name=name, elapsed_s=res["elapsed_s"], argv=res["argv"],
                  reason=res["reason"], exit_code=res.get("exit_code"),
@@ -401,7 +440,7 @@ def schedule(cases, rounds):
 
 
 def run_plan(bench_bin, cases, log, timeout=None, reps=None, noise_case=None,
-             extra_args=(), stream=sys.stderr, drift_case=None, rounds=1):
+             extra_args=(), stream=sys.stderr, drift_case=None, rounds=1, plugins=None):
     """Run the selected cases, `rounds` times over (schedule); -> counts dict
     (of case runs). noise_case: a case to run once more at the end;
     drift_case: one more, run again after it (drift_case_for); both compare
@@ -424,7 +463,7 @@ def run_plan(bench_bin, cases, log, timeout=None, reps=None, noise_case=None,
         t = case_timeout(case, timeout)
         log.emit("case_start", index=k, total=len(order), name=name, case=case, timeout_s=t,
                  round=rnd)
-        res = run_case(bench_bin, case, t, reps, extra_args)
+        res = run_case(bench_bin, case, t, reps, extra_args, plugins)
         common = {"name": name, "elapsed_s": res["elapsed_s"], "argv": res["argv"]}
         if res["outcome"] == "ok":
             log.emit("case_end", records=res["records"], reports=res["reports"],
@@ -451,12 +490,12 @@ def run_plan(bench_bin, cases, log, timeout=None, reps=None, noise_case=None,
     noise = None
     if first_noise_records:
         noise = rerun_case(bench_bin, noise_case, first_noise_records, log, "noise", timeout,
-                           reps, extra_args, stream, len(cases))
+                           reps, extra_args, stream, len(cases), plugins)
         if noise:
             print(noise_line(noise), file=stream, flush=True)
     if first_drift_records:
         drift = rerun_case(bench_bin, drift_case, first_drift_records, log, "drift", timeout,
-                           reps, extra_args, stream, len(cases))
+                           reps, extra_args, stream, len(cases), plugins)
         if drift:
             print(drift_line(drift), file=stream, flush=True)
     elif drift_case is not None:

@@ -23,12 +23,25 @@ END = "<!-- obl-tables:end -->"
 KEY_RE = re.compile(r"<!--\s*obl-table:\s*(.*?)\s*-->")
 
 BASELINES = ("baseline_array", "baseline_hashmap", "baseline_lb")
+# Parameters that describe a structure's sizing and vary with N (the public
+# harness's Signal_Jasmine lines): shown in the records, not a table of their own.
+DESCRIPTIVE_PARAMS = {"Path_length", "Capacity_blocks", "Capacity_records", "Inserted_records",
+                      "Query_count", "Target_fill"}
+# Non-oblivious implementations besides the ratio baselines: not peers.
+OTHER_BASELINES = ("cpp_stl",)
 BASELINE_FOR = {"NRORAM": "baseline_array", "RORAM": "baseline_array",
                 "LOADBALANCE": "baseline_lb"}
 DEFAULT_BASELINE = "baseline_hashmap"
 MATCH_PARAMS = ("N", "Key_bytes", "Value_bytes")
+# The row parameter of a table: N (a load balancer's B is read as N, parse.py),
+# or B where a record has no N.
+ROW_PARAMS = ("N", "B")
+# A peer measured with its public driver's method, shown for comparison and
+# never the best peer (benchmark/*/driver.*: "method=public").
+PUBLIC_METHOD_SUFFIX = "_pubmethod"
 
 TYPE_TITLES = {"NRORAM": "Non-Recursive ORAM (NRORAM)", "RORAM": "Recursive ORAM (RORAM)",
+               "UnorderedMap": "Unordered Map (UnorderedMap)",
                "UMAP": "Unordered Map (UMAP)", "Sharded-UMAP": "Sharded Unordered Map (Sharded-UMAP)",
                "Ramp-UMAP": "Open-loop Unordered Map (Ramp-UMAP)",
                "LOADBALANCE": "Load balancer (LOADBALANCE; N is the batch size B)"}
@@ -51,6 +64,24 @@ METRIC_ORDER = ("latency", "throughput", "initialization", "memory", "bytes_per_
 
 def baseline_for(report_type):
     return BASELINE_FOR.get(report_type, DEFAULT_BASELINE)
+
+
+def is_ours(impl):
+    return impl == "obl" or impl.startswith("obl_")
+
+
+def is_peer(impl):
+    """A peer implementation: neither obl nor a baseline."""
+    return not (is_ours(impl) or impl in BASELINES or impl in OTHER_BASELINES
+                or impl.startswith("baseline_"))
+
+
+def higher_is_better(metric):
+    return metric.lower().endswith("_qps")
+
+
+def row_key(params):
+    return next((k for k in ROW_PARAMS if k in params), None)
 
 
 def metric_title(name):
@@ -103,13 +134,15 @@ def grouping_names(records):
     for rec in records:
         if rec.get("origin") != "extra":
             names.setdefault(rec["report_type"], set()).update(
-                k for k in rec["params"] if k != "N")
+                k for k in rec["params"]
+                if k != row_key(rec["params"]) and k not in DESCRIPTIVE_PARAMS)
     return names
 
 
 def table_params(rec, names):
     keep = names.get(rec["report_type"], {"Key_bytes", "Value_bytes"})
-    return {k: v for k, v in rec["params"].items() if k in keep and k != "N"}
+    row = row_key(rec["params"])
+    return {k: v for k, v in rec["params"].items() if k in keep and k != row}
 
 
 def cell(summary, spread):
@@ -127,7 +160,7 @@ def impl_order(impls, run_impls):
     def key(i):
         if i == "obl" or i.startswith("obl"):
             return (0, i)
-        if i in BASELINES:
+        if not is_peer(i):
             return (2, i)
         return (1 if i in run_impls else 3, i)
     return sorted(impls, key=key)
@@ -162,6 +195,15 @@ class Table:
         return "\n".join(out)
 
 
+def baseline_key(impl, rec, names, metric):
+    """Where a record finds its baseline: the same row value (N, or B), the
+    same table parameters (key and value bytes, fill, shards...), the same
+    metric; the baseline may be reported under another type (the array
+    under RORAM for NRORAM)."""
+    row = row_key(rec["params"])
+    return (impl, rec["params"].get(row), group_text(table_params(rec, names)), metric)
+
+
 def measured_tables(records, spread="minmax"):
     """records: normalised records with "origin" = "run" or "extra"."""
     names = grouping_names(records)
@@ -171,17 +213,18 @@ def measured_tables(records, spread="minmax"):
     for r in records:
         if r["impl"] in BASELINES and r.get("origin") != "extra":
             for m, s in r["metrics"].items():
-                base[(r["impl"],) + tuple(r["params"].get(p) for p in MATCH_PARAMS) + (m,)] = s
+                base[baseline_key(r["impl"], r, names, m)] = s
     groups = {}
     for r in records:
-        if "N" not in r["params"] or r["report_type"] in RAMP_TYPES:  # ramp.tables
+        row = row_key(r["params"])
+        if row is None or r["report_type"] in RAMP_TYPES:  # ramp.tables
             continue
         tp = table_params(r, names)
         for m, s in r["metrics"].items():
             g = groups.setdefault((r["report_type"], group_text(tp), m),
                                   {"params": tp, "cells": {}, "reps": set(), "rounds": set(),
-                                   "origins": {}})
-            g["cells"][(r["params"]["N"], r["impl"])] = (s, r)
+                                   "origins": {}, "row": row})
+            g["cells"][(r["params"][row], r["impl"])] = (s, r)
             if s.get("reps"):
                 g["reps"].add(s["reps"])
             g["rounds"].add(s.get("rounds") or 1)
@@ -196,20 +239,26 @@ def measured_tables(records, spread="minmax"):
 
     for (rtype, gtext, metric) in sorted(groups, key=order):
         g = groups[(rtype, gtext, metric)]
-        bl = baseline_for(rtype)
+        # a batched table's latency is per batch: no per-operation baseline
+        bl = None if "Batch_size" in g["params"] else baseline_for(rtype)
         ns = sorted({n for n, _ in g["cells"]}, key=lambda n: (isinstance(n, str), n))
         impls = impl_order({i for _, i in g["cells"]}, run_impls)
 
         def base_of(n, rec):
-            params = dict(rec["params"])
-            return base.get((bl,) + tuple(params.get(p) for p in MATCH_PARAMS) + (metric,))
+            return base.get(baseline_key(bl, rec, names, metric))
 
-        borrowed = bl not in impls and any(
+        borrowed = bl is not None and bl not in impls and any(
             base_of(n, rec) for (n, _), (_, rec) in g["cells"].items())
         columns = list(impls) + ([bl] if borrowed else [])
         ratio_impls = [i for i in impls if i not in BASELINES and g["origins"].get(i) != "extra"]
         has_ratio = any(base_of(n, rec) for (n, i), (_, rec) in g["cells"].items() if i in ratio_impls)
-        header = ["N"] + columns + ([f"{i} ÷ {bl}" for i in ratio_impls] if has_ratio else [])
+        peers = [i for i in impls if is_peer(i) and not i.endswith(PUBLIC_METHOD_SUFFIX)
+                 and g["origins"].get(i) != "extra"]
+        ours = [i for i in impls if is_ours(i) and g["origins"].get(i) != "extra"]
+        has_peer_ratio = bool(peers and ours)
+        header = (["N" if g["row"] == "N" else g["row"]] + columns
+                  + ([f"{i} ÷ {bl}" for i in ratio_impls] if has_ratio else [])
+                  + ([f"{i} ÷ best peer" for i in ours] if has_peer_ratio else []))
         rows = []
         for n in ns:
             row = [n_label(n)]
@@ -226,6 +275,8 @@ def measured_tables(records, spread="minmax"):
                     b = base_of(n, s[1]) if s else None
                     row.append(f"{stats.fmt(s[0]['median'] / b['median'], 3)}"
                                if s and b and b["median"] else "")
+            if has_peer_ratio:
+                row += best_peer_ratios(g["cells"], n, ours, peers, metric)
             rows.append(row)
         reps = sorted(g["reps"])
         what = {"minmax": "median (min–max)", "iqr": "median (interquartile range)",
@@ -242,6 +293,11 @@ def measured_tables(records, spread="minmax"):
             note += f"; `÷ {bl}`: ratio of medians to the non-oblivious baseline of the same run"
             if borrowed:
                 note += f" (the {bl} column is that baseline)"
+        if has_peer_ratio:
+            note += ("; `÷ best peer`: ratio of medians to the best peer of the same run at that "
+                     "size (" + ("the highest" if higher_is_better(metric) else "the lowest")
+                     + "; peers measured with their public driver's method, `"
+                     + PUBLIC_METHOD_SUFFIX + "`, excluded)")
         if any(o == "extra" for o in g["origins"].values()):
             peers = sorted(i for i, o in g["origins"].items() if o == "extra")
             note += f"; {', '.join(peers)}: from other logs (other machine or run)"
@@ -249,6 +305,21 @@ def measured_tables(records, spread="minmax"):
                             TYPE_TITLES.get(rtype, rtype), group_title(g["params"]),
                             metric_title(metric), header, rows, note + "."))
     return tables
+
+
+def best_peer_ratios(cells, n, ours, peers, metric):
+    """Per implementation of ours: its median over the best peer's at row n
+    ("" where either is missing), the best peer's name after it."""
+    vals = [(cells[(n, p)][0]["median"], p) for p in peers
+            if (n, p) in cells and cells[(n, p)][0].get("median")]
+    if not vals:
+        return [""] * len(ours)
+    best, name = (max if higher_is_better(metric) else min)(vals)
+    out = []
+    for i in ours:
+        s = cells.get((n, i))
+        out.append(f"{stats.fmt(s[0]['median'] / best, 3)} ({name})" if s and best else "")
+    return out
 
 
 def render_all(tables):
@@ -358,9 +429,10 @@ SUMMARY_ROWS = (
      "NRORAM 8/8 read, positions prefetched (us)"),
     (("RORAM",), "Key_bytes=8,Value_bytes=8", "Read_latency_us", "RORAM 8/8 read (us)"),
     (("RORAM",), "Key_bytes=8,Value_bytes=56", "Read_latency_us", "RORAM 8/56 read (us)"),
-    (MAP_TYPES, "Key_bytes=8,Value_bytes=56", "Get_latency_us", "UMAP 8/56 get (us)"),
-    (MAP_TYPES, "Key_bytes=8,Value_bytes=56", "Initialization_time_us",
-     "UMAP 8/56 bulk build (us)"),
+    (MAP_TYPES, "Key_bytes=8,Value_bytes=56,fill=0.8", "Get_latency_us",
+     "UnorderedMap 8/56 get, fill 0.8 (us)"),
+    (MAP_TYPES, "Key_bytes=8,Value_bytes=56,fill=0.8", "Initialization_time_us",
+     "UnorderedMap 8/56 bulk build, fill 0.8 (us)"),
 )
 
 
@@ -384,11 +456,13 @@ def summary_table(tables):
             continue
         bt = find(types, params, base_metric[0]) if base_metric else t
         picked.append((label, t, rows[-1], bt))
-        peers += [h for h in t.header[1:] if h != "obl" and h not in BASELINES
-                  and "÷" not in h and h not in peers]
+        peers += [h for h in t.header[1:] if h != "obl" and is_peer(h) and "÷" not in h
+                  and not h.endswith(PUBLIC_METHOD_SUFFIX) and h not in peers]
     if not picked:
         return None
-    header = ["Benchmark", "N", "obl"] + peers + ["non-oblivious baseline", "obl ÷ baseline"]
+    best = any("obl ÷ best peer" in t.header for _, t, _, _ in picked)
+    header = (["Benchmark", "N", "obl"] + peers + ["non-oblivious baseline", "obl ÷ baseline"]
+              + (["obl ÷ best peer"] if best else []))
     out = []
     for label, t, row, bt in picked:
         col = {h: i for i, h in enumerate(t.header)}
@@ -397,14 +471,18 @@ def summary_table(tables):
             brow = next((r for r in bt.rows if r[0] == row[0]), None)
             base = next((brow[bt.header.index(b)] for b in BASELINES
                          if brow and b in bt.header), "")
-        ratio = next((row[i] for h, i in col.items() if h.startswith("obl ÷")), "")
+        ratio = next((row[i] for h, i in col.items() if h.startswith("obl ÷ baseline")), "")
         if base and bt is not t:
             ratio = stats.fmt(float(row[col["obl"]].split()[0]) / float(base.split()[0]), 3)
         out.append([label, row[0], row[col["obl"]]] + [row[col[p]] if p in col else ""
-                                                        for p in peers] + [base, ratio])
+                                                        for p in peers] + [base, ratio]
+                   + ([row[col["obl ÷ best peer"]] if "obl ÷ best peer" in col else ""]
+                      if best else []))
     return Table(SUMMARY_KEY, "Summary", "", "Summary at the largest N", header, out,
                  "median (min–max) of the run's repetitions; ratio of medians to the "
-                 "non-oblivious baseline of the same run.")
+                 "non-oblivious baseline of the same run"
+                 + ("; `obl ÷ best peer`: to the best peer of the same run at that N, named"
+                    if best else "") + ".")
 
 
 def curated_keys(text):

@@ -7,6 +7,7 @@
  * check every variant on the same machine.
  */
 #include "ct.h"
+#include "common/cpu.h"
 
 #include <obl/obl.h>
 
@@ -82,13 +83,4 @@ int obl_ct_cpu_has_avx512(void) { return 0; }
 #endif
 
 /* see obl/obl.h */
-const char *obl_ct_variant(void)
-{
-#if OBL_CT_AVX512
-    return "avx512";
-#elif OBL_CT_AVX2
-    return "avx2";
-#else
-    return "portable";
-#endif
-}
+const char *obl_ct_variant(void) { return obl_isa_name(obl_isa_pick()); }

@@ -9,6 +9,7 @@
 
 #include <obl/omap.h>
 
+#include "common/cpu.h"
 #include "common/secret.h"
 #include "omap/omap_internal.h"
 #include "oram/nroram_internal.h"
@@ -139,6 +140,9 @@ obl_err omap_alloc(obl_omap **out, const obl_omap_params *p)
     obl_err e = omap_check_params(p);
     if (e != OBL_OK)
         return e;
+    const int isa = obl_isa_pick(); /* its ORAMs pick the same */
+    if (isa < 0)
+        return OBL_ERR_UNSUPPORTED;
     uint32_t layout = omap_layout(p);
     if (!layout)
         return OBL_ERR_TOO_LARGE;
@@ -182,6 +186,7 @@ obl_err omap_alloc(obl_omap **out, const obl_omap_params *p)
     obl_omap *m = (obl_omap *)obl_alloc(&ac, sizeof(*m), 64);
     if (!m)
         return OBL_ERR_NOMEM;
+    m->isa = isa;
     m->ac = ac;
     m->capacity = p->capacity;
     m->M = M;
@@ -283,6 +288,9 @@ void obl_omap_get_stats(const obl_omap *m, obl_omap_stats *st)
 
 /* see obl/omap.h */
 uint64_t obl_omap_capacity(const obl_omap *m) { return m ? m->capacity : 0; }
+
+/* see obl/omap.h */
+const char *obl_omap_variant(const obl_omap *m) { return m ? obl_isa_name(m->isa) : NULL; }
 
 /* see obl/omap.h */
 size_t obl_omap_memory_bytes(const obl_omap *m)

@@ -82,6 +82,7 @@ static inline uint64_t ld64(const unsigned char *p)
 static inline void st64(unsigned char *p, uint64_t w) { memcpy(p, &w, 8); }
 
 struct obl_omap {
+    int isa;              /* public: the variant its ORAMs took (common/cpu.h) */
     obl_alloc_ctx ac;
     obl_prg prg;
     uint64_t sk[4];       /* SipHash keys: (sk[0], sk[1]) buckets, (sk[2], sk[3])

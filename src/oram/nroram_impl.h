@@ -107,14 +107,12 @@ static inline uint64_t NR_F(nr_evict_leaf)(const obl_nroram *o, uint64_t g)
 /* At the start of an access: prefetches the buckets of the accessed path
  * (o->pathb) from level pf_k0 down, so that the misses of the deep levels
  * overlap instead of queueing behind each other; the levels above pf_k0 are
- * on every path and stay in cache (prefetching them cost instructions for
- * nothing: skipping them took NRORAM 8/8 from 1.46 to 1.26 us at 2^20 and
- * 1.23 to 1.12 us at 2^16, in-process A/B). The eviction paths are
- * prefetched o->pf_lead evictions ahead (nr_evict_next). All path prefetches go
- * deepest level first: the deep buckets are the ones likely to come from
- * DRAM, and the prefetches stall once the miss buffers are full, so the
- * slowest start first (in-process A/B, NRORAM 8/8 at 2^20: 0.965, 0.983,
- * 0.999, 0.972 x; RORAM 8/56: 0.987, 0.959 x). */
+ * on every path and stay in cache (prefetching them costs instructions for
+ * nothing). The eviction paths are prefetched o->pf_lead evictions ahead
+ * (nr_evict_next). All path prefetches go deepest level first: the deep
+ * buckets are the ones likely to come from DRAM, and the prefetches stall
+ * once the miss buffers are full, so the slowest start first (both choices
+ * measured: docs/oram.md, "NRORAM: Circuit ORAM"). */
 static inline void NR_F(nr_prefetch_access)(const obl_nroram *o)
 {
     for (uint32_t k = o->D; k-- > o->pf_k0;)
@@ -235,8 +233,8 @@ static inline __mmask8 NR_F(nr_chunk_lanes)(uint32_t P, uint32_t j)
  * changes with them (or with masks inside them), and nr_chunk_store writes
  * the other lanes back as they were loaded (slots past the stash, or the
  * buffer's 64 bytes of slack). Plain loads and stores, not masked ones:
- * the scans that follow read the chunk again soon (in-process A/B,
- * 2026-12-06: see docs/oram.md, "Masked memory operands"). */
+ * the scans that follow read the chunk again soon, and a masked store does
+ * not forward to them (docs/oram.md, "Masked memory operands"). */
 static inline __m512i NR_F(nr_chunk_load)(const NR_META *bm, uint32_t j)
 {
     __m512i v = _mm512_loadu_si512((const void *)&bm[j]);
@@ -341,26 +339,25 @@ static inline void NR_F(nr_reach_chunk)(__m512i m, uint64_t e, uint32_t logL, ui
 
 #endif
 
-static inline __attribute__((always_inline)) void NR_F(nr_evict_core)(obl_nroram *o, uint64_t e,
-                                                                     const size_t vs, const int NW,
-                                                                     const int FB)
+/*
+ * The reach of every slot of the eviction on path e into rr: 0 for an empty
+ * slot, else 1 + the common prefix length of its leaf and e (nr_reach);
+ * the stash's slots first, then the path's, root to leaf. With whole-bucket
+ * moves (FB) the path's metadata was not copied into the buffer
+ * (nr_evict_next): its slots are read in the tree, and once they are
+ * loaded the eviction path pf_lead ahead is prefetched.
+ * Secret: the metadata and rr. Public: e, the sizes, FB.
+ */
+static inline __attribute__((always_inline)) void NR_F(nr_evict_reach)(obl_nroram *o, uint64_t e,
+                                                                      uint16_t *rr, const int FB)
 {
-    (void)NW; /* no vector registers without AVX-512 */
     (void)FB;
     NR_META *bm = (NR_META *)o->bmeta;
     const uint32_t D = o->D, P = o->P, logL = o->logL, ns = o->nslots;
-    uint64_t *deepest = o->deepest, *target = o->target, *best = o->best, *empty = o->empty,
-             *hasempty = o->hasempty;
-    uint16_t rr[NR_MAX_SLOTS + 64]; /* + 64: whole vectors (nr_plan_deepest) */
-
-    OBL_TRACE_TOUCH(OBL_TRACE_REGION_ORAM_STASH, OBL_TRACE_RW, 0, P);
-
-    /* reach of every slot: 0 for an empty slot, else 1 + the common prefix
-     * length of its leaf and e (see nr_reach). With whole-bucket moves
-     * (FB) the path's metadata was not copied into the buffer
-     * (nr_evict_next): its slots are read in the tree. */
+    (void)D;
+    (void)P;
 #if OBL_CT_AVX512
-    if (!nr_plan_scalar) { /* public; tests only: the portable form */
+    if (!o->plan_scalar) { /* public; tests only: the portable form */
         /* the buffer's slots in whole vectors (64 bytes of slack after them;
          * rr has room for the lanes past them) */
         for (uint32_t j = 0; j < (FB ? P : ns); j += NR_PER)
@@ -394,21 +391,12 @@ static inline __attribute__((always_inline)) void NR_F(nr_evict_core)(obl_nroram
                 NR_F(nr_reach_chunk)(m, e, logL, &rr[P + 2 * k]);
             }
             /* the path of the eviction pf_lead after this one
-             * (nr_evict_next), once this one's
-             * metadata has been loaded: issued before those loads, the
-             * prefetches waited for miss buffers (NRORAM 8/8 at 2^20, in-process
-             * A/B: 0.91 to 1.00 x the time, four comparisons; issued at the
-             * end of the data pass instead: 1.08 and 1.19 x; queued and
-             * issued one per level of the data pass, as the read path's
-             * are: 1.065 and 1.056 x; as reads to L2 instead of prefetchw:
-             * 1.010 and 0.982 x, 2026-12-06; with pf_lead 2, queued one per
-             * level: 1.015 and 1.018 x at 2^20, 1.028 and 1.026 x at 2^16).
-             * With a lead of two, to L1 (locality 3) instead of L2: NRORAM
-             * 8/8 at 2^20 0.933, 0.985, 0.919, 0.938 x; 4/8 0.966, 0.977 x;
-             * 2^22 0.958, 0.953 x; 2^16 0.998, 1.011 x. The RORAM's and the
-             * map's trees (lead one) keep L2: for them L1 measured RORAM
-             * 1.001, 0.996 x (8/8) and 0.997, 0.993 x (8/56), map get
-             * 1.030, 0.979 x. */
+             * (nr_evict_next), once this one's metadata has been loaded:
+             * issued before those loads, the prefetches waited for miss
+             * buffers; at the end of the data pass, or one per level, they
+             * came too late. A tree of lead two (used alone) prefetches to
+             * L1, the trees of a RORAM or a map (lead one) to L2, where L1
+             * gained nothing (docs/oram.md, "NRORAM: Circuit ORAM"). */
             if (o->pf_lead > 1) /* public */
                 NR_PREFETCH_EVICT_PATH(o, o->pf_next, 3);
             else
@@ -421,103 +409,111 @@ static inline __attribute__((always_inline)) void NR_F(nr_evict_core)(obl_nroram
             rr[s] = NR_F(nr_slot_reach)(&bm[s], e, logL);
     }
 
+}
+
+#if OBL_CT_AVX512
+/*
+ * EvictFast's data pass with whole buckets in one vector per level (8-byte
+ * values in 32- or 64-byte buckets, nr_whole_buckets): the held block (hm,
+ * h8) goes down the path swapping with slot 0 or 1 as sw0 and sw1 say
+ * (nr_plan); what it holds at the end is stored in o->tmp.
+ * Secret: hm, h8, sw0, sw1, the buckets. Public: the path.
+ */
+static inline __attribute__((always_inline)) void NR_F(nr_evict_pass_fb)(obl_nroram *o,
+                                                                        uint64_t sw0,
+                                                                        uint64_t sw1, NR_META hm,
+                                                                        uint64_t h8)
+{
+    const uint32_t D = o->D;
+    /* 32-bit lanes of a bucket: slot 0's id, leaf and value (FB_M0),
+     * slot 1's (FB_M1); the held block sits in slot 0's lanes */
+#if NRW == 64
+    const __mmask16 FB_M0 = 0x030f, FB_M1 = 0x0cf0;
+    static const int32_t p01[16] = {0, 1, 2, 3, 0, 1, 2, 3, 8, 9, 8, 9, 12, 13, 14, 15};
+    static const int32_t p10[16] = {4, 5, 6, 7, 4, 5, 6, 7, 10, 11, 10, 11, 12, 13, 14, 15};
+    __m512i h = _mm512_maskz_set1_epi64(1, (long long)hm.id);
+    h = _mm512_mask_set1_epi64(h, 2, (long long)hm.leaf);
+    h = _mm512_mask_set1_epi64(h, 16, (long long)h8);
+#else
+    const __mmask16 FB_M0 = 0x33, FB_M1 = 0xcc;
+    static const int32_t p01[16] = {0, 1, 0, 1, 4, 5, 4, 5, 8, 9, 10, 11, 12, 13, 14, 15};
+    static const int32_t p10[16] = {2, 3, 2, 3, 6, 7, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15};
+    __m512i h = _mm512_maskz_set1_epi32(1, (int)hm.id);
+    h = _mm512_mask_set1_epi32(h, 2, (int)hm.leaf);
+    h = _mm512_mask_set1_epi64(h, 4, (long long)h8);
+#endif
+    const __m512i i01 = _mm512_loadu_si512((const void *)p01);
+    const __m512i i10 = _mm512_loadu_si512((const void *)p10);
+    const size_t bstride = o->bstride;
+    unsigned char *tree = o->tree;
+    for (uint32_t lv = 1; lv <= D; lv++) {
+        uint32_t c0 = (uint32_t)(sw0 >> (lv - 1)) & 1, c1 = (uint32_t)(sw1 >> (lv - 1)) & 1;
+        __mmask16 k0 = (__mmask16)((0u - c0) & FB_M0);
+        __mmask16 k1 = (__mmask16)((0u - c1) & FB_M1), k1h = (__mmask16)((0u - c1) & FB_M0);
+        uint64_t b = o->pathb[lv - 1];
+        unsigned char *bp = tree + b * bstride;
+        if (o->pfq_i < o->pfq_n) /* public */
+            NR_PREFETCH_BUCKET(o, o->pfq[o->pfq_i++], 0, 3);
+        OBL_TRACE_TOUCH(OBL_TRACE_REGION_ORAM_TREE, OBL_TRACE_WRITE, b, 1);
+        /* whole buckets by plain loads and stores, no masked ones: the
+         * next eviction or access reads the top levels' buckets again
+         * soon after, and a masked store does not forward to those loads
+         * (masked moves measured far slower: docs/oram.md, "Masked
+         * memory operands") */
+#if NRW == 64
+        __m512i bv = _mm512_loadu_si512((const void *)bp);
+#else
+        __m512i bv = _mm512_zextsi256_si512(_mm256_loadu_si256((const __m256i *)bp));
+#endif
+        NR_VBARRIER(bv);
+        /* the held block's chain is one blend per level: the slot it
+         * takes is moved into slot 0's lanes beside the chain */
+        __m512i take = _mm512_mask_permutexvar_epi32(bv, k1h, i10, bv);
+        __m512i nb = _mm512_mask_mov_epi32(bv, k0, h);
+        nb = _mm512_mask_permutexvar_epi32(nb, k1, i01, h);
+        h = _mm512_mask_mov_epi32(h, k0 | k1h, take);
+        NR_VBARRIER(nb);
+#if NRW == 64
+        _mm512_storeu_si512((void *)bp, nb);
+#else
+        _mm256_storeu_si256((__m256i *)bp, _mm512_castsi512_si256(nb));
+#endif
+    }
+    h8 = (uint64_t)_mm_cvtsi128_si64(_mm512_extracti32x4_epi32(h, NRW == 64 ? 2 : 1));
+    memcpy(o->tmp, &h8, 8);
+}
+#endif
+
+/*
+ * One eviction (EvictFast, section 3.4) on path e, specialised by the
+ * constant block size vs, register count NW and whole-bucket flag FB
+ * (nr_evict_buf): the reaches (nr_evict_reach), the plan (nr_plan, in
+ * nr_plan.h), the stash pick-up and the data pass (nr_evict_pass_fb, or the
+ * per-level loop below). Longer than a screen because the pick-up and the
+ * data pass share the held block in registers (hreg, h8, hm): a split must
+ * keep them there, which these always-inline parts do only when they are
+ * passed by value (measure the machine code after any further split).
+ * Secret: the metadata, the blocks, the plan. Public: e, the sizes.
+ */
+static inline __attribute__((always_inline)) void NR_F(nr_evict_core)(obl_nroram *o, uint64_t e,
+                                                                     const size_t vs, const int NW,
+                                                                     const int FB)
+{
+    (void)NW; /* no vector registers without AVX-512 */
+    (void)FB;
+    NR_META *bm = (NR_META *)o->bmeta;
+    const uint32_t D = o->D, P = o->P;
+    uint16_t rr[NR_MAX_SLOTS + 64]; /* + 64: whole vectors (nr_plan_deepest) */
+
+    OBL_TRACE_TOUCH(OBL_TRACE_REGION_ORAM_STASH, OBL_TRACE_RW, 0, P);
+
+    NR_F(nr_evict_reach)(o, e, rr, FB);
+
     /* The plan: which stash slot EvictFast picks up (sel, 255 for none),
      * and at level k + 1 whether the held block swaps with slot 0 (bit k
      * of sw0) or slot 1 (bit k of sw1). */
-    uint64_t sel, sw0 = 0, sw1 = 0;
-#if OBL_CT_AVX512
-    if (P <= 32 && D <= 31 && !nr_plan_scalar) { /* public */
-        uint16_t dp[32], idl[32], tgt[32];
-        uint32_t second, e0, best0;
-        nr_plan_deepest(rr, P, D, dp, idl, &second, &e0, &best0);
-        nr_plan_target(dp, idl, D, tgt);
-        sel = nr_plan_swaps(tgt, D, second, e0, best0, &sw0, &sw1);
-    } else
-#endif
-    {
-    /* PrepareDeepest (fig. 3). First, per level and independently of the
-     * others: the slot of its deepest-going block (best), its first empty
-     * slot, whether it has one, and the reach of that block as a key
-     * reach << 8 | (255 - level): a larger key reaches deeper, and between
-     * equal reaches the level nearer the root wins, as the paper's strict
-     * "goal < reach" update keeps the first. Level 0 is the stash. */
-    uint64_t gk; /* the running maximum of the keys of the levels above */
-    {
-        uint32_t bk = 0, ek = 255;
-        for (uint32_t s = 0; s < P; s++) {
-            uint32_t k = (uint32_t)rr[s] << 8 | s;
-            bk = bk > k ? bk : k;
-            uint32_t eks = rr[s] == 0 ? s : 255;
-            ek = ek < eks ? ek : eks;
-        }
-        best[0] = bk & 0xff;
-        empty[0] = ek;
-        hasempty[0] = nr_lt(ek, 255);
-        gk = (bk & ~(uint32_t)0xff) | 255; /* reach 0 if the stash is empty */
-    }
-    /* Then, root to leaf, each level's own part and the one sequential
-     * part of PrepareDeepest in the same loop: the running maximum of the
-     * keys of the levels above each level gives its deepest[] (the level
-     * whose block can go deepest, if that is at least this level). */
-    deepest[0] = NR_NONE;
-    for (uint32_t lv = 1; lv <= D; lv++) {
-        uint32_t s0 = P + (lv - 1) * NR_Z;
-        uint32_t r0 = rr[s0], r1 = rr[s0 + 1];
-        uint32_t second = (uint32_t)(r0 < r1), sm = (uint32_t)0 - second;
-        uint32_t r = r0 ^ (sm & (r0 ^ r1));
-        uint32_t d0 = (uint32_t)(r0 == 0);
-        best[lv] = s0 + second;
-        empty[lv] = s0 + (d0 ^ 1); /* slot 0 if empty, else slot 1 */
-        hasempty[lv] = d0 | (uint32_t)(r1 == 0);
-        uint64_t goal = gk >> 8, from = 255 - (gk & 255);
-        deepest[lv] = obl_ct_select64(nr_lt(goal, lv) ^ 1, from, NR_NONE);
-        gk = nr_max_step(gk, (uint64_t)(r << 8 | (255 - lv)));
-    }
-
-    /* PrepareTarget (fig. 4): leaf to root. src is the level a pending
-     * drop at level dest waits for, or NR_NONE. At level lv: if src == lv
-     * (the drop's block is picked up here), target[lv] = dest and lv
-     * starts the next chain if a block of a level above can come down to
-     * it (deepest[lv] != NR_NONE); with nothing pending, lv starts one if
-     * it also has an empty slot; while src < lv is pending, lv is passed
-     * over. So the new src is deepest[lv] (NR_NONE if none) on a hit,
-     * deepest[lv] or NR_NONE (no empty slot) when idle, else src: one
-     * nr_target_step, with the outputs computed beside the chain. */
-    {
-        uint64_t src = NR_NONE, dest = NR_NONE;
-        for (uint32_t lv = D + 1; lv-- > 0;) {
-            uint64_t dl = deepest[lv];
-            uint64_t nsrc = nr_target_step(src, lv, dl, obl_ct_select64(hasempty[lv], dl, NR_NONE));
-            target[lv] = obl_ct_select64(nr_eqs(src, lv), dest, NR_NONE);
-            /* a chain starts here iff src changed to a level */
-            uint64_t c = (nr_eqs(nsrc, NR_NONE) | nr_eqs(nsrc, src)) ^ 1;
-            dest = obl_ct_select64(c, lv, dest);
-            src = nsrc;
-        }
-    }
-
-    /* EvictFast's decisions, from metadata only: the targets of the
-     * pick-ups grow with the level (each chain of PrepareTarget runs
-     * toward the root, and the next one starts above where it ended), so
-     * the block held on arriving at level lv is the one of the latest
-     * pick-up, and it is dropped at lv iff the largest target so far (hd)
-     * is lv. The hold swaps with one slot (c0: slot 0, c1: slot 1): the
-     * deepest block's when picking up, else the first empty one. */
-    uint64_t tg0 = nr_eqs(target[0], NR_NONE) ^ 1;
-    sel = obl_ct_select64(tg0, best[0], 255);
-    uint64_t hd = obl_ct_select64(tg0, target[0], 0);
-    for (uint32_t lv = 1; lv <= D; lv++) {
-        uint32_t s0 = P + (lv - 1) * NR_Z;
-        uint64_t towrite = nr_eqs(hd, lv);
-        uint64_t tgl = nr_eqs(target[lv], NR_NONE) ^ 1;
-        uint64_t sl = obl_ct_select64(tgl, best[lv], empty[lv]);
-        uint64_t doswap = tgl | towrite;
-        uint64_t c1 = doswap & (sl - s0); /* sl - s0 is 0 or 1 */
-        hd = obl_ct_select64(tgl, target[lv], hd);
-        sw0 |= (doswap ^ c1) << (lv - 1);
-        sw1 |= c1 << (lv - 1);
-    }
-    }
+    uint64_t sw0, sw1;
+    const uint64_t sel = nr_plan(o, rr, &sw0, &sw1);
 
     /* EvictFast: one data pass. At level lv the held block (if its
      * destination is lv) is dropped and/or the level's deepest block picked
@@ -624,63 +620,7 @@ static inline __attribute__((always_inline)) void NR_F(nr_evict_core)(obl_nroram
     }
 #if OBL_CT_AVX512
     if (FB) { /* public: whole buckets in one vector (nr_evict_buf) */
-        /* 32-bit lanes of a bucket: slot 0's id, leaf and value (FB_M0),
-         * slot 1's (FB_M1); the held block sits in slot 0's lanes */
-#if NRW == 64
-        const __mmask16 FB_M0 = 0x030f, FB_M1 = 0x0cf0;
-        static const int32_t p01[16] = {0, 1, 2, 3, 0, 1, 2, 3, 8, 9, 8, 9, 12, 13, 14, 15};
-        static const int32_t p10[16] = {4, 5, 6, 7, 4, 5, 6, 7, 10, 11, 10, 11, 12, 13, 14, 15};
-        __m512i h = _mm512_maskz_set1_epi64(1, (long long)hm.id);
-        h = _mm512_mask_set1_epi64(h, 2, (long long)hm.leaf);
-        h = _mm512_mask_set1_epi64(h, 16, (long long)h8);
-#else
-        const __mmask16 FB_M0 = 0x33, FB_M1 = 0xcc;
-        static const int32_t p01[16] = {0, 1, 0, 1, 4, 5, 4, 5, 8, 9, 10, 11, 12, 13, 14, 15};
-        static const int32_t p10[16] = {2, 3, 2, 3, 6, 7, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15};
-        __m512i h = _mm512_maskz_set1_epi32(1, (int)hm.id);
-        h = _mm512_mask_set1_epi32(h, 2, (int)hm.leaf);
-        h = _mm512_mask_set1_epi64(h, 4, (long long)h8);
-#endif
-        const __m512i i01 = _mm512_loadu_si512((const void *)p01);
-        const __m512i i10 = _mm512_loadu_si512((const void *)p10);
-        const size_t bstride = o->bstride;
-        unsigned char *tree = o->tree;
-        for (uint32_t lv = 1; lv <= D; lv++) {
-            uint32_t c0 = (uint32_t)(sw0 >> (lv - 1)) & 1, c1 = (uint32_t)(sw1 >> (lv - 1)) & 1;
-            __mmask16 k0 = (__mmask16)((0u - c0) & FB_M0);
-            __mmask16 k1 = (__mmask16)((0u - c1) & FB_M1), k1h = (__mmask16)((0u - c1) & FB_M0);
-            uint64_t b = o->pathb[lv - 1];
-            unsigned char *bp = tree + b * bstride;
-            if (o->pfq_i < o->pfq_n) /* public */
-                NR_PREFETCH_BUCKET(o, o->pfq[o->pfq_i++], 0, 3);
-            OBL_TRACE_TOUCH(OBL_TRACE_REGION_ORAM_TREE, OBL_TRACE_WRITE, b, 1);
-            /* whole buckets by plain loads and stores, no masked ones (a
-             * 32-byte bucket moved with a 512-bit load and store masked to
-             * its 8 lanes made NRORAM 4/8 at 2^20 1.5 x slower: in-process
-             * A/B 0.603 and 0.686 x the time with these, 2026-12-06; the
-             * next eviction or access reads the top levels' buckets again
-             * soon after, and a masked store seems not to forward to them) */
-#if NRW == 64
-            __m512i bv = _mm512_loadu_si512((const void *)bp);
-#else
-            __m512i bv = _mm512_zextsi256_si512(_mm256_loadu_si256((const __m256i *)bp));
-#endif
-            NR_VBARRIER(bv);
-            /* the held block's chain is one blend per level: the slot it
-             * takes is moved into slot 0's lanes beside the chain */
-            __m512i take = _mm512_mask_permutexvar_epi32(bv, k1h, i10, bv);
-            __m512i nb = _mm512_mask_mov_epi32(bv, k0, h);
-            nb = _mm512_mask_permutexvar_epi32(nb, k1, i01, h);
-            h = _mm512_mask_mov_epi32(h, k0 | k1h, take);
-            NR_VBARRIER(nb);
-#if NRW == 64
-            _mm512_storeu_si512((void *)bp, nb);
-#else
-            _mm256_storeu_si256((__m256i *)bp, _mm512_castsi512_si256(nb));
-#endif
-        }
-        h8 = (uint64_t)_mm_cvtsi128_si64(_mm512_extracti32x4_epi32(h, NRW == 64 ? 2 : 1));
-        memcpy(hold, &h8, 8);
+        NR_F(nr_evict_pass_fb)(o, sw0, sw1, hm, h8);
         o->st.evictions++;
         return;
     }
@@ -754,7 +694,7 @@ static inline __attribute__((always_inline)) void NR_F(nr_evict_core)(obl_nroram
 static inline int NR_F(nr_whole_buckets)(const obl_nroram *o)
 {
 #if OBL_CT_AVX512
-    return o->vs == 8 && o->bstride == 4 * sizeof(NR_META) && !nr_plan_scalar;
+    return o->vs == 8 && o->bstride == 4 * sizeof(NR_META) && !o->plan_scalar;
 #else
     (void)o;
     return 0;
@@ -763,9 +703,8 @@ static inline int NR_F(nr_whole_buckets)(const obl_nroram *o)
 
 /* The block size is a constant in the copy for 64-byte blocks (every
  * position-map level and the packed data levels of the recursive ORAM), so
- * its block moves are single vectors without a loop (in-process A/B, with
- * nr_fetch and nr_put alike: NRORAM 4/64 at 2^13 0.94 -> 0.82 us, at 2^17
- * 1.34 -> 1.24 us). */
+ * its block moves are single vectors without a loop (nr_fetch and nr_put
+ * alike). */
 static int NR_F(nr_evict_buf)(obl_nroram *o, uint64_t e)
 {
 #define NR_EVICT_CALL(VS, NWC) NR_F(nr_evict_core)(o, e, VS, NWC, 0)
@@ -783,6 +722,11 @@ static int NR_F(nr_evict_buf)(obl_nroram *o, uint64_t e)
 
 static void NR_F(nr_settle)(obl_nroram *o);
 
+/* ReadAndRemove of block id on path pos, with the previous access's owed
+ * evictions run while the path arrives (nr_settle). One function of about
+ * 180 lines: the stash and path scans OR the found block into registers
+ * (acc8, or vectors for 64 bytes) that live across both scans; the vector
+ * and portable scans are alternatives of each scan, kept side by side. */
 static inline __attribute__((always_inline)) uint64_t NR_F(nr_fetch_core)(obl_nroram *o, uint64_t id,
                                                                           uint64_t pos, const size_t vs,
                                                                           const int NW)
@@ -799,14 +743,11 @@ static inline __attribute__((always_inline)) uint64_t NR_F(nr_fetch_core)(obl_nr
         /* the read path's prefetches are queued and the first eviction's
          * data pass issues one per level, so they do not stall on miss
          * buffers its own loads fill (it has D levels, at least as many as
-         * the queue, so the loop after settle only guards; A/B at 2^20
-         * 0.96-0.98 x, at 2^16 0.94-0.98 x; issuing them during the second
-         * eviction instead was 1.04-1.13 x). With a lead of 2 (a tree used
-         * alone, obl_nroram_create) the evictions' paths are in cache by
-         * then, their loads hold no miss buffers, and the read path is
-         * prefetched at once (NRORAM 8/8 at 2^20 0.928 and 0.951 x, 4/8
-         * 0.900 and 0.964 x, 2^22 0.983 and 0.907 x, 2^16 0.996-1.013 x;
-         * RORAM trees, lead 1, unchanged: 0.994 and 1.001 x). */
+         * the queue, so the loop after settle only guards; during the
+         * second eviction they came too late). With a lead of 2 (a tree
+         * used alone, obl_nroram_create) the evictions' paths are in cache
+         * by then, their loads hold no miss buffers, and the read path is
+         * prefetched at once (docs/oram.md, "NRORAM: Circuit ORAM"). */
         o->pfq_n = 0;
         o->pfq_i = 0;
         for (uint32_t k = o->D; k-- > o->pf_k0;)
@@ -825,9 +766,9 @@ static inline __attribute__((always_inline)) uint64_t NR_F(nr_fetch_core)(obl_nr
      * mask arithmetic as in nr_evict_buf. At most one real block matches
      * (an id is stored once: obl_nroram_insert's rule that the id be absent),
      * so 8- and 64-byte blocks are OR-ed into a register (the compiler
-     * cannot keep o->tmp in one: it may alias the tree); in-process A/B
-     * with the eviction's held block (nr_evict_core) for 64 bytes. Other
-     * sizes are moved into o->tmp. */
+     * cannot keep o->tmp in one: it may alias the tree), as the eviction's
+     * held block is (nr_evict_core) for 64 bytes. Other sizes are moved
+     * into o->tmp. */
     NR_WORD f = 0;
     uint64_t acc8 = 0;
 #if OBL_CT_AVX512
@@ -864,7 +805,7 @@ static inline __attribute__((always_inline)) uint64_t NR_F(nr_fetch_core)(obl_nr
     if (vs != 8 && !reg64) /* public */
         memset(o->tmp, 0, vs);
 #if OBL_CT_AVX512
-    if (P <= 64 && !nr_plan_scalar) { /* public (the switch: tests only) */
+    if (P <= 64 && !o->plan_scalar) { /* public (the switch: tests only) */
         /* the stash's ids compared in chunks; the matches as a bit mask */
         uint64_t mt = 0;
         for (uint32_t j = 0; j < P; j += NR_PER) {
@@ -899,7 +840,7 @@ static inline __attribute__((always_inline)) uint64_t NR_F(nr_fetch_core)(obl_nr
     }
 #if OBL_CT_AVX512
     /* public: one-vector buckets (the switch: tests only) */
-    if (vs == 8 && bstride == 4 * sizeof(NR_META) && !nr_plan_scalar) {
+    if (vs == 8 && bstride == 4 * sizeof(NR_META) && !o->plan_scalar) {
         /* ids compared in their lanes; a match's value lane taken, its id
          * lane set to all ones; the metadata stored back whole */
         __m512i acc = _mm512_setzero_si512();
@@ -910,9 +851,9 @@ static inline __attribute__((always_inline)) uint64_t NR_F(nr_fetch_core)(obl_nr
             unsigned char *bp = o->tree + b * bstride;
             OBL_TRACE_TOUCH(OBL_TRACE_REGION_ORAM_TREE, OBL_TRACE_RW, b, 1);
             /* plain loads and stores, as in the eviction's whole-bucket
-             * pass (nr_evict_core); the metadata stored back alone: NRORAM
-             * 8/8 at 2^20 0.908 and 0.965 x the time of the masked 48-byte
-             * load and 32-byte store, 2^16 0.999 and 1.003 x */
+             * pass (nr_evict_core), and the metadata stored back alone:
+             * faster than a masked load and store of the bucket's part
+             * (docs/oram.md, "Masked memory operands") */
 #if NRW == 64
             /* lanes: id0 leaf0 id1 leaf1 value0 value1, padding */
             __m512i v = _mm512_loadu_si512((const void *)bp);
@@ -969,7 +910,7 @@ static inline __attribute__((always_inline)) uint64_t NR_F(nr_fetch_core)(obl_nr
 }
 
 /* see nroram_internal.h; block size as in nr_evict_buf */
-uint64_t NR_F(nr_fetch)(obl_nroram *o, uint64_t id, uint64_t pos)
+static uint64_t NR_F(nr_fetch)(obl_nroram *o, uint64_t id, uint64_t pos)
 {
 #define NR_FETCH_CALL(VS, NWC) return NR_F(nr_fetch_core)(o, id, pos, VS, NWC)
     NR_BY_WORDS(o, NR_FETCH_CALL, (void)0)
@@ -986,7 +927,7 @@ static inline uint64_t NR_F(nr_stash_count)(const obl_nroram *o)
 #if OBL_CT_AVX512
     /* whole chunks, the lanes past the stash dropped from the
      * comparison's mask */
-    if (!nr_plan_scalar) { /* public; the switch: tests only */
+    if (!o->plan_scalar) { /* public; the switch: tests only */
         uint32_t c = o->P;
         for (uint32_t j = 0; j < o->P; j += NR_PER) {
             __mmask8 kl = NR_F(nr_chunk_ideq)(NR_F(nr_chunk_load)(bm, j), NR_F(nr_chunk_lanes)(o->P, j),
@@ -1054,7 +995,7 @@ static inline __attribute__((always_inline)) void NR_F(nr_stash_in)(obl_nroram *
     NR_WORD nid = NR_SEL(keep, (NR_WORD)id, NR_DUMMY);
     NR_WORD nleaf = (NR_WORD)(new_pos & (o->L - 1));
 #if OBL_CT_AVX512
-    if (o->P <= 64 && !nr_plan_scalar) { /* public (the switch: tests only) */
+    if (o->P <= 64 && !o->plan_scalar) { /* public (the switch: tests only) */
         /* The empty slots as a bit mask (a comparison per entry, no
          * branch), its lowest bit isolated: the slot to fill. */
         const uint32_t P = o->P;
@@ -1081,8 +1022,8 @@ static inline __attribute__((always_inline)) void NR_F(nr_stash_in)(obl_nroram *
             uint64_t t;
             memcpy(&t, o->tmp, 8);
             /* behind the barrier: else gcc 12 folds the broadcast into a
-             * load of o->tmp masked by the secret slot (found by review,
-             * 2026-12-06) */
+             * load of o->tmp masked by the secret slot (the masked-operand
+             * audit, tests/ct/masked_ops.sh, rejects that) */
             __m512i tv = _mm512_set1_epi64((long long)t);
             NR_VBARRIER(tv);
             for (uint32_t j = 0; j < P; j += 8) {
@@ -1149,7 +1090,7 @@ static void NR_F(nr_settle)(obl_nroram *o)
 }
 
 /* see nroram_internal.h; block size as in nr_evict_buf */
-obl_err NR_F(nr_put)(obl_nroram *o, uint64_t keep, uint64_t id, uint64_t new_pos)
+static obl_err NR_F(nr_put)(obl_nroram *o, uint64_t keep, uint64_t id, uint64_t new_pos)
 {
     if (o->vs == 64) /* public */
         NR_F(nr_stash_in)(o, keep, id, new_pos, 64);

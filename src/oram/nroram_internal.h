@@ -58,33 +58,39 @@ typedef struct nr_meta64 {
 
 /* Trees above this size prefetch every cache line of a bucket, also the
  * line a bucket straddles at its end; smaller ones (mostly in cache) skip
- * it, which measured faster there. In-process A/B, NRORAM 8/8 (48-byte
- * buckets), median of 31-41 rounds of 20000 accesses: 2^20 (48 MiB tree)
- * 1.64 -> 1.40 us, 2^16 (3 MiB) 0.91 -> 1.03 us. The limit was 16 MiB
- * until 2026-12-04, when the VM's caches held far less than that (a
- * dependent load measured 146 ns over 8 MiB, 20 ns over 2 MiB) and the
- * eviction's data pass stalled on the straddled line: 2^18 (12 MiB)
- * 1.34 -> 1.17 and 1.45 -> 1.20 us, 2^16 0.98 -> 0.93, 0.98 -> 0.94,
- * 0.98 -> 1.00 us (binaries alternating, 7 rounds of 50000 each). */
+ * it, which measured faster there; above it, the eviction's data pass
+ * stalled on the straddled line (docs/oram.md, "NRORAM: Circuit ORAM"). */
 #define NR_PF_LINES_BYTES ((size_t)2 << 20)
 
 /* Levels whose buckets together take at most this many bytes are touched
- * by every path, so they stay in cache and are not prefetched. 256 KiB
- * until 2026-12-04; then, both libraries in one process (scripts/ab.sh,
- * 21-31 alternating rounds), 64 KiB measured RORAM 8/56 at 2^20 0.849,
- * 0.926, 0.861, 1.002 and 0.960 x the time of 256 KiB (the last two with
- * either structure created first), the map's get 0.984 x, NRORAM 8/8
- * 0.947 and 1.002 x, RORAM 8/8 1.000 x; 32 KiB 0.980 x (8/56) and 1.015 x
- * (8/8), 16 KiB about 1.0 x, 0 (every level) 1.09 x. Again on
- * 2026-12-05 with 4-5 placements (obl-ab, OBL_AB_PLACEMENTS): 16 KiB
- * against 64 KiB measured NRORAM 8/8 at 2^20 1.005 and 1.026 x, the map's
- * get 1.021 and 0.989 x. */
+ * by every path, so they stay in cache and are not prefetched. The limit
+ * was chosen by measurement of NRORAM, RORAM and map accesses against
+ * 16 KiB to 256 KiB (docs/oram.md, "NRORAM: Circuit ORAM"). */
 #define NR_PF_HOT_BYTES ((size_t)64 << 10)
 
 #define NR_DUMMY32 UINT32_MAX
 #define NR_DUMMY64 UINT64_MAX
 
+/* Bytes after the tree, the stash and o->tmp that whole-vector loads and
+ * stores may touch (nr_reg_words in nr_access.c). */
+#define NR_SLACK 64
+
+struct obl_nroram;
+
+/* A variant's operations for one metadata width (nr_access.c; the wrappers
+ * below say what they do). */
+typedef struct nr_ops {
+    uint64_t (*fetch)(struct obl_nroram *o, uint64_t id, uint64_t pos);
+    obl_err (*put)(struct obl_nroram *o, uint64_t keep, uint64_t id, uint64_t new_pos);
+    obl_err (*recover)(struct obl_nroram *o);
+    int (*scan_max16)(const uint16_t in[32], uint16_t out[32]);
+} nr_ops;
+
 struct obl_nroram {
+    const nr_ops *ops;  /* public: the variant's code for this width, chosen
+                           at creation (common/cpu.h) */
+    int isa;            /* public: that variant (OBL_ISA_*) */
+    int plan_scalar;    /* public; tests only (nr_set_plan_scalar) */
     obl_alloc_ctx ac;
     obl_prg prg;
     uint64_t capacity;
@@ -171,14 +177,22 @@ static inline uint32_t nr_log_leaves(uint64_t capacity)
  * then stores nothing. The map (src/omap/op_values_impl.h) relies on this for the
  * 8-byte key 0xff..ff, whose value it keeps outside the ORAM.
  */
-uint64_t nr_fetch32(obl_nroram *o, uint64_t id, uint64_t pos);
-obl_err nr_put32(obl_nroram *o, uint64_t keep, uint64_t id, uint64_t new_pos);
-uint64_t nr_fetch64(obl_nroram *o, uint64_t id, uint64_t pos);
-obl_err nr_put64(obl_nroram *o, uint64_t keep, uint64_t id, uint64_t new_pos);
+static inline uint64_t nr_fetch(obl_nroram *o, uint64_t id, uint64_t pos)
+{
+    return o->ops->fetch(o, id, pos);
+}
+
+static inline obl_err nr_put(obl_nroram *o, uint64_t keep, uint64_t id, uint64_t new_pos)
+{
+    return o->ops->put(o, keep, id, new_pos);
+}
 
 /* Before an access: if the structure is in the `full` state, tries extra
  * evictions; OBL_ERR_STATE if the stash still has no free slot. Public. */
-obl_err nr_ready(obl_nroram *o);
+static inline obl_err nr_ready(obl_nroram *o)
+{
+    return o->full ? o->ops->recover(o) : OBL_OK; /* public state */
+}
 
 /* A block's id computed from its content (nr_build): called on every slot
  * of the tree and the stash, real or empty, so it must take the same time
@@ -239,16 +253,17 @@ void nr_build_set_packing(int allow);
  * UINT64_MAX restores uniform leaves. */
 void nr_build_set_leaf_mask(uint64_t mask);
 
-/* Tests only, not thread-safe: 1 makes every eviction take the portable
- * form even where the AVX-512 one applies: scalar reaches, metadata passes
- * (level by level, not nr_plan_deepest in nroram.c) and stash count, no
+/* Tests only: 1 makes every eviction of tree o take the portable form even
+ * where the AVX-512 one applies: scalar reaches, metadata passes (level by
+ * level, not nr_plan_deepest in nr_access.c) and stash count, no
  * whole-bucket evictions (the path's metadata goes through the buffer),
- * and ReadAndRemove and the stash insertion slot by slot;
- * 0 restores the default. Both must leave the same tree and stash. */
-void nr_set_plan_scalar(int on);
+ * and ReadAndRemove and the stash insertion slot by slot; 0 restores the
+ * default. Both must leave the same tree and stash. */
+void nr_set_plan_scalar(obl_nroram *o, int on);
 
 /* Tests only: out[i] = max(in[0..i]) by the vector prefix maximum of the
- * AVX-512 metadata passes; returns 0 (out untouched) in builds without it. */
+ * AVX-512 metadata passes; returns 0 (out untouched) when the variant a
+ * structure would pick now has none. */
 int nr_test_scan_max16(const uint16_t in[32], uint16_t out[32]);
 
 #endif /* OBL_SRC_ORAM_NRORAM_INTERNAL_H */

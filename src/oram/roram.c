@@ -19,50 +19,22 @@
  *   scanned array of values without any tree.
  * An access draws every level's new leaf first, then walks from the base
  * down: each level is ONE ORAM access that reads the block holding the next
- * level's leaf, swaps in the pre-drawn new leaf, and remaps the block.
+ * level's leaf, swaps in the pre-drawn new leaf, and remaps the block. The
+ * access is in ro_access.c, compiled once per instruction-set variant
+ * (common/cpu.h); this file holds creation and the entry points.
  */
 #include <string.h>
 
 #include <obl/oram.h>
 
 #include "ct.h"
+#include "common/cpu.h"
 #include "common/secret.h"
 #include "common/trace.h"
 #include "oram/nroram_internal.h"
 #include "oram/roram_internal.h"
 
-#define RO_MAX_LEVELS 16
-#define RO_FAN_LOG 4    /* 16 positions of 32 bits per 64-byte block */
-#define RO_FAN_LOG16 5  /* 32 positions of 16 bits per 64-byte block */
-
-/* a position block's words (the block is a byte buffer) */
-typedef uint16_t ro_w16 __attribute__((may_alias));
-typedef uint32_t ro_w32 __attribute__((may_alias));
-/* Default base-level size: see docs/oram.md, "Crossover". */
-#define RO_SCAN_MAX_DEFAULT 8192u
-#define RO_SCAN_VALUES_MAX 4096u
-
-struct obl_roram {
-    obl_alloc_ctx ac;
-    obl_prg prg;
-    uint64_t n;
-    size_t vs;
-    uint32_t lk;        /* log2 values per data block */
-    size_t bsz;         /* data block bytes: vs << lk, 33 .. 63 padded to 64 */
-    uint32_t T;         /* ORAM levels; 0: the values are a scanned array */
-    obl_nroram *lv[RO_MAX_LEVELS];
-    uint8_t fl[RO_MAX_LEVELS]; /* l >= 1: log2 of level l's fan-out (4: 32-bit
-                                  leaves of level l - 1, 5: 16-bit) */
-    uint8_t sh[RO_MAX_LEVELS]; /* level l's block of data block bi is
-                                  bi >> sh[l] (sh[0] = 0) */
-    void *base;         /* leaves of level T - 1's blocks: 16-bit words if
-                           that level has at most 2^16 leaves, else 32-bit */
-    int base16;
-    uint64_t nbase;
-    unsigned char *scan; /* T == 0: the n values */
-    unsigned char *val; /* vs bytes scratch */
-    size_t base_bytes, scan_bytes;
-};
+OBL_VARIANT_DECLARE(const ro_access_t, ro_access_fn);
 
 /* Trees of at most 2^ro_pos16_max leaves keep their leaves as 16-bit
  * words; 16, or a test's setting (ro_set_pos16_max, roram_internal.h). */
@@ -103,6 +75,9 @@ static obl_err ro_create(obl_roram **out, const obl_roram_params *p, const void 
      * array's fail */
     if (p->stash_size && (p->stash_size < 2 || p->stash_size > 64))
         return OBL_ERR_INVALID_ARG;
+    const int isa = obl_isa_pick(); /* its trees pick the same (nr_create) */
+    if (isa < 0)
+        return OBL_ERR_UNSUPPORTED;
     const size_t vs = p->value_size;
     size_t total;
     if (!obl_mul_ok((size_t)p->n, vs, &total) || p->n > ((uint64_t)1 << 40))
@@ -112,9 +87,9 @@ static obl_err ro_create(obl_roram **out, const obl_roram_params *p, const void 
         lk++;
     /* Data blocks: k = 2^lk values, the most that fit in 64 bytes; a block
      * of 33 to 63 bytes is padded to 64 (one cache line, and the ORAM's
-     * block moves then have no tail). In-process A/B, RORAM 8/56: 6.12 ->
-     * 5.37 us at 2^20, 3.64 -> 2.98 us at 2^16, for 137.6 -> 153.6 bytes
-     * per entry. */
+     * block moves then have no tail): faster accesses for about a tenth
+     * more memory per entry of 56 bytes (docs/oram.md, "RORAM: recursive
+     * ORAM"). */
     const size_t bpk = vs << lk; /* bytes of the k packed values */
     const size_t bsz = bpk > 32 && bpk < 64 ? 64 : bpk;
     const uint64_t nb = (p->n + ((uint64_t)1 << lk) - 1) >> lk;
@@ -145,6 +120,8 @@ static obl_err ro_create(obl_roram **out, const obl_roram_params *p, const void 
     obl_roram *r = (obl_roram *)obl_alloc(&ac, sizeof(*r), 64);
     if (!r)
         return OBL_ERR_NOMEM;
+    r->isa = isa;
+    r->access = *OBL_VARIANT_PICK(ro_access_fn, isa);
     r->n = p->n;
     r->vs = vs;
     r->lk = lk;
@@ -269,106 +246,6 @@ obl_err obl_roram_create_from(obl_roram **out, const obl_roram_params *p, const 
     return ro_create(out, p, values);
 }
 
-/*
- * Base level: returns base[i] and stores nv there, reading and writing the
- * whole array (r->nbase leaves of 16 or 32 bits). Secret: i, nv, the
- * array. Public: the size.
- */
-static inline uint32_t ro_base_swap(obl_roram *r, uint64_t i, uint32_t nv)
-{
-    const uint32_t n = (uint32_t)r->nbase, ii = (uint32_t)i;
-    OBL_TRACE_TOUCH(OBL_TRACE_REGION_ORAM_SCAN, OBL_TRACE_RW, 0, n);
-    /* plain mask expressions that the compiler vectorises; the mask comes
-     * from a comparison, never a branch */
-    if (r->base16) { /* public */
-        uint16_t *base = (uint16_t *)r->base, acc = 0, v16 = (uint16_t)nv;
-        for (uint32_t j = 0; j < n; j++) {
-            uint16_t m = (uint16_t)(0 - (uint16_t)(j == ii));
-            uint16_t v = base[j];
-            acc |= v & m;
-            base[j] = v ^ (m & (v ^ v16));
-        }
-        return acc;
-    }
-    uint32_t *base = (uint32_t *)r->base, acc = 0;
-    for (uint32_t j = 0; j < n; j++) {
-        uint32_t m = (uint32_t)0 - (uint32_t)(j == ii);
-        uint32_t v = base[j];
-        acc |= v & m;
-        base[j] = v ^ (m & (v ^ nv));
-    }
-    return acc;
-}
-
-/*
- * Level l >= 1: in the block just read (o->tmp), the leaf at `slot` is
- * returned and replaced by nv; every entry is read and written. Secret:
- * slot, nv, the block. Public: the width (r->fl[l]).
- */
-static inline uint32_t ro_leaf_swap(const obl_roram *r, uint32_t l, unsigned char *blk,
-                                    uint64_t slot, uint32_t nv)
-{
-    uint32_t next = 0;
-    if (r->fl[l] == RO_FAN_LOG16) { /* public */
-        ro_w16 *q = (ro_w16 *)(void *)blk;
-        for (uint32_t j = 0; j < 32; j++) {
-            uint16_t m = (uint16_t)obl_ct_mask(obl_ct_eq64(j, slot));
-            next |= q[j] & m;
-            q[j] = (uint16_t)(q[j] ^ (m & (q[j] ^ (uint16_t)nv)));
-        }
-        return next;
-    }
-    ro_w32 *q = (ro_w32 *)(void *)blk;
-    for (uint32_t j = 0; j < 16; j++) {
-        uint64_t m = obl_ct_eq64(j, slot);
-        next |= q[j] & (uint32_t)obl_ct_mask(m);
-        q[j] = obl_ct_select32(m, nv, q[j]);
-    }
-    return next;
-}
-
-/*
- * The new value in val: fn's result, or `in` under w (zeros when in is
- * NULL), else val unchanged. Secret: w, the contents. Public: vs, fn, in.
- */
-static void ro_apply(unsigned char *val, size_t vs, uint64_t w, const void *in,
-                     obl_oram_update_fn fn, void *ctx)
-{
-    if (fn) {
-        uint64_t keep = 1;
-        fn(ctx, val, 1, &keep);
-    } else if (in) {
-        obl_ct_cmov(w, val, in, vs);
-    } else {
-        obl_ct_czero(w, val, vs);
-    }
-}
-
-/*
- * Entry `slot` of the k entries of vs bytes at blk: copied to val (and to
- * out), updated by ro_apply, written back. Secret: slot, w, the contents.
- * Public: k, vs.
- */
-static void ro_slot_rmw(unsigned char *blk, uint64_t k, size_t vs, uint64_t slot,
-                        unsigned char *val, void *out, uint64_t w, const void *in,
-                        obl_oram_update_fn fn, void *ctx)
-{
-    if (k == 1) { /* public: one value per block, slot 0; no copies */
-        if (out)
-            memcpy(out, blk, vs);
-        ro_apply(blk, vs, w, in, fn, ctx);
-        return;
-    }
-    memset(val, 0, vs);
-    for (uint64_t j = 0; j < k; j++)
-        obl_ct_cmov(obl_ct_eq64(j, slot), val, blk + j * vs, vs);
-    if (out)
-        memcpy(out, val, vs);
-    ro_apply(val, vs, w, in, fn, ctx);
-    for (uint64_t j = 0; j < k; j++)
-        obl_ct_cmov(obl_ct_eq64(j, slot), blk + j * vs, val, vs);
-}
-
 /* see roram_internal.h */
 obl_err ro_ready(obl_roram *r)
 {
@@ -380,79 +257,26 @@ obl_err ro_ready(obl_roram *r)
     return OBL_OK;
 }
 
-/*
- * The access. Secret: index, is_write, in/out contents, the callback's
- * work. Public: the pointers' NULL-ness, the error returned.
- */
-static obl_err ro_access(obl_roram *r, uint64_t index, uint64_t is_write, const void *in,
+/* The access (ro_access.c, ro_access), in the variant the structure picked. */
+static obl_err ro_run(obl_roram *r, uint64_t index, uint64_t is_write, const void *in,
                          void *out, obl_oram_update_fn fn, void *ctx)
 {
     if (!r)
         return OBL_ERR_INVALID_ARG;
-    /* Public range check: n is public and index < n is the caller's
-     * contract (oram.h). LEAK: whether the index is in range. */
-    uint64_t oor = obl_ct_ge64(index, r->n);
-    if (OBL_DECLASSIFY_VAL(oor))
-        return OBL_ERR_RANGE;
-    const size_t vs = r->vs;
-    uint64_t w = obl_ct_nonzero64(is_write);
-    if (r->T == 0) {
-        OBL_TRACE_TOUCH(OBL_TRACE_REGION_ORAM_SCAN, OBL_TRACE_RW, 0, r->n);
-        /* a scanned array: one pass to read, one to write */
-        ro_slot_rmw(r->scan, r->n, vs, index, r->val, out, w, in, fn, ctx);
-        return OBL_OK;
-    }
-
-    obl_err re = ro_ready(r);
-    if (re != OBL_OK)
-        return re;
-    /* new leaves for every level, drawn before the walk */
-    uint64_t np[RO_MAX_LEVELS];
-    for (uint32_t l = 0; l < r->T; l++)
-        np[l] = obl_prg_bits(&r->prg, r->lv[l]->logL);
-    OBL_SECRET(np, sizeof(np[0]) * r->T); /* the new leaves stay secret until used */
-    uint64_t bi = index >> r->lk;
-    obl_err ret = OBL_OK;
-    uint32_t top = r->T - 1;
-    uint64_t p = ro_base_swap(r, bi >> r->sh[top], (uint32_t)np[top]);
-    for (uint32_t l = top; l >= 1; l--) {
-        obl_nroram *o = r->lv[l];
-        uint64_t b = bi >> r->sh[l];
-        uint64_t pub = p;
-        OBL_DECLASSIFY(&pub, sizeof(pub)); /* LEAK: the leaf label, revealed by design */
-        nr_fetch32(o, b, pub);
-        uint64_t slot = (bi >> r->sh[l - 1]) & (((uint64_t)1 << r->fl[l]) - 1);
-        uint32_t next = ro_leaf_swap(r, l, o->tmp, slot, (uint32_t)np[l - 1]);
-        obl_err e = nr_put32(o, 1, b, np[l]);
-        if (e != OBL_OK)
-            ret = e;
-        p = next;
-    }
-    {
-        obl_nroram *o = r->lv[0];
-        uint64_t pub = p;
-        OBL_DECLASSIFY(&pub, sizeof(pub)); /* LEAK: the leaf label, revealed by design */
-        nr_fetch32(o, bi, pub);
-        uint64_t slot = index & (((uint64_t)1 << r->lk) - 1);
-        ro_slot_rmw(o->tmp, (uint64_t)1 << r->lk, vs, slot, r->val, out, w, in, fn, ctx);
-        obl_err e = nr_put32(o, 1, bi, np[0]);
-        if (e != OBL_OK)
-            ret = e;
-    }
-    return ret;
+    return r->access(r, index, is_write, in, out, fn, ctx);
 }
 
 /* see obl/oram.h */
 obl_err obl_roram_access(obl_roram *o, uint64_t index, uint64_t is_write, const void *in,
                          void *out)
 {
-    return ro_access(o, index, is_write, in, out, NULL, NULL);
+    return ro_run(o, index, is_write, in, out, NULL, NULL);
 }
 
 /* see obl/oram.h */
 obl_err obl_roram_read(obl_roram *o, uint64_t index, void *value_out)
 {
-    return ro_access(o, index, 0, NULL, value_out, NULL, NULL);
+    return ro_run(o, index, 0, NULL, value_out, NULL, NULL);
 }
 
 /* see obl/oram.h */
@@ -460,7 +284,7 @@ obl_err obl_roram_write(obl_roram *o, uint64_t index, const void *value)
 {
     if (!value)
         return OBL_ERR_INVALID_ARG;
-    return ro_access(o, index, 1, value, NULL, NULL, NULL);
+    return ro_run(o, index, 1, value, NULL, NULL, NULL);
 }
 
 /* see obl/oram.h */
@@ -468,7 +292,7 @@ obl_err obl_roram_update(obl_roram *o, uint64_t index, obl_oram_update_fn fn, vo
 {
     if (!fn)
         return OBL_ERR_INVALID_ARG;
-    return ro_access(o, index, 0, NULL, NULL, fn, ctx);
+    return ro_run(o, index, 0, NULL, NULL, fn, ctx);
 }
 
 /* see obl/oram.h */
@@ -497,6 +321,9 @@ size_t obl_roram_memory_bytes(const obl_roram *o)
         b += obl_nroram_memory_bytes(o->lv[l]);
     return b;
 }
+
+/* see obl/oram.h */
+const char *obl_roram_variant(const obl_roram *o) { return o ? obl_isa_name(o->isa) : NULL; }
 
 /* see obl/oram.h */
 void obl_roram_destroy(obl_roram *o)

@@ -1,12 +1,58 @@
 /*
- * Internals of the recursive ORAM (src/oram/roram.c) for the oblivious map
- * (src/omap/access.c), which must know before it changes anything whether
- * its next accesses will be refused.
+ * Internals of the recursive ORAM: the structure, shared by creation
+ * (src/oram/roram.c) and the access (src/oram/ro_access.c, one copy per
+ * instruction-set variant), and what the oblivious map (src/omap/access.c)
+ * must know before it changes anything: whether its next accesses will be
+ * refused.
  */
 #ifndef OBL_SRC_ORAM_RORAM_INTERNAL_H
 #define OBL_SRC_ORAM_RORAM_INTERNAL_H
 
 #include <obl/oram.h>
+
+#include "common/alloc.h"
+#include "common/prg.h"
+#include "oram/nroram_internal.h"
+
+#define RO_MAX_LEVELS 16
+#define RO_FAN_LOG 4    /* 16 positions of 32 bits per 64-byte block */
+#define RO_FAN_LOG16 5  /* 32 positions of 16 bits per 64-byte block */
+
+/* a position block's words (the block is a byte buffer) */
+typedef uint16_t ro_w16 __attribute__((may_alias));
+typedef uint32_t ro_w32 __attribute__((may_alias));
+/* Default base-level size: see docs/oram.md, "Crossover". */
+#define RO_SCAN_MAX_DEFAULT 8192u
+#define RO_SCAN_VALUES_MAX 4096u
+
+/* The access of ro_access.c. Secret: index, is_write, in/out contents, the
+ * callback's work. Public: the pointers' NULL-ness, the error returned. */
+typedef obl_err (*ro_access_t)(obl_roram *r, uint64_t index, uint64_t is_write, const void *in,
+                               void *out, obl_oram_update_fn fn, void *ctx);
+
+struct obl_roram {
+    ro_access_t access; /* public: the variant's access, chosen at creation */
+    int isa;            /* public: that variant (common/cpu.h) */
+    obl_alloc_ctx ac;
+    obl_prg prg;
+    uint64_t n;
+    size_t vs;
+    uint32_t lk;        /* log2 values per data block */
+    size_t bsz;         /* data block bytes: vs << lk, 33 .. 63 padded to 64 */
+    uint32_t T;         /* ORAM levels; 0: the values are a scanned array */
+    obl_nroram *lv[RO_MAX_LEVELS];
+    uint8_t fl[RO_MAX_LEVELS]; /* l >= 1: log2 of level l's fan-out (4: 32-bit
+                                  leaves of level l - 1, 5: 16-bit) */
+    uint8_t sh[RO_MAX_LEVELS]; /* level l's block of data block bi is
+                                  bi >> sh[l] (sh[0] = 0) */
+    void *base;         /* leaves of level T - 1's blocks: 16-bit words if
+                           that level has at most 2^16 leaves, else 32-bit */
+    int base16;
+    uint64_t nbase;
+    unsigned char *scan; /* T == 0: the n values */
+    unsigned char *val; /* vs bytes scratch */
+    size_t base_bytes, scan_bytes;
+};
 
 /* Brings every level out of the `full` state if it can (extra evictions,
  * as an access would); OBL_ERR_STATE if some level still has no free stash

@@ -88,15 +88,14 @@ void shard_bitonic_sort_words(unsigned char *recs, size_t n, size_t rec_size, si
 }
 
 #define SHARD_SORT_PAR_MIN ((size_t)1 << 14)
-/* Below this many records the network here measured faster than obl_sort
- * (its shuffle's compaction passes cost more on small arrays). */
+/* Below this many records the network here measured faster than obl_sort. */
 #define SHARD_SORT_LIB_MIN ((size_t)1 << 13)
 
 /* From here the column network on padded records is used (any n). */
 #define SHARD_SORT_COL_MIN ((size_t)1 << 6)
 
-/* obl_sort's randomness (the shuffle before its merge sort): the caller's
- * generator. */
+/* obl_sort's and obl_compact's randomness parameter (obl_sort_params):
+ * the caller's generator. */
 static int shard_sort_random(void *opaque, void *buf, size_t len)
 {
     obl_prg_fill((obl_prg *)opaque, buf, len);
@@ -161,8 +160,8 @@ void shard_sort(unsigned char *recs, size_t n, size_t rec_size, size_t kw, unsig
     obl_sort_params p = {rec_size, 8 * kw, th, shard_sort_random, g, alloc};
     if (obl_sort(recs, n, &p) == OBL_OK)
         return;
-    /* NOMEM of the shuffle's scratch: the network needs none (a public
-     * event; the result is the same) */
+    /* NOMEM of obl_sort's column scratch: the record network needs none (a
+     * public event; the result is the same) */
     if (obl_sort_bitonic(recs, n, &p) != OBL_OK)
         shard_bitonic_sort_words(recs, n, rec_size, kw);
 }

@@ -360,6 +360,7 @@ static void sc_probe(const sc_work *w, unsigned char *e, uint64_t x, unsigned ch
     uint64_t valid = ld64(e) & 1, anyput = 0, erase = 0;
     unsigned char *val = e + 8 + 8 * s->kw;
     unsigned char nv[OBL_SHARD_SCAN_MAX_VALUE8];
+    memcpy(nv, val, s->vs8); /* the entry's own value unless a put matches */
     OBL_TRACE_TOUCH(OBL_TRACE_REGION_MAP, OBL_TRACE_RW, x * w->z, w->z);
     for (size_t zz = 0; zz < w->z; zz++) {
         size_t slot = x * w->z + zz;

@@ -126,7 +126,9 @@ obl_err rec_arr_init(rec_arr *a, void *recs, size_t n, const obl_sort_params *p)
     if (!p || (p->key_size != 8 && p->key_size != 16) || p->rec_size < p->key_size ||
         p->rec_size % 8 != 0 || (n > 0 && !recs))
         return OBL_ERR_INVALID_ARG;
-    if ((uint64_t)n >= ((uint64_t)1 << 32))
+    /* n * rec_size must be an array's size, with 64 bytes a record to spare
+     * for obl_sort_shuffled's scratch (rec_sort_scratch_bytes) */
+    if ((uint64_t)n >= ((uint64_t)1 << 32) || p->rec_size > SIZE_MAX / (n ? n : 1) - 64)
         return OBL_ERR_TOO_LARGE;
     *a = (rec_arr){recs, n, p->rec_size / 8, p->key_size / 8, p->threads ? p->threads : 1};
     return OBL_OK;

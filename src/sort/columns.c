@@ -189,9 +189,11 @@ void col_regv(const col_arr *s, size_t g, size_t k, size_t jtop, const size_t nc
 }
 #endif
 
-/* Step j of stage k on the rows [lo, hi) (aligned to 2j). */
-OBL_INLINE void col_step(const col_arr *s, size_t lo, size_t hi, size_t k, size_t j,
-                         const size_t nc, const size_t kw)
+/* Step j of stage k on the rows [lo, hi) (aligned to 2j); unused without
+ * an AVX2 path (the portable flags). */
+__attribute__((unused)) OBL_INLINE void col_step(const col_arr *s, size_t lo, size_t hi,
+                                                 size_t k, size_t j, const size_t nc,
+                                                 const size_t kw)
 {
     for (size_t b = lo; b < hi; b += 2 * j) {
         const int asc = !(b & k); /* public; the same for the 2j rows when k > j */

@@ -66,9 +66,11 @@ struct obl_prg;
 /* ORShuffle of a's records; E holds a->n scratch counts (shuffle.c). */
 obl_err rec_shuffle(const rec_arr *a, uint32_t *E, struct obl_prg *g);
 
-/* The non-oblivious merge sort of a SHUFFLED array and the move of its
- * records, with scratch of rec_sort_scratch_bytes bytes (8-aligned). */
+/* Shuffle-then-sort of a's records: ORShuffle of the records tagged with
+ * their original indices, then the non-oblivious merge sort with those
+ * indices as tie-breakers; E holds a->n counts, scratch
+ * rec_sort_scratch_bytes bytes (8-aligned) (shuffle.c). */
 size_t rec_sort_scratch_bytes(size_t n, size_t words);
-void rec_sort_after_shuffle(const rec_arr *a, void *scratch);
+void rec_sort_shuffled(const rec_arr *a, uint32_t *E, struct obl_prg *g, void *scratch);
 
 #endif /* OBL_SRC_SORT_REC_H */

@@ -10,8 +10,9 @@
  * the permutation is uniform (up to the PRG and the bias of obl_prg_below,
  * below n / 2^64 per draw).
  *
- * Shuffle-then-sort: after the shuffle, a merge sort of (key, shuffled
- * position) pairs, which are distinct, branches on comparisons whose
+ * Shuffle-then-sort: each record carries its original index through the
+ * shuffle; a merge sort of the (key, original index) pairs, which are
+ * distinct and fixed before the shuffle, branches on comparisons whose
  * outcomes are all fixed by the permutation from the shuffled order to the
  * sorted one; that permutation is uniform whatever the keys, because the
  * shuffle is (docs/sort.md). The records then move by that permutation.
@@ -124,22 +125,30 @@ obl_err obl_shuffle(void *recs, size_t n, const obl_sort_params *p)
 
 /* ---------------------------------------------------- shuffle, then sort -- */
 
-/* A key with its record's position after the shuffle: distinct pairs. */
+/* A key and its tie-break: the record's original index (high 32 bits,
+ * fixed before the shuffle, distinct) and its position after the shuffle
+ * (low 32 bits, where the record is fetched from; it never decides a
+ * comparison, as the original indices differ). */
 typedef struct sh_ent {
     uint64_t k0, k1;
-    uint64_t pos;
+    uint64_t tie;
 } sh_ent;
 
-/* 1 if x < y. LEAK: the outcome is declassified: after the shuffle the
- * outcomes of the merge sort's comparisons are a function of a uniformly
- * random permutation, independent of the keys (docs/sort.md). */
+/* 1 if x < y. LEAK: the outcome is declassified: the (key, original index)
+ * pairs are distinct, so after the shuffle the outcomes of the merge
+ * sort's comparisons are a function of a uniformly random permutation,
+ * independent of the keys (docs/sort.md). The trace hook records each
+ * outcome as a read of length 0 at offset 0 or 1 (test_sort checks their
+ * distribution). */
 static inline int sh_lt(const sh_ent *x, const sh_ent *y)
 {
     uint64_t c = obl_ct_lt64(x->k0, y->k0) |
                  (obl_ct_eq64(x->k0, y->k0) &
                   (obl_ct_lt64(x->k1, y->k1) |
-                   (obl_ct_eq64(x->k1, y->k1) & obl_ct_lt64(x->pos, y->pos))));
-    return (int)OBL_DECLASSIFY_VAL(c);
+                   (obl_ct_eq64(x->k1, y->k1) & obl_ct_lt64(x->tie, y->tie))));
+    int r = (int)OBL_DECLASSIFY_VAL(c);
+    OBL_TRACE_TOUCH(OBL_TRACE_REGION_SORT, OBL_TRACE_READ, r, 0);
+    return r;
 }
 
 /* Merges the sorted runs x[0, nx) and y[0, ny) into out. */
@@ -206,25 +215,30 @@ static void sh_msort(sh_ms *s)
 /* see rec.h */
 size_t rec_sort_scratch_bytes(size_t n, size_t words)
 {
-    return n * (2 * sizeof(sh_ent) + words * 8);
+    return n * (2 * sizeof(sh_ent) + (words + 1) * 8);
 }
 
 /* see rec.h */
-void rec_sort_after_shuffle(const rec_arr *a, void *scratch)
+void rec_sort_shuffled(const rec_arr *a, uint32_t *E, struct obl_prg *g, void *scratch)
 {
     const size_t n = a->n, W = a->words;
     sh_ent *v = scratch, *tmp = v + n;
-    uint64_t *out = (uint64_t *)(tmp + n);
+    /* each record with its original index as one more word, shuffled */
+    rec_arr x = {(uint64_t *)(tmp + n), n, W + 1, a->kw, a->threads};
     for (size_t i = 0; i < n; i++) {
-        const uint64_t *r = rec_at(a, i);
-        v[i] = (sh_ent){r[0], a->kw == 2 ? r[1] : 0, i}; /* public: kw */
+        memcpy(rec_at(&x, i), rec_at(a, i), W * 8);
+        rec_at(&x, i)[W] = i;
+    }
+    rec_shuffle(&x, E, g);
+    for (size_t i = 0; i < n; i++) {
+        const uint64_t *r = rec_at(&x, i);
+        v[i] = (sh_ent){r[0], a->kw == 2 ? r[1] : 0, r[W] << 32 | i}; /* public: kw */
     }
     sh_ms s = {v, tmp, n, a->threads};
     sh_msort(&s);
     /* the records move by the revealed permutation */
     for (size_t i = 0; i < n; i++)
-        memcpy(out + i * W, rec_at(a, v[i].pos), W * 8);
-    memcpy(a->w, out, n * W * 8);
+        memcpy(rec_at(a, i), rec_at(&x, (uint32_t)v[i].tie), W * 8);
 }
 
 /* Shuffle-then-sort with a fresh generator and scratch memory. */
@@ -238,8 +252,7 @@ static obl_err sh_sort(const rec_arr *a, const obl_sort_params *p)
     obl_prg g;
     obl_err e = scratch && E ? sh_seed(&g, p) : OBL_ERR_NOMEM;
     if (e == OBL_OK) {
-        rec_shuffle(a, E, &g);
-        rec_sort_after_shuffle(a, scratch);
+        rec_sort_shuffled(a, E, &g, scratch);
         obl_prg_wipe(&g);
     }
     obl_free(&ac, E, eb);

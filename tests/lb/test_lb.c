@@ -20,6 +20,8 @@ static test_rng R;
 static int test_random(void *opaque, void *buf, size_t len)
 {
     test_rng_fill((test_rng *)opaque, buf, len);
+    if (T.ct) /* the seed is secret: so are the permutations drawn from it */
+        OBL_SECRET(buf, len);
     return 0;
 }
 
@@ -112,7 +114,9 @@ static void engine(const obl_lb *lb, model *M, obl_lb_entry *e, size_t S, size_t
             ok &= k < M->U && !seen[k] && inbatch[k];
             if (!(k < M->U))
                 continue;
-            ok &= obl_lb_shard_of(lb, k) == j;
+            unsigned sh = obl_lb_shard_of(lb, k); /* secret: the PRF key is */
+            OBL_DECLASSIFY(&sh, sizeof sh);
+            ok &= sh == j;
             ok &= x->op == lastop[k] && x->value == lastval[k];
             seen[k] = 1;
             uint64_t old = M->val[k];

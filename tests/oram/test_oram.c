@@ -567,7 +567,8 @@ static void nroram_scan_max_agrees(void)
 /* The eviction's metadata passes in vector form (AVX-512 builds: stashes of
  * at most 32 slots, paths of at most 31 levels, and for 8-byte values with
  * 32- or 64-byte buckets the whole-bucket data pass with its reaches read
- * in the tree) against the portable form (nr_set_plan_scalar: scalar
+ * in the tree) against the portable form (nr_set_plan_scalar on the second
+ * tree: scalar
  * reaches, plan and stash count, metadata copied through the path buffer,
  * ReadAndRemove and the stash insertion slot by slot):
  * the same operations on two structures with the same seed give the same
@@ -607,6 +608,8 @@ static void nroram_plan_forms_agree(int ct)
                     unsigned char in[64], out[2][64];
                     for (int f = 0; f < 2; f++) {
                         CHECK_EQ_U64(obl_nroram_create(&o[f], &p), OBL_OK);
+                        if (o[f])
+                            nr_set_plan_scalar(o[f], f);
                         pos[f] = (uint64_t *)calloc((size_t)cap, sizeof(uint64_t));
                     }
                     /* a crowded start (every id), then random reads and writes */
@@ -618,7 +621,6 @@ static void nroram_plan_forms_agree(int ct)
                         for (size_t b = 0; b < vs; b++)
                             in[b] = (unsigned char)(i * 13 + b);
                         for (int f = 0; f < 2; f++) {
-                            nr_set_plan_scalar(f);
                             uint64_t found = 0;
                             obl_err e;
                             memset(out[f], 0, sizeof(out[f]));
@@ -633,7 +635,6 @@ static void nroram_plan_forms_agree(int ct)
                             OBL_DECLASSIFY(&pos[f][id], sizeof(uint64_t));
                             errs[f] += e != OBL_OK;
                         }
-                        nr_set_plan_scalar(0);
                         OBL_DECLASSIFY(out[0], sizeof(out[0]));
                         OBL_DECLASSIFY(out[1], sizeof(out[1]));
                         CHECK_MEM(out[0], out[1], vs);

@@ -16,6 +16,9 @@ def script(name, *args, env=None, cwd=None, timeout=120):
     full_env = dict(os.environ)
     full_env.pop("BENCHMARK_MODE", None)
     full_env.pop("BENCHMARK_SELECTOR", None)
+    full_env.pop("OBL_PEERS", None)
+    # no plug-ins unless a test gives its own: obl-bench's plan alone
+    full_env["OBL_PLUGINS_DIR"] = os.path.join(HERE, "no-plugins")
     full_env.update(env or {})
     return subprocess.run([PY, os.path.join(SCRIPTS, name)] + list(args), capture_output=True,
                           text=True, env=full_env, cwd=cwd, timeout=timeout)

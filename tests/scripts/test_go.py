@@ -50,7 +50,7 @@ class TestGo(unittest.TestCase):
         self.assertIn("-S . -B build -DCMAKE_BUILD_TYPE=Release", calls)
         self.assertIn("--build build -j2", calls)
         self.assertEqual(len(os.listdir(os.path.join(d, "logs", "full_runs"))), 1)
-        for name in ("results.json", "results.csv", "RORAM.csv", "UMAP.csv", "tables.md"):
+        for name in ("results.json", "results.csv", "RORAM.csv", "UnorderedMap.csv", "tables.md"):
             self.assertTrue(os.path.exists(os.path.join(d, "results", name)), name)
         self.assertIn("<!-- obl-table: RORAM | Key_bytes=8,Value_bytes=8 | Read_latency_us -->", r.stdout)
         self.assertIn("obl ÷ baseline_array", r.stdout)

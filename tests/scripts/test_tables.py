@@ -191,14 +191,19 @@ class TestSummary(unittest.TestCase):
         t = tables.summary_table(tables.measured_tables(summary_records()))
         self.assertEqual(t.key, "SUMMARY")
         self.assertEqual(t.header, ["Benchmark", "N", "obl", "olabs_oram",
-                                    "non-oblivious baseline", "obl ÷ baseline"])
+                                    "non-oblivious baseline", "obl ÷ baseline",
+                                    "obl ÷ best peer"])
         self.assertEqual(t.rows[0][:3], ["NRORAM 8/8 read, plain caller (us)", "$2^{11}$",
                                          "1.500 (1.470–1.530)"])
         # the array's plain read is the plain caller's baseline: 1.5 / 0.1
-        self.assertEqual(t.rows[0][3:], ["", "0.1000 (0.09800–0.1020)", "15.0"])
+        self.assertEqual(t.rows[0][3:], ["", "0.1000 (0.09800–0.1020)", "15.0", ""])
         roram = next(r for r in t.rows if r[0] == "RORAM 8/8 read (us)")
         self.assertEqual(roram, ["RORAM 8/8 read (us)", "$2^{12}$", "8.000 (7.840–8.160)", "",
-                                 "0.1000 (0.09800–0.1020)", "80.0"])
+                                 "0.1000 (0.09800–0.1020)", "80.0", ""])
+        # at 2^11, where the peer was measured too, obl's read is 4.0 against its 3.0
+        rt = tables.measured_tables(summary_records())
+        rt = next(x for x in rt if x.key == "RORAM | Key_bytes=8,Value_bytes=8 | Read_latency_us")
+        self.assertEqual(rt.rows[1][-1], "1.33 (olabs_oram)")
         self.assertIsNone(tables.summary_table([]))
 
     def test_refresh_summary_and_machine_line(self):

@@ -98,7 +98,10 @@ static void model_stream(uint64_t cap, size_t b, unsigned parts, obl_pool *pool,
     obl_alloc_ctx ac;
     obl_alloc_init(&ac, NULL);
     obl_prg g;
-    obl_prg_init_seed(&g, T.seed);
+    uint64_t seed = T.seed;
+    if (T.ct) /* the store's randomness (batch keys, dummy buckets) is secret */
+        OBL_SECRET(&seed, sizeof seed);
+    obl_prg_init_seed(&g, seed);
     shard_scan *s = NULL;
     CHECK(shard_scan_create(&s, cap, KS, VS, &g, &ac) == OBL_OK);
     if (!s)
@@ -112,7 +115,13 @@ static void model_stream(uint64_t cap, size_t b, unsigned parts, obl_pool *pool,
         test_rng_fill(&r, m.v + i * VS, VS);
     }
     m.n = n0;
+    if (T.ct) { /* the stored pairs are secret */
+        OBL_SECRET(m.k, n0 * 8);
+        OBL_SECRET(m.v, n0 * VS);
+    }
     CHECK(shard_scan_load(s, m.k, m.v, n0) == OBL_OK);
+    OBL_DECLASSIFY(m.k, n0 * 8);
+    OBL_DECLASSIFY(m.v, n0 * VS);
     static req q;
     for (int it = 0; it < rounds; it++) {
         int writes = it % 3 != 0;

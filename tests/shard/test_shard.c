@@ -6,8 +6,8 @@
  * sizes 1 .. 2^16 (small ones under memcheck, up to 4K under the
  * sanitizers), a bulk build, all keys in
  * one shard, empty and full maps; bad input and allocation failure leave
- * the map unchanged. With --ct the batches' keys, values and ops are
- * marked secret for memcheck and the map runs one thread (two in two
+ * the map unchanged. With --ct the batches' keys, values and ops, the
+ * built pairs and the map's seed are marked secret for memcheck and the map runs one thread (two in two
  * streams: memcheck serialises them).
  */
 #include <obl/shard.h>
@@ -127,6 +127,8 @@ static obl_shard_params params(uint64_t cap, unsigned S, unsigned engines, unsig
     p.engines = engines;
     p.use_seed = 1;
     p.seed = T.seed;
+    if (T.ct) /* the map's randomness (its PRF key, the omaps' leaves) is secret */
+        OBL_SECRET(&p.seed, sizeof p.seed);
     return p;
 }
 
@@ -157,7 +159,13 @@ static void stream(uint64_t cap, unsigned S, unsigned engines, const size_t *Bs,
     m.n = n0;
     obl_shard_params p = params(cap, S, engines, 3);
     obl_shard *s = NULL;
+    if (T.ct) { /* the stored pairs are secret: so is the map's state */
+        OBL_SECRET(m.k, n0 * 8);
+        OBL_SECRET(m.v, n0 * VS);
+    }
     CHECK(obl_shard_build(&s, &p, m.k, m.v, n0) == OBL_OK);
+    OBL_DECLASSIFY(m.k, n0 * 8);
+    OBL_DECLASSIFY(m.v, n0 * VS);
     if (!s)
         return;
     for (int it = 0; it < rounds; it++) {
@@ -193,9 +201,12 @@ static void one_shard(unsigned engines)
     size_t B = 64, b = shard_route_b(B, 4, 40);
     uint64_t ks[400];
     size_t nk = 0;
-    for (uint64_t k = 1; nk < 400 && k < 100000; k++)
-        if (shard_route_shard_of(&s->rt, (const unsigned char *)&k) == 0)
+    for (uint64_t k = 1; nk < 400 && k < 100000; k++) {
+        uint64_t sh = shard_route_shard_of(&s->rt, (const unsigned char *)&k);
+        OBL_DECLASSIFY(&sh, sizeof sh); /* secret under --ct: the map's seed is */
+        if (sh == 0)
             ks[nk++] = k;
+    }
     CHECK(nk > b && b < B);
     model m = model_new(400, VS);
     bufs bb;

@@ -1,0 +1,181 @@
+/*
+ * The recursive ORAM's access (src/oram/roram.c has the levels' layout,
+ * creation and the entry points). Compiled once per instruction-set variant
+ * (common/cpu.h): its only external name is ro_access_fn_<variant>, which a
+ * structure picks when it is created.
+ */
+#include <string.h>
+
+#include <obl/oram.h>
+
+#include "ct.h"
+#include "common/cpu.h"
+#include "common/secret.h"
+#include "common/trace.h"
+#include "oram/nroram_internal.h"
+#include "oram/roram_internal.h"
+
+/*
+ * Base level: returns base[i] and stores nv there, reading and writing the
+ * whole array (r->nbase leaves of 16 or 32 bits). Secret: i, nv, the
+ * array. Public: the size.
+ */
+static inline uint32_t ro_base_swap(obl_roram *r, uint64_t i, uint32_t nv)
+{
+    const uint32_t n = (uint32_t)r->nbase, ii = (uint32_t)i;
+    OBL_TRACE_TOUCH(OBL_TRACE_REGION_ORAM_SCAN, OBL_TRACE_RW, 0, n);
+    /* plain mask expressions that the compiler vectorises; the mask comes
+     * from a comparison, never a branch */
+    if (r->base16) { /* public */
+        uint16_t *base = (uint16_t *)r->base, acc = 0, v16 = (uint16_t)nv;
+        for (uint32_t j = 0; j < n; j++) {
+            uint16_t m = (uint16_t)(0 - (uint16_t)(j == ii));
+            uint16_t v = base[j];
+            acc |= v & m;
+            base[j] = v ^ (m & (v ^ v16));
+        }
+        return acc;
+    }
+    uint32_t *base = (uint32_t *)r->base, acc = 0;
+    for (uint32_t j = 0; j < n; j++) {
+        uint32_t m = (uint32_t)0 - (uint32_t)(j == ii);
+        uint32_t v = base[j];
+        acc |= v & m;
+        base[j] = v ^ (m & (v ^ nv));
+    }
+    return acc;
+}
+
+/*
+ * Level l >= 1: in the block just read (o->tmp), the leaf at `slot` is
+ * returned and replaced by nv; every entry is read and written. Secret:
+ * slot, nv, the block. Public: the width (r->fl[l]).
+ */
+static inline uint32_t ro_leaf_swap(const obl_roram *r, uint32_t l, unsigned char *blk,
+                                    uint64_t slot, uint32_t nv)
+{
+    uint32_t next = 0;
+    if (r->fl[l] == RO_FAN_LOG16) { /* public */
+        ro_w16 *q = (ro_w16 *)(void *)blk;
+        for (uint32_t j = 0; j < 32; j++) {
+            uint16_t m = (uint16_t)obl_ct_mask(obl_ct_eq64(j, slot));
+            next |= q[j] & m;
+            q[j] = (uint16_t)(q[j] ^ (m & (q[j] ^ (uint16_t)nv)));
+        }
+        return next;
+    }
+    ro_w32 *q = (ro_w32 *)(void *)blk;
+    for (uint32_t j = 0; j < 16; j++) {
+        uint64_t m = obl_ct_eq64(j, slot);
+        next |= q[j] & (uint32_t)obl_ct_mask(m);
+        q[j] = obl_ct_select32(m, nv, q[j]);
+    }
+    return next;
+}
+
+/*
+ * The new value in val: fn's result, or `in` under w (zeros when in is
+ * NULL), else val unchanged. Secret: w, the contents. Public: vs, fn, in.
+ */
+static void ro_apply(unsigned char *val, size_t vs, uint64_t w, const void *in,
+                     obl_oram_update_fn fn, void *ctx)
+{
+    if (fn) {
+        uint64_t keep = 1;
+        fn(ctx, val, 1, &keep);
+    } else if (in) {
+        obl_ct_cmov(w, val, in, vs);
+    } else {
+        obl_ct_czero(w, val, vs);
+    }
+}
+
+/*
+ * Entry `slot` of the k entries of vs bytes at blk: copied to val (and to
+ * out), updated by ro_apply, written back. Secret: slot, w, the contents.
+ * Public: k, vs.
+ */
+static void ro_slot_rmw(unsigned char *blk, uint64_t k, size_t vs, uint64_t slot,
+                        unsigned char *val, void *out, uint64_t w, const void *in,
+                        obl_oram_update_fn fn, void *ctx)
+{
+    if (k == 1) { /* public: one value per block, slot 0; no copies */
+        if (out)
+            memcpy(out, blk, vs);
+        ro_apply(blk, vs, w, in, fn, ctx);
+        return;
+    }
+    memset(val, 0, vs);
+    for (uint64_t j = 0; j < k; j++)
+        obl_ct_cmov(obl_ct_eq64(j, slot), val, blk + j * vs, vs);
+    if (out)
+        memcpy(out, val, vs);
+    ro_apply(val, vs, w, in, fn, ctx);
+    for (uint64_t j = 0; j < k; j++)
+        obl_ct_cmov(obl_ct_eq64(j, slot), blk + j * vs, val, vs);
+}
+
+/*
+ * The access. Secret: index, is_write, in/out contents, the callback's
+ * work. Public: the pointers' NULL-ness, the error returned.
+ */
+static obl_err ro_access(obl_roram *r, uint64_t index, uint64_t is_write, const void *in,
+                         void *out, obl_oram_update_fn fn, void *ctx)
+{
+    if (!r)
+        return OBL_ERR_INVALID_ARG;
+    /* Public range check: n is public and index < n is the caller's
+     * contract (oram.h). LEAK: whether the index is in range. */
+    uint64_t oor = obl_ct_ge64(index, r->n);
+    if (OBL_DECLASSIFY_VAL(oor))
+        return OBL_ERR_RANGE;
+    const size_t vs = r->vs;
+    uint64_t w = obl_ct_nonzero64(is_write);
+    if (r->T == 0) {
+        OBL_TRACE_TOUCH(OBL_TRACE_REGION_ORAM_SCAN, OBL_TRACE_RW, 0, r->n);
+        /* a scanned array: one pass to read, one to write */
+        ro_slot_rmw(r->scan, r->n, vs, index, r->val, out, w, in, fn, ctx);
+        return OBL_OK;
+    }
+
+    obl_err re = ro_ready(r);
+    if (re != OBL_OK)
+        return re;
+    /* new leaves for every level, drawn before the walk */
+    uint64_t np[RO_MAX_LEVELS];
+    for (uint32_t l = 0; l < r->T; l++)
+        np[l] = obl_prg_bits(&r->prg, r->lv[l]->logL);
+    OBL_SECRET(np, sizeof(np[0]) * r->T); /* the new leaves stay secret until used */
+    uint64_t bi = index >> r->lk;
+    obl_err ret = OBL_OK;
+    uint32_t top = r->T - 1;
+    uint64_t p = ro_base_swap(r, bi >> r->sh[top], (uint32_t)np[top]);
+    for (uint32_t l = top; l >= 1; l--) {
+        obl_nroram *o = r->lv[l];
+        uint64_t b = bi >> r->sh[l];
+        uint64_t pub = p;
+        OBL_DECLASSIFY(&pub, sizeof(pub)); /* LEAK: the leaf label, revealed by design */
+        nr_fetch(o, b, pub);
+        uint64_t slot = (bi >> r->sh[l - 1]) & (((uint64_t)1 << r->fl[l]) - 1);
+        uint32_t next = ro_leaf_swap(r, l, o->tmp, slot, (uint32_t)np[l - 1]);
+        obl_err e = nr_put(o, 1, b, np[l]);
+        if (e != OBL_OK)
+            ret = e;
+        p = next;
+    }
+    {
+        obl_nroram *o = r->lv[0];
+        uint64_t pub = p;
+        OBL_DECLASSIFY(&pub, sizeof(pub)); /* LEAK: the leaf label, revealed by design */
+        nr_fetch(o, bi, pub);
+        uint64_t slot = index & (((uint64_t)1 << r->lk) - 1);
+        ro_slot_rmw(o->tmp, (uint64_t)1 << r->lk, vs, slot, r->val, out, w, in, fn, ctx);
+        obl_err e = nr_put(o, 1, bi, np[0]);
+        if (e != OBL_OK)
+            ret = e;
+    }
+    return ret;
+}
+
+OBL_VARIANT_DECLARE(const ro_access_t, ro_access_fn);
+const ro_access_t OBL_V(ro_access_fn) = ro_access;

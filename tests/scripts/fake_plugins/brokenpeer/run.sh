@@ -1,0 +1,3 @@
+#!/bin/sh
+# TEST DOUBLE: never reached (setup fails).
+exit 9

@@ -1,0 +1,3 @@
+#!/bin/sh
+# TEST DOUBLE: "builds" by recording the call.
+echo build >> "$OBL_PLUGIN_WORK/calls"

@@ -1,0 +1,275 @@
+/*
+ * Run-time dispatch (src/common/cpu.h): every instruction-set variant that
+ * this library holds and this CPU runs is forced in turn (OBL_CT_VARIANT)
+ * and checked against plain reference models: NRORAM (32- and 64-bit
+ * metadata, block sizes that take the register, whole-bucket and generic
+ * paths), RORAM and the map (word and generic layouts). Then the variants
+ * are checked against each other: the same seed and operations must leave
+ * the same bytes in every tree and stash, so that no variant computes
+ * anything else. A bad OBL_CT_VARIANT must make every create return
+ * OBL_ERR_UNSUPPORTED (dispatching builds; a native build ignores it).
+ */
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <obl/omap.h>
+#include <obl/oram.h>
+
+#include "common/cpu.h"
+#include "common/secret.h"
+#include "oram/nroram_internal.h"
+#include "testutil.h"
+
+static test_rng R;
+
+/* Forces variant v (or, with name, that word) for the structures created next. */
+static void force(const char *name) { setenv("OBL_CT_VARIANT", name, 1); }
+
+/* NRORAM against a plain array: random reads, writes and removes. */
+static obl_nroram *nroram_model(uint64_t cap, size_t vs, uint32_t pb, long ops, uint64_t seed,
+                                const char *want)
+{
+    obl_nroram_params p;
+    memset(&p, 0, sizeof(p));
+    p.capacity = cap;
+    p.value_size = vs;
+    p.pos_bytes = pb;
+    p.use_seed = 1;
+    p.seed = seed;
+    obl_nroram *o = NULL;
+    CHECK_EQ_U64(obl_nroram_create(&o, &p), OBL_OK);
+    if (!o)
+        return NULL;
+    CHECK(!strcmp(obl_nroram_variant(o), want));
+    unsigned char *ref = (unsigned char *)calloc((size_t)cap, vs);
+    unsigned char *has = (unsigned char *)calloc((size_t)cap, 1);
+    uint64_t *pos = (uint64_t *)calloc((size_t)cap, sizeof(uint64_t));
+    unsigned char in[128], out[128];
+    for (uint64_t i = 0; i < cap; i++)
+        pos[i] = obl_nroram_random_pos(o);
+    OBL_DECLASSIFY(pos, cap * sizeof(uint64_t));
+    for (long t = 0; t < ops; t++) {
+        uint64_t id = test_rng_below(&R, cap), r = test_rng_below(&R, 8);
+        uint64_t op = r < 4 ? OBL_ORAM_READ : r < 7 ? OBL_ORAM_WRITE : OBL_ORAM_REMOVE;
+        test_rng_fill(&R, in, vs);
+        uint64_t np = obl_nroram_random_pos(o), found = 0;
+        memset(out, 0, vs);
+        obl_err e = obl_nroram_access(o, id, pos[id], np, op, in, out, &found);
+        OBL_DECLASSIFY(&np, sizeof(np));
+        OBL_DECLASSIFY(out, vs);
+        OBL_DECLASSIFY(&found, sizeof(found));
+        CHECK(e == OBL_OK);
+        pos[id] = np;
+        CHECK_EQ_U64(found, has[id]);
+        if (has[id])
+            CHECK_MEM(out, ref + id * vs, vs);
+        if (op == OBL_ORAM_WRITE) {
+            memcpy(ref + id * vs, in, vs);
+            has[id] = 1;
+        } else if (op == OBL_ORAM_REMOVE) {
+            has[id] = 0;
+        }
+    }
+    free(ref);
+    free(has);
+    free(pos);
+    return o;
+}
+
+static void roram_model(uint64_t n, size_t vs, long ops, const char *want)
+{
+    obl_roram_params p;
+    memset(&p, 0, sizeof(p));
+    p.n = n;
+    p.value_size = vs;
+    p.scan_max = 2; /* trees at every level, also for small n */
+    p.use_seed = 1;
+    p.seed = 5;
+    obl_roram *r = NULL;
+    CHECK_EQ_U64(obl_roram_create(&r, &p), OBL_OK);
+    if (!r)
+        return;
+    CHECK(!strcmp(obl_roram_variant(r), want));
+    unsigned char *ref = (unsigned char *)calloc((size_t)n, vs);
+    unsigned char in[64], out[64];
+    for (long t = 0; t < ops; t++) {
+        uint64_t i = test_rng_below(&R, n);
+        if (test_rng_next(&R) & 1) {
+            test_rng_fill(&R, in, vs);
+            CHECK_EQ_U64(obl_roram_write(r, i, in), OBL_OK);
+            memcpy(ref + i * vs, in, vs);
+        } else {
+            CHECK_EQ_U64(obl_roram_read(r, i, out), OBL_OK);
+            OBL_DECLASSIFY(out, vs);
+            CHECK_MEM(out, ref + i * vs, vs);
+        }
+    }
+    free(ref);
+    obl_roram_destroy(r);
+}
+
+/* The map against a small table of keys k = 1 .. nk (key bytes: k's
+ * little-endian bytes, zero-padded). */
+static void omap_model(uint64_t cap, size_t ks, size_t vs, long ops, const char *want)
+{
+    obl_omap_params p;
+    memset(&p, 0, sizeof(p));
+    p.capacity = cap;
+    p.key_size = ks;
+    p.value_size = vs;
+    p.use_seed = 1;
+    p.seed = 9;
+    obl_omap *m = NULL;
+    CHECK_EQ_U64(obl_omap_create(&m, &p), OBL_OK);
+    if (!m)
+        return;
+    CHECK(!strcmp(obl_omap_variant(m), want));
+    const uint64_t nk = cap + cap / 2; /* some keys absent */
+    unsigned char *ref = (unsigned char *)calloc((size_t)nk, vs);
+    unsigned char *has = (unsigned char *)calloc((size_t)nk, 1);
+    uint64_t held = 0;
+    unsigned char key[32], in[64], out[64];
+    for (long t = 0; t < ops; t++) {
+        uint64_t k = test_rng_below(&R, nk), r = test_rng_below(&R, 4), f = 0;
+        memset(key, 0, ks);
+        memcpy(key, &k, ks < 8 ? ks : 8);
+        if (r == 0 && (has[k] || held < cap)) {
+            test_rng_fill(&R, in, vs);
+            CHECK_EQ_U64(obl_omap_put(m, key, in, &f), OBL_OK);
+            OBL_DECLASSIFY(&f, sizeof(f));
+            CHECK_EQ_U64(f, has[k]);
+            held += !has[k];
+            has[k] = 1;
+            memcpy(ref + k * vs, in, vs);
+        } else if (r == 1) {
+            CHECK_EQ_U64(obl_omap_erase(m, key, &f), OBL_OK);
+            OBL_DECLASSIFY(&f, sizeof(f));
+            CHECK_EQ_U64(f, has[k]);
+            held -= has[k];
+            has[k] = 0;
+        } else {
+            memset(out, 0, vs);
+            CHECK_EQ_U64(obl_omap_get(m, key, out, &f), OBL_OK);
+            OBL_DECLASSIFY(&f, sizeof(f));
+            OBL_DECLASSIFY(out, vs);
+            CHECK_EQ_U64(f, has[k]);
+            if (has[k])
+                CHECK_MEM(out, ref + k * vs, vs);
+        }
+    }
+    free(ref);
+    free(has);
+    obl_omap_destroy(m);
+}
+
+/* Tree and stash bytes of two trees: equal. */
+static void same_state(const obl_nroram *a, const obl_nroram *b)
+{
+    CHECK_EQ_U64(a->tree_bytes, b->tree_bytes);
+    if (a->tree_bytes != b->tree_bytes)
+        return;
+    size_t tb = (size_t)a->nbuckets * a->bstride, mb = (size_t)a->P * (a->pb == 4 ? 8 : 16);
+    OBL_DECLASSIFY(a->tree, tb);
+    OBL_DECLASSIFY(b->tree, tb);
+    OBL_DECLASSIFY(a->bmeta, mb);
+    OBL_DECLASSIFY(b->bmeta, mb);
+    OBL_DECLASSIFY(a->bdata, (size_t)a->P * a->vs);
+    OBL_DECLASSIFY(b->bdata, (size_t)a->P * a->vs);
+    CHECK_MEM(a->tree, b->tree, tb);
+    CHECK_MEM(a->bmeta, b->bmeta, mb);
+    CHECK_MEM(a->bdata, b->bdata, (size_t)a->P * a->vs);
+}
+
+int main(int argc, char **argv)
+{
+    test_init(argc, argv, "test_dispatch");
+    test_rng_seed(&R, T.seed);
+    const int ct = T.ct;
+    printf("variant for new structures: %s; runnable:", obl_ct_variant());
+    int nv = 0, vars[OBL_ISA_COUNT];
+    for (int v = 0; v < OBL_ISA_COUNT; v++)
+        if (obl_isa_runs(v)) {
+            vars[nv++] = v;
+            printf(" %s", obl_isa_name(v));
+        }
+    printf("\n");
+    CHECK(nv >= 1);
+    CHECK(!strcmp(obl_ct_variant(), obl_isa_name(vars[nv - 1])));
+
+#if defined(OBL_DISPATCH)
+    printf("a bad OBL_CT_VARIANT: every create refuses\n");
+    {
+        force("avx3");
+        CHECK(!strcmp(obl_ct_variant(), "unsupported"));
+        obl_nroram_params np;
+        memset(&np, 0, sizeof(np));
+        np.capacity = 10;
+        np.value_size = 8;
+        obl_nroram *o = NULL;
+        CHECK_EQ_U64(obl_nroram_create(&o, &np), OBL_ERR_UNSUPPORTED);
+        CHECK(o == NULL);
+        obl_roram_params rp;
+        memset(&rp, 0, sizeof(rp));
+        rp.n = 10;
+        rp.value_size = 8;
+        obl_roram *r = NULL;
+        CHECK_EQ_U64(obl_roram_create(&r, &rp), OBL_ERR_UNSUPPORTED);
+        CHECK(r == NULL);
+        obl_omap_params mp;
+        memset(&mp, 0, sizeof(mp));
+        mp.capacity = 10;
+        mp.key_size = 8;
+        mp.value_size = 8;
+        obl_omap *m = NULL;
+        CHECK_EQ_U64(obl_omap_create(&m, &mp), OBL_ERR_UNSUPPORTED);
+        CHECK(m == NULL);
+        uint64_t key = 1;
+        CHECK_EQ_U64(obl_omap_build(&m, &mp, &key, &key, 1), OBL_ERR_UNSUPPORTED);
+        CHECK(m == NULL);
+        /* a cap above the CPU's best: the best */
+        force("avx512");
+        CHECK(!strcmp(obl_ct_variant(), obl_isa_name(vars[nv - 1])));
+    }
+#endif
+
+    /* sizes: 8 (whole buckets with AVX-512), 56 and 64 (registers), 100
+     * (the generic block moves) */
+    static const size_t vss[] = {8, 56, 64, 100};
+    const uint64_t cap = ct ? 60 : 3000;
+    const long ops = ct ? 60 : 6000;
+    for (int i = 0; i < nv; i++) {
+        const char *name = obl_isa_name(vars[i]);
+        printf("variant %s: NRORAM, RORAM and map models\n", name);
+        force(name);
+        CHECK(!strcmp(obl_ct_variant(), name));
+        for (uint32_t pb = 4; pb <= 8; pb += 4)
+            for (size_t v = 0; v < 4; v++)
+                obl_nroram_destroy(nroram_model(cap, vss[v], pb, ops, 1, name));
+        roram_model(ct ? 100 : 5000, 8, ops, name);
+        roram_model(ct ? 100 : 5000, 56, ops, name);
+        omap_model(ct ? 40 : 2000, 8, 8, ops, name);
+        omap_model(ct ? 40 : 2000, 8, 56, ops, name);
+        omap_model(ct ? 40 : 2000, 16, 8, ops, name);
+    }
+
+    printf("variants leave the same trees and stashes\n");
+    for (uint32_t pb = 4; pb <= 8; pb += 4)
+        for (size_t v = 0; v < 4; v++) {
+            obl_nroram *o[OBL_ISA_COUNT] = {NULL};
+            test_rng saved = R;
+            for (int i = 0; i < nv; i++) {
+                R = saved; /* the same operations */
+                force(obl_isa_name(vars[i]));
+                o[i] = nroram_model(cap, vss[v], pb, ops, 7, obl_isa_name(vars[i]));
+            }
+            for (int i = 1; i < nv; i++)
+                if (o[0] && o[i])
+                    same_state(o[0], o[i]);
+            for (int i = 0; i < nv; i++)
+                obl_nroram_destroy(o[i]);
+        }
+    unsetenv("OBL_CT_VARIANT");
+    return test_done("test_dispatch");
+}
