@@ -5,8 +5,9 @@
  * bitonic sorting networks): the scan engine's table build and route-back.
  * The compare-exchange sequence depends on n alone; each exchange is a
  * constant-time compare and a masked swap of the whole record. shard_sort
- * hands keys of one or two words to obl_sort (obl/sort.h, its faster
- * networks, for large n) and keeps this network for longer keys.
+ * hands keys of one or two words to obl/sort.h (the column network for
+ * short records, padded to a power of two) and keeps this network for
+ * longer keys and small n.
  */
 #include <obl/sort.h>
 
@@ -90,6 +91,9 @@ void shard_bitonic_sort_words(unsigned char *recs, size_t n, size_t rec_size, si
 /* Below this many records the network here measured faster than obl_sort. */
 #define SHARD_SORT_LIB_MIN ((size_t)1 << 13)
 
+/* From here the column network on padded records is used (any n). */
+#define SHARD_SORT_COL_MIN ((size_t)1 << 6)
+
 /* obl_sort's and obl_compact's randomness parameter (obl_sort_params):
  * the caller's generator. */
 static int shard_sort_random(void *opaque, void *buf, size_t len)
@@ -98,16 +102,61 @@ static int shard_sort_random(void *opaque, void *buf, size_t len)
     return 0;
 }
 
+/* Records of one key word and at most 7 words in all, as columns padded to
+ * a power of two: the key, a pad flag (0 real, 1 pad: pads sort after every
+ * real record, whatever its key), the rest. obl_sort_columns then sorts by
+ * (key, flag), and the first n rows are the records sorted. The copies run
+ * at public addresses. Returns 0, or -1 without memory. */
+static int shard_sort_padded(unsigned char *recs, size_t n, size_t rec_size, unsigned threads,
+                             const obl_allocator *alloc)
+{
+    size_t w = rec_size / 8, ncol = w + 1, m = 1, bytes;
+    while (m < n)
+        m *= 2;
+    if (!obl_mul_ok(m, 8 * ncol, &bytes))
+        return -1;
+    obl_alloc_ctx ac;
+    obl_alloc_init(&ac, alloc);
+    uint64_t *buf = (uint64_t *)obl_alloc(&ac, bytes, 64);
+    if (!buf)
+        return -1;
+    uint64_t *cols[8];
+    for (size_t c = 0; c < ncol; c++)
+        cols[c] = buf + c * m;
+    for (size_t i = 0; i < n; i++) {
+        const unsigned char *r = recs + i * rec_size;
+        memcpy(&cols[0][i], r, 8);
+        cols[1][i] = 0;
+        for (size_t c = 1; c < w; c++)
+            memcpy(&cols[c + 1][i], r + 8 * c, 8);
+    }
+    for (size_t i = n; i < m; i++)
+        for (size_t c = 0; c < ncol; c++)
+            cols[c][i] = c == 1 ? 1 : UINT64_MAX;
+    obl_err e = obl_sort_columns(cols, ncol, 2, m, threads);
+    for (size_t i = 0; e == OBL_OK && i < n; i++) {
+        unsigned char *r = recs + i * rec_size;
+        memcpy(r, &cols[0][i], 8);
+        for (size_t c = 1; c < w; c++)
+            memcpy(r + 8 * c, &cols[c + 1][i], 8);
+    }
+    obl_free(&ac, buf, bytes);
+    return e == OBL_OK ? 0 : -1;
+}
+
 /* see shard_internal.h */
 void shard_sort(unsigned char *recs, size_t n, size_t rec_size, size_t kw, unsigned threads,
                 obl_prg *g, const obl_allocator *alloc)
 {
+    /* threads only for large sorts: starting them costs more below */
+    unsigned th = n >= SHARD_SORT_PAR_MIN ? threads : 1;
+    if (kw == 1 && rec_size <= 56 && n >= SHARD_SORT_COL_MIN && /* public */
+        shard_sort_padded(recs, n, rec_size, th, alloc) == 0)
+        return;
     if (kw > 2 || n < SHARD_SORT_LIB_MIN) { /* public */
         shard_bitonic_sort_words(recs, n, rec_size, kw);
         return;
     }
-    /* threads only for large sorts: starting them costs more below */
-    unsigned th = n >= SHARD_SORT_PAR_MIN ? threads : 1;
     obl_sort_params p = {rec_size, 8 * kw, th, shard_sort_random, g, alloc};
     if (obl_sort(recs, n, &p) == OBL_OK)
         return;

@@ -33,6 +33,7 @@
 #define SC_LAMBDA 40u        /* table overflow: at most 2^-40 per batch */
 #define SC_HASH_CHUNK 64    /* entries hashed at once (siphash lanes) */
 #define SC_MAX_PARTS 256u
+#define SC_PREFETCH 8     /* entries read ahead in the bucket-ordered scan */
 #define SC_SORT_WEIGHT 8.0 /* the shape's model: see shard_scan_table_shape */
 #define SC_FILLER (1ull << 9)
 #define SC_DUMMY (1ull << 8)
@@ -175,7 +176,9 @@ typedef struct sc_work {
     unsigned char *oval;   /* parts * T * vs8: values copied out */
     uint64_t *ofnd;        /* parts * T: found flags */
     unsigned char *ins;    /* the insert's records (batches that may write) */
-    size_t tab_bytes, oval_bytes, ofnd_bytes, ins_bytes;
+    uint32_t *xs, *ord;    /* cap each: entries' (public) buckets, probe order */
+    uint32_t *cnt;         /* parts * (nb + 1): the counting sorts' counters */
+    size_t tab_bytes, oval_bytes, ofnd_bytes, ins_bytes, xs_bytes, cnt_bytes;
 } sc_work;
 
 static inline uint64_t ld64(const unsigned char *p)
@@ -194,6 +197,10 @@ static void sc_work_free(sc_work *w)
     obl_free(c, w->oval, w->oval_bytes);
     obl_free(c, w->ofnd, w->ofnd_bytes);
     obl_free(c, w->ins, w->ins_bytes);
+    obl_free(c, w->xs, w->xs_bytes);
+    obl_free(c, w->ord, w->xs_bytes);
+    obl_free(c, w->cnt, w->cnt_bytes);
+    w->xs = w->ord = w->cnt = NULL;
     w->tab = w->oval = w->ins = NULL;
     w->ofnd = NULL;
 }
@@ -201,7 +208,9 @@ static void sc_work_free(sc_work *w)
 static obl_err sc_work_alloc(sc_work *w)
 {
     size_t a, b, c, d = 0;
-    if (!obl_mul_ok(w->n0, w->rs, &a) || !obl_mul_ok(w->T, w->s->vs8, &b) ||
+    if (w->s->cap > UINT32_MAX || w->nb > UINT32_MAX ||
+        !obl_mul_ok(w->nb + 1, 4 * (size_t)w->parts, &w->cnt_bytes) ||
+        !obl_mul_ok(w->n0, w->rs, &a) || !obl_mul_ok(w->T, w->s->vs8, &b) ||
         !obl_mul_ok(b, w->parts, &b) || !obl_mul_ok(w->T * 8, w->parts, &c) ||
         (w->writes && !obl_mul_ok((size_t)w->s->cap + w->T, 16 + w->s->esz, &d)))
         return OBL_ERR_TOO_LARGE;
@@ -217,7 +226,11 @@ static obl_err sc_work_alloc(sc_work *w)
     w->tab = (unsigned char *)obl_alloc(&w->s->ac, a, 64);
     w->oval = (unsigned char *)obl_alloc(&w->s->ac, b, 64);
     w->ofnd = (uint64_t *)obl_alloc(&w->s->ac, c, 64);
-    if (!w->tab || !w->oval || !w->ofnd) {
+    w->xs_bytes = (size_t)w->s->cap * 4;
+    w->xs = (uint32_t *)obl_alloc(&w->s->ac, w->xs_bytes, 64);
+    w->ord = (uint32_t *)obl_alloc(&w->s->ac, w->xs_bytes, 64);
+    w->cnt = (uint32_t *)obl_alloc(&w->s->ac, w->cnt_bytes, 64);
+    if (!w->tab || !w->oval || !w->ofnd || !w->xs || !w->ord || !w->cnt) {
         sc_work_free(w);
         return OBL_ERR_NOMEM;
     }
@@ -310,6 +323,34 @@ static obl_err sc_build(sc_work *w)
     return OBL_DECLASSIFY_VAL(ovf) ? OBL_ERR_STASH_OVERFLOW : OBL_OK;
 }
 
+/* Phase 0's probe, word-wise: entry e compares its key with the z slots of
+ * bucket x and copies its value (vw words) into a matching slot; every slot
+ * is read and written whatever matches. */
+static inline void sc_probe_get(const sc_work *w, const unsigned char *e, uint64_t x,
+                                unsigned char *oval, uint64_t *ofnd, size_t kw, size_t vw)
+{
+    uint64_t valid = ld64(e) & 1, key[OBL_SHARD_SCAN_MAX_KEY8 / 8];
+    uint64_t val[OBL_SHARD_SCAN_MAX_VALUE8 / 8];
+    for (size_t k = 0; k < kw; k++)
+        key[k] = ld64(e + 8 + 8 * k);
+    memcpy(val, e + 8 + 8 * kw, 8 * vw);
+    OBL_TRACE_TOUCH(OBL_TRACE_REGION_MAP, OBL_TRACE_RW, x * w->z, w->z);
+    for (size_t zz = 0; zz < w->z; zz++) {
+        size_t slot = x * w->z + zz;
+        const unsigned char *r = w->tab + slot * w->rs;
+        uint64_t acc = ld64(r + 8) & (SC_DUMMY | SC_FILLER);
+        for (size_t k = 0; k < kw; k++)
+            acc |= ld64(r + 16 + 8 * k) ^ key[k];
+        uint64_t m = (obl_ct_nonzero64(acc) ^ 1) & valid, mask = obl_ct_mask(m);
+        unsigned char *o = oval + slot * 8 * vw;
+        for (size_t q = 0; q < vw; q++) {
+            uint64_t a = ld64(o + 8 * q);
+            st64(o + 8 * q, a ^ ((a ^ val[q]) & mask));
+        }
+        ofnd[slot] |= m;
+    }
+}
+
 /* Entry j probes its bucket's z slots. Phase 0 copies its value out to a
  * matching slot; phase 1 applies a matching put or erase to the entry. */
 static void sc_probe(const sc_work *w, unsigned char *e, uint64_t x, unsigned char *oval,
@@ -346,9 +387,8 @@ static void sc_probe(const sc_work *w, unsigned char *e, uint64_t x, unsigned ch
     }
 }
 
-/* Scans entries [lo, hi): hashes a chunk at once, then probes. */
-static void sc_scan_range(const sc_work *w, size_t lo, size_t hi, unsigned char *oval,
-                          uint64_t *ofnd)
+/* Hashes entries [lo, hi) a chunk at a time: xs[j - lo] = entry j's bucket. */
+static void sc_buckets(const sc_work *w, size_t lo, size_t hi, uint32_t *xs)
 {
     const shard_scan *s = w->s;
     size_t mw = s->kw + 1;
@@ -371,8 +411,44 @@ static void sc_scan_range(const sc_work *w, size_t lo, size_t hi, unsigned char 
              * independent of the requests (docs/shard.md, "Scan engine") */
             uint64_t x = h[i] & (w->nb - 1);
             OBL_DECLASSIFY(&x, sizeof x);
-            sc_probe(w, s->ent + (c + i) * s->esz, x, oval, ofnd);
+            xs[c + i - lo] = (uint32_t)x;
         }
+    }
+}
+
+/* Scans entries [lo, hi): their buckets first, then the probes in bucket
+ * order (a counting sort of the public buckets), so that the entries of one
+ * bucket probe it while its slots are in cache. The order is a function of
+ * the revealed buckets alone. */
+static void sc_scan_range(const sc_work *w, size_t lo, size_t hi, unsigned char *oval,
+                          uint64_t *ofnd, uint32_t *cnt)
+{
+    uint32_t *xs = w->xs + lo, *ord = w->ord + lo;
+    size_t n = hi - lo;
+    sc_buckets(w, lo, hi, xs);
+    memset(cnt, 0, (w->nb + 1) * 4);
+    for (size_t i = 0; i < n; i++)
+        cnt[xs[i] + 1]++;
+    for (size_t x = 0; x < w->nb; x++)
+        cnt[x + 1] += cnt[x];
+    for (size_t i = 0; i < n; i++)
+        ord[cnt[xs[i]]++] = (uint32_t)i;
+    for (size_t k = 0; k < n; k++) {
+        size_t i = ord[k];
+#if defined(__GNUC__)
+        if (k + SC_PREFETCH < n) { /* public: the order is public */
+            const unsigned char *pe = w->s->ent + (lo + ord[k + SC_PREFETCH]) * w->s->esz;
+            __builtin_prefetch(pe);
+            __builtin_prefetch(pe + w->s->esz - 1); /* an entry may span two lines */
+        }
+#endif
+        unsigned char *e = w->s->ent + (lo + i) * w->s->esz;
+        if (w->phase != 0) /* public */
+            sc_probe(w, e, xs[i], oval, ofnd);
+        else if (w->s->kw == 1 && w->s->vs8 == 56) /* public: the common shape, unrolled */
+            sc_probe_get(w, e, xs[i], oval, ofnd, 1, 7);
+        else
+            sc_probe_get(w, e, xs[i], oval, ofnd, w->s->kw, w->s->vs8 / 8);
     }
 }
 
@@ -382,7 +458,8 @@ static obl_err sc_scan_task(void *arg, size_t t)
     const sc_work *w = (const sc_work *)arg;
     size_t n = (size_t)w->s->cap;
     size_t lo = n * t / w->parts, hi = n * (t + 1) / w->parts;
-    sc_scan_range(w, lo, hi, w->oval + t * w->T * w->s->vs8, w->ofnd + t * w->T);
+    sc_scan_range(w, lo, hi, w->oval + t * w->T * w->s->vs8, w->ofnd + t * w->T,
+                  w->cnt + t * (w->nb + 1));
     return OBL_OK;
 }
 

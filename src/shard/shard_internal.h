@@ -135,10 +135,11 @@ obl_err shard_route_join(const shard_route *r, size_t B, size_t b, const unsigne
 void shard_bitonic_sort(unsigned char *recs, size_t n, size_t rec_size);
 
 /*
- * Sorts by the first kw words: for kw <= 2 and n >= 2^13, obl_sort
- * (obl/sort.h: the column or record bitonic network, a trace of n and the
- * sizes alone), else the network here. Never fails: without memory for
- * obl_sort's columns it runs the record network.
+ * Sorts by the first kw words: for kw = 1, records of at most 7 words and
+ * n >= 64, Batcher's network on columns (obl_sort_columns of obl/sort.h,
+ * padded to a power of two); else for kw <= 2 and n >= 2^13 obl_sort; else
+ * the network here. Never fails: without scratch memory it runs the
+ * network. g: randomness for obl_sort's parameters.
  * Secret: the records. Public: n, rec_size, kw, threads.
  */
 void shard_sort(unsigned char *recs, size_t n, size_t rec_size, size_t kw, unsigned threads,
