@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * The plain array baseline (see plain_array.h): a header and one
  * cache-line-aligned block of n * value_size bytes. Reads and writes are a

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * The non-oblivious array baseline: N fixed-size values, index -> value, one
  * contiguous allocation. It is the "cost of obliviousness" reference for the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * The plain hash map baseline (see plain_hashmap.h).
  *

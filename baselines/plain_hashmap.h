@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * The non-oblivious hash map baseline: fixed-size keys and values, open
  * addressing with linear probing over a power-of-two table, backward-shift

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * obl-ab: two versions of the library in one process, their rounds
  * alternating (docs/bench.md, "Two libraries in one process"). On a VM whose speed changes

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Benchmark type `array` (REPORT type RORAM, implementation baseline_array):
  * the plain array of baselines/plain_array.h, the non-oblivious reference

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * What the plain-array baseline shares with the ORAM benchmark types, which
  * time the same reads on it in the same run (bench/bench_oram.c).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Benchmark type `hashmap` (REPORT type UnorderedMap, implementation
  * baseline_hashmap): the plain hash map of baselines/plain_hashmap.h, the

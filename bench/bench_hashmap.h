@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * What the plain hash map baseline shares with the oblivious map's
  * benchmark type, which times the same gets on it in the same run

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Benchmark type `umap` (REPORT type UnorderedMap, implementation obl): the
  * oblivious map of obl/omap.h, created with capacity N * 100 / fill and

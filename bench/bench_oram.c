@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Benchmark types of the ORAM module (obl/oram.h):
  *

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # Run at every build of obl-bench (cmake -P, bench/CMakeLists.txt): writes
 # OUT, a header defining OBL_BENCH_GIT as the source tree's revision
 # (`git rev-parse --short HEAD`, with "-dirty" when tracked files differ

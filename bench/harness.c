@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * The obl-bench harness (see harness.h and docs/benchmark-format.md):
  * command line, repetition loop, statistics, REPORT and JSONL output,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * The obl-bench harness: everything a benchmark type shares. It parses the
  * command line (docs/benchmark-format.md), runs the repetition loop, times,

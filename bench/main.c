@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * obl-bench: one binary, one subcommand per benchmark type. The registry
  * below is the only list of types: a type joins the driver, `list-types`,

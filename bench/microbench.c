@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * obl-microbench: micro-benchmarks of the constant-time primitives, each
  * answering one question so that design choices can cite a number.

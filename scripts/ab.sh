@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: MIT
 # Two versions of obl in one process (bench/ab.c, docs/bench.md):
 #   sh scripts/ab.sh REV [CPU] -- MODE ARGS...
 # builds revision REV (any git revision) in a temporary worktree, renames

@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: MIT
 """PNG figures of the benchmark results under figures/.
 
   scripts/draw_figures.py [--results results/results.json | --log FILE ...]

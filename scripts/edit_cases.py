@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: MIT
 """Bulk-edit a case list with a Python expression over each case's fields.
 
   scripts/edit_cases.py cases.txt 'N >= 2**20 and Value_bytes != 8' --in-place

@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: MIT
 """Markdown tables of the benchmark results.
 
   scripts/generate_readme_bodies.py                         all tables to stdout

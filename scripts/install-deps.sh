@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: MIT
 # Installs, with apt-get, the Debian 12 packages obl's build, tests and
 # benchmark suite need, when they are missing. Safe to run again: it does
 # nothing when everything is there. Must run as root when something is missing.

@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: MIT
 """Instructions per access, by function, with callgrind (docs/bench.md).
 
     /usr/bin/python3 scripts/instr_profile.py [--type nroram|roram|umap]

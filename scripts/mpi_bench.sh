@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: MIT
 # The measurements of docs/mpi.md, in one command (after the release build):
 #   sh scripts/mpi_bench.sh [LOG]        (default logs/mpi/<time>.log)
 # 1. the MPI path against the threaded path at the same S (obl-bench

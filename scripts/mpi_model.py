@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: MIT
 """Cost model of an obl_mpi deployment (docs/mpi.md, "Cost model").
 
     /usr/bin/python3 scripts/mpi_model.py LOG [--figure FILE.svg]

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: MIT
 # mpirun with the settings obl-mpi needs on one machine or in a container:
 # as root --allow-run-as-root; --oversubscribe (more ranks than cores);
 # the TCP transport on loopback (bytes cross a socket, as between machines;

@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: MIT
 """Write results/ from a saved full-run log, running nothing.
 
   scripts/parse.py logs/full_runs/FILE.jsonl [--out results]

@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: MIT
 """Run the obl benchmark plan, one process per case, or read a saved run.
 
   scripts/run.py [--max-n N] [--large] [--timeout S] [--reps R]   run the plan

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: MIT
 # The whole test suite of obl, as the README shows and CI runs it:
 # installs what is missing, then configures, builds and runs ctest in the
 # four builds: release (unit tests and the suite's tooling tests), sanitize

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Constant-time primitives: the one place in obl with bit tricks.
  *

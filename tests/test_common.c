@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Tests of the common layer: error codes and their names, the allocation
  * wrapper (alignment, zeroing, accounting, the caller's allocator and its

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Tests of the constant-time primitives of src/ct.h: every helper against a
  * plain reference on random and edge inputs, every block-move variant at every

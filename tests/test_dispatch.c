@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Run-time dispatch (src/common/cpu.h): every instruction-set variant that
  * this library holds and this CPU runs is forced in turn (OBL_CT_VARIANT)

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Tests of the PRG (src/common/prg.h): known-answer tests of the block
  * ciphers against published vectors (FIPS-197 appendix C.1, NIST SP 800-38A

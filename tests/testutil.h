@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Minimal test support shared by the test executables: seed handling
  * (`-s N`, printed first so that any run can be replayed), a `--ct` flag set

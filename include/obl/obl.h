@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * obl: oblivious algorithms for trusted execution environments.
  *

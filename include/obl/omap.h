@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * obl/omap.h: UMAP, an oblivious unordered map with fixed-size keys and
  * values.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * obl/oram.h: tree ORAMs.
  *

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """Shared code of the obl benchmark-suite scripts.
 
 The scripts measure nothing: obl-bench measures, these modules read what it

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """PNG figures: one per (type, fixed parameters, metric family) against N.
 
 Log-log axes, one line per implementation through the medians, the min-max

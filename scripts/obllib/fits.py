@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """Least-squares decompositions of the medians (DERIVED, not measured).
 
   latency = base + per_level * (log2 N - log2 N0) [+ beyond * max(0, log2 N

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """Where tables and figures get their records from.
 
 Default: results/results.json of the last run. --log FILE (repeatable):

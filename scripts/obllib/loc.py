@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """Lines of code per structure, counted from the source tree.
 
 Counting rule (the same for every module, applied by a small C scanner):

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """Read benchmark output into normalised records.
 
 A record is a dict:

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """Cases, case names and editable case lists.
 
 A case is one object of `obl-bench list-cases`:

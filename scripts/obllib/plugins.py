@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """Implementations as plug-ins: benchmark/<name>/ (docs/suite.md, "Plug-ins").
 
 A plug-in is a directory with

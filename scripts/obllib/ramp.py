@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """Ramp-UMAP: obl-server under obl-load's open-loop load (docs/server.md).
 
 A Ramp-UMAP case is not an obl-bench subcommand: run.py starts obl-server

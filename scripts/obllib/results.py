@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """results/: what a run measured, in JSON and CSV.
 
   results/results.json     {"run": run_start, "run_end", "noise", "cases": [outcomes],

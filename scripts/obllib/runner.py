@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """Run cases of obl-bench, one process each, and write the full-run log.
 
 Full-run log (logs/full_runs/<timestamp>.jsonl), one JSON event per line:

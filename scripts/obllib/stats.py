@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """Medians, spreads and the formatting of numbers.
 
 obl-bench computes each metric's median, min, max and quartiles over its R

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """Markdown tables, the README's compact table and its refresh.
 
 One table per (benchmark type, fixed parameters, metric): rows by N, columns

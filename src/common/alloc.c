@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Default allocator and the accounting wrapper of alloc.h.
  */

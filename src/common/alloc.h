@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Internal allocation through the caller's obl_allocator (or the C library),
  * with overflow-checked size arithmetic. Every structure keeps a copy of its

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * CPU feature detection for the run-time choice of variant (common/cpu.h).
  * Like BLAKE3's and zstd's dispatchers: cpuid for the instructions, xgetbv

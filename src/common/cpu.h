@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Run-time choice of the instruction-set variant of the hot code.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Out-of-line, explicitly named variants of the constant-time block moves,
  * one per instruction set, each compiled with a target attribute so that one

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Error names and messages, and the version string. The table is indexed by
  * the stable numeric code of obl/obl.h.

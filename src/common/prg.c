@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * AES-128-CTR (AES-NI) and ChaCha20 keystream generators behind prg.h.
  * AES: FIPS-197; the key schedule uses AESKEYGENASSIST as in Intel's AES-NI

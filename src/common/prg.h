@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * The per-structure pseudo-random generator.
  *

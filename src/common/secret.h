@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Secret tracking. In the `ct` build (OBL_CT_CHECK defined) OBL_SECRET marks
  * memory as undefined for valgrind memcheck, which then reports any branch or

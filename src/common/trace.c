@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * The access-trace recorder and comparison helpers of trace.h.
  */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Access-trace hook, compiled in only when OBL_TRACE is defined (the
  * `obl_traced` library that the tests link). A structure reports every block

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * obl/mpi.h over MPI: creation and parameter checks, the transport (non-
  * blocking sends and receives polled against a deadline, so a dead or

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Fault injection for obl_mpi's tests (obl-mpi --fault): a rank spoils its
  * own sends in one epoch, so that the receivers' checks can be seen to

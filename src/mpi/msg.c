@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Sealed messages between ranks: AES-256-GCM (OpenSSL's EVP interface,
  * AES-NI and carry-less multiply: no secret-dependent branch or address)

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * The message layer of obl_mpi, without MPI: per-direction AES-256-GCM
  * channels between ranks (docs/mpi.md, "Messages").

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * obl-mpi: runs a deployment of obl/mpi.h under one mpirun (docs/mpi.md).
  *

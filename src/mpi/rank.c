@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * The ranks' work for obl_mpi (rank.h): payload layout, the balancer's
  * split, pack, unpack and join, and the shard rank's merged batches.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * The work of obl_mpi's ranks without MPI (docs/mpi.md): the layout of
  * shards on ranks and the public message sizes, the balancer's side (the

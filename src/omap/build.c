@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Bulk build of the oblivious map (obl_omap_build, obl/omap.h).
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Private layout of the oblivious map (the units of src/omap).
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * SipHash-2-4, after the reference description in Aumasson, Bernstein,
  * "SipHash: a fast short-input PRF" (INDOCRYPT 2012), section 2: four

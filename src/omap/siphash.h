@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * SipHash-2-4 (Aumasson, Bernstein, "SipHash: a fast short-input PRF",
  * INDOCRYPT 2012): the keyed PRF the map hashes its keys with.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Speck64/128, after the specification in Beaulieu et al., "The SIMON and
  * SPECK Families of Lightweight Block Ciphers" (eprint 2013/404), section

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Speck64/128 (Beaulieu, Shors, Smith, Treatman-Clark, Weeks, Wingers,
  * "The SIMON and SPECK Families of Lightweight Block Ciphers", eprint

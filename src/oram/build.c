@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Oblivious bulk build of a Circuit ORAM tree (32-bit metadata): places n
  * blocks with fresh uniform secret leaves in O(n log^2 n) work with a memory

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * The oblivious tree build (src/oram/build.c) is compiled once per
  * instruction-set variant with its external names suffixed on the command

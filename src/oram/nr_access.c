@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * The access and eviction code of the Circuit ORAM (src/oram/nroram.c has
  * creation and the public entry points; nroram_impl.h the code written once

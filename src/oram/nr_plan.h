@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * The plan of a Circuit ORAM eviction (Wang, Chan, Shi, CCS 2015, eprint
  * 2014/672, section 3.4): from the reach of every slot of the stash and the

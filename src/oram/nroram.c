@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Circuit ORAM (Wang, Chan, Shi, CCS 2015, eprint 2014/672): the
  * non-recursive tree ORAM of obl/oram.h. This file holds creation,

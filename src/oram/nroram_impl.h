@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * The Circuit ORAM access and eviction, written once for both metadata word
  * sizes: included by nroram.c with NRW defined to 32 and then to 64.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Internals of the Circuit ORAM (src/oram/nroram.c), shared with the
  * recursive ORAM (src/oram/roram.c) and the oblivious tree build

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * The recursive ORAM's access (src/oram/roram.c has the levels' layout,
  * creation and the entry points). Compiled once per instruction-set variant

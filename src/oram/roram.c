@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Recursive ORAM: an oblivious array of n values (obl/oram.h), built from
  * Circuit ORAM trees (src/oram/nroram.c).

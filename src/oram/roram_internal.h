@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Internals of the recursive ORAM: the structure, shared by creation
  * (src/oram/roram.c) and the access (src/oram/ro_access.c, one copy per

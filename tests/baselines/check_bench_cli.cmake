@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # The obl-bench command line against docs/benchmark-format.md:
 #   cmake -DBENCH=<path to obl-bench> -DWORK=<scratch dir> -P check_bench_cli.cmake
 # Runs tiny cases of every registered type, checks the REPORT lines and the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Tests of the non-oblivious baselines (baselines/): the plain array against
  * a C array, the plain hash map against an obviously right model (a list of

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Negative control: a branch on a secret. memcheck must report it. */
 #include <stdio.h>
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Negative control: a load at a secret index. memcheck must report it. */
 #include <stdio.h>
 

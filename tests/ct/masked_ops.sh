@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: MIT
 # Audit of the release library's machine code for AVX-512 masked memory
 # operands (docs/oram.md, "Masked memory operands"): memcheck cannot run
 # AVX-512 code, and a compiler may turn a secret-dependent AND into a load

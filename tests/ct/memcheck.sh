@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: MIT
 # Runs a test program under valgrind memcheck as a secret tracker.
 #   memcheck.sh expect-clean  PROG ARGS...  pass iff memcheck reports nothing
 #                                           and PROG exits 0 (77, a skipped

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: MIT
 # Runs an obl-mpi deployment for ctest: run.sh ok|fail REGEX mpirun-args...
 # ok: exit 0 and REGEX in the output; fail: nonzero exit and REGEX (the
 # error expected, for example a rejected message), within 120 s either way.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Tests of obl_mpi's message layer (src/mpi/msg.c) without MPI: sealed
  * messages open on the peer's channel only; a flipped bit at every byte, a replay,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * obl_mpi's per-rank work (src/mpi/rank.c) in one process, without MPI:
  * L balancers and R shard ranks exchange sealed payloads (msg.c) in

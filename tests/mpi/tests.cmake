@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # obl_mpi (src/mpi): the message layer and the ranks' work in one process
 # (OpenSSL only; under memcheck in the ct build), then mpirun deployments
 # when obl-mpi is built (not under memcheck: mpirun under valgrind is

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * overflow_model: a plain-memory model of the map's overflow stash, to
  * measure its occupancy over more operations than the oblivious map can

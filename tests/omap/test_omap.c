@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Tests of the oblivious map (obl/omap.h) against a plain reference model:
  * the model is a pool of candidate keys (present and absent ones) with a

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # Oblivious map tests, one ctest entry per sub-test (test_omap.NAME;
 # `test_omap --list`): SipHash vectors, the overflow bound and the
 # automatic sizing, reference-model streams at several capacities up to

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Tests of the ORAM module (obl/oram.h): NRORAM and RORAM against plain
  * reference models on long seeded operation streams, stash overflow with a

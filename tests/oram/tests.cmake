@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # ORAM module tests: NRORAM and RORAM models, stash overflow, trace
 # equality, chi-square of revealed leaves, bad input, allocation failure;
 # one ctest entry per sub-test (test_oram.NAME; `test_oram --list`).

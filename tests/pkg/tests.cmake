@@ -44,7 +44,7 @@ endif()
 # scratch repository; spdx_headers checks this tree. spdx_headers is
 # registered disabled until the tree is stamped (`sh scripts/spdx.sh`, then
 # set OBL_SPDX_STAMPED to ON here). Source checks: release build only.
-set(OBL_SPDX_STAMPED OFF)
+set(OBL_SPDX_STAMPED ON)
 if(NOT OBL_SANITIZE AND NOT OBL_CT_CHECK AND CMAKE_C_COMPILER_ID STREQUAL "GNU")
   add_test(NAME spdx_script
            COMMAND sh ${CMAKE_CURRENT_LIST_DIR}/check_spdx_script.sh ${PROJECT_SOURCE_DIR}

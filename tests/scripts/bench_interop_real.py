@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """obl-bench's REPORT lines read by the same code as the harness's (golden
 test: test_interop.py), from the real binary, through the obl and
 c_baselines plug-ins' run.sh: the harness's type names, every field it

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """The default plan of the real obl-bench (not the fake driver), end to end.
 
 Registered in ctest as scripts_bench_plan with OBL_BENCH_REAL = the built

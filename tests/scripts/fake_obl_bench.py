@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: MIT
 """TEST DOUBLE of obl-bench: prints fake, synthetic results. Never a measurement.
 
 Implements the command line of docs/benchmark-format.md closely enough to

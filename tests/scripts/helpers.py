@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """Shared helpers of the tooling tests: paths and synthetic records."""
 import json
 import os

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """The public harness's reading of a REPORT line, as its format describes it
 (docs/benchmark-format.md): the text between two REPORT_123 markers, split
 at '|'; the first two pieces are the type and the implementation; each

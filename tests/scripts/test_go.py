@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """go.sh end to end in a scratch copy of the repository, with the fake driver.
 
 A stand-in `cmake` on PATH "builds" by installing the fake obl-bench as

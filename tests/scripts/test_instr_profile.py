@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """scripts/instr_profile.py: the callgrind reader and the size list."""
 import os
 import tempfile

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """Golden interop test: hand-written REPORT lines in the public harness's
 exact format (golden/harness_report_lines.txt: one per implementation row of
 its field table, with its LOG@ prefix line and sys_* version fields) parse

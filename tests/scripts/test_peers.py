@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """The peer plug-ins (benchmark/<peer>/ with a source_env in the manifest):
 set up, built and run on one small case of each type they list, their
 REPORT lines parsed, when their sources are given ($OLABS_ORAM_SRC,

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """The plug-in protocol with a fake implementation (fake_plugins/): discovery,
 setup and build before the run, run.sh's REPORT lines as records, a plug-in
 that cannot be set up skipped with its reason (never silently), OBL_PEERS,

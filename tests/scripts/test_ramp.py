@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """scripts/obllib/ramp.py: the Ramp-UMAP cases, their run (server up, load,
 server down, with stand-in programs), the knee, the tables and figures."""
 import json

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """Case isolation with the fake driver: crash, timeout, failure, memory skip."""
 import json
 import os

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Helpers of the network tests (net_util.h). */
 #define _GNU_SOURCE
 #include "net_util.h"

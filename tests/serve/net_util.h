@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Helpers of the network tests: start obl-server on an ephemeral loopback
  * port, connect and read the hello, send and receive whole frames with a

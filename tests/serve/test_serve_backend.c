@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * The server's batch-answering path (serve/backend.h) against a plain
  * model: random batches of GET, PUT and ERASE over present and absent keys,

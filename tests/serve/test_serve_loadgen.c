@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * obl-load's schedule and statistics (serve/loadgen.h): the intended send
  * times for a given seed and rate (the uniform grid exactly; the Poisson

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * obl-server and obl-load over loopback (ephemeral ports): three clients
  * whose every answer is checked against a model while other clients send

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # obl-server and obl-load (serve/, docs/server.md). test_serve_backend: the
 # batch-answering path against a model, in every build; in the ct build under
 # memcheck with ops, keys and values secret. test_serve_loadgen: the load

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * obl/mpi.h: the sharded map (obl/shard.h) spread over MPI ranks, with
  * authenticated-encrypted, fixed-size traffic (library obl_mpi, built only

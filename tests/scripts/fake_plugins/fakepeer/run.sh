@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: MIT
 # TEST DOUBLE: run.sh TYPE k=v ... -> one synthetic REPORT line per repetition,
 # in the public harness's envelope (sys_* version fields); latency 0.5 us
 # (the fake obl-bench's obl is slower), 0.7 us for a "public method" run.
