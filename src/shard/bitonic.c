@@ -102,15 +102,21 @@ static int shard_sort_random(void *opaque, void *buf, size_t len)
     return 0;
 }
 
-/* Records of one key word and at most 7 words in all, as columns padded to
- * a power of two: the key, a pad flag (0 real, 1 pad: pads sort after every
- * real record, whatever its key), the rest. obl_sort_columns then sorts by
- * (key, flag), and the first n rows are the records sorted. The copies run
- * at public addresses. Returns 0, or -1 without memory. */
-static int shard_sort_padded(unsigned char *recs, size_t n, size_t rec_size, unsigned threads,
-                             const obl_allocator *alloc)
+#define SHARD_COL_MAXC 8 /* obl_sort_columns' limit */
+
+/* Records of kw = 1 or 2 key words and at most SHARD_COL_MAXC columns in
+ * all, as columns padded to a power of two: the key, for an unbounded key
+ * of one word a pad flag (0 real, 1 pad: pads sort after every real record
+ * whatever its key; a bounded key's pads take UINT64_MAX and need no
+ * flag), the rest. Wider records stay with the record network: the
+ * payload's passes and the padding measured slower. The copies run at
+ * public addresses. Returns 0, or -1 with the records unchanged. */
+static int shard_sort_cols(unsigned char *recs, size_t n, size_t rec_size, size_t kw,
+                           int bounded, unsigned threads, const obl_allocator *alloc)
 {
-    size_t w = rec_size / 8, ncol = w + 1, m = 1, bytes;
+    size_t w = rec_size / 8, kc = kw + (bounded ? 0 : 1), ncol = kc + w - kw, m = 1, bytes;
+    if (kc > 2 || ncol > SHARD_COL_MAXC)
+        return -1;
     while (m < n)
         m *= 2;
     if (!obl_mul_ok(m, 8 * ncol, &bytes))
@@ -120,38 +126,43 @@ static int shard_sort_padded(unsigned char *recs, size_t n, size_t rec_size, uns
     uint64_t *buf = (uint64_t *)obl_alloc(&ac, bytes, 64);
     if (!buf)
         return -1;
-    uint64_t *cols[8];
+    uint64_t *cols[SHARD_COL_MAXC];
     for (size_t c = 0; c < ncol; c++)
         cols[c] = buf + c * m;
     for (size_t i = 0; i < n; i++) {
         const unsigned char *r = recs + i * rec_size;
-        memcpy(&cols[0][i], r, 8);
-        cols[1][i] = 0;
-        for (size_t c = 1; c < w; c++)
-            memcpy(&cols[c + 1][i], r + 8 * c, 8);
+        for (size_t c = 0; c < kw; c++)
+            memcpy(&cols[c][i], r + 8 * c, 8);
+        if (kc > kw)
+            cols[kw][i] = 0;
+        for (size_t c = kw; c < w; c++)
+            memcpy(&cols[kc + c - kw][i], r + 8 * c, 8);
     }
     for (size_t i = n; i < m; i++)
         for (size_t c = 0; c < ncol; c++)
-            cols[c][i] = c == 1 ? 1 : UINT64_MAX;
-    obl_err e = obl_sort_columns(cols, ncol, 2, m, threads);
+            cols[c][i] = c == kw && kc > kw ? 1 : UINT64_MAX;
+    obl_err e = obl_sort_columns(cols, ncol, kc, m, threads);
     for (size_t i = 0; e == OBL_OK && i < n; i++) {
         unsigned char *r = recs + i * rec_size;
-        memcpy(r, &cols[0][i], 8);
-        for (size_t c = 1; c < w; c++)
-            memcpy(r + 8 * c, &cols[c + 1][i], 8);
+        for (size_t c = 0; c < kw; c++)
+            memcpy(r + 8 * c, &cols[c][i], 8);
+        for (size_t c = kw; c < w; c++)
+            memcpy(r + 8 * c, &cols[kc + c - kw][i], 8);
     }
     obl_free(&ac, buf, bytes);
     return e == OBL_OK ? 0 : -1;
 }
 
-/* see shard_internal.h */
-void shard_sort(unsigned char *recs, size_t n, size_t rec_size, size_t kw, unsigned threads,
-                obl_prg *g, const obl_allocator *alloc)
+/* The network for any key, or the column network for keys of one or two
+ * words; bounded: every record's first key word is below UINT64_MAX. */
+static void shard_sort_any(unsigned char *recs, size_t n, size_t rec_size, size_t kw,
+                           int bounded, unsigned threads, obl_prg *g,
+                           const obl_allocator *alloc)
 {
     /* threads only for large sorts: starting them costs more below */
     unsigned th = n >= SHARD_SORT_PAR_MIN ? threads : 1;
-    if (kw == 1 && rec_size <= 56 && n >= SHARD_SORT_COL_MIN && /* public */
-        shard_sort_padded(recs, n, rec_size, th, alloc) == 0)
+    if (kw <= 2 && n >= SHARD_SORT_COL_MIN && /* public */
+        shard_sort_cols(recs, n, rec_size, kw, bounded, th, alloc) == 0)
         return;
     if (kw > 2 || n < SHARD_SORT_LIB_MIN) { /* public */
         shard_bitonic_sort_words(recs, n, rec_size, kw);
@@ -167,6 +178,20 @@ void shard_sort(unsigned char *recs, size_t n, size_t rec_size, size_t kw, unsig
 }
 
 /* see shard_internal.h */
+void shard_sort(unsigned char *recs, size_t n, size_t rec_size, size_t kw, unsigned threads,
+                obl_prg *g, const obl_allocator *alloc)
+{
+    shard_sort_any(recs, n, rec_size, kw, 0, threads, g, alloc);
+}
+
+/* see shard_internal.h */
+void shard_sort_bounded(unsigned char *recs, size_t n, size_t rec_size, size_t kw,
+                        unsigned threads, obl_prg *g, const obl_allocator *alloc)
+{
+    shard_sort_any(recs, n, rec_size, kw, 1, threads, g, alloc);
+}
+
+/* see shard_internal.h */
 void shard_keep_first(unsigned char *recs, size_t n, size_t rec_size, const uint8_t *keep,
                       unsigned threads, obl_prg *g, const obl_allocator *alloc)
 {
@@ -174,5 +199,5 @@ void shard_keep_first(unsigned char *recs, size_t n, size_t rec_size, const uint
     obl_sort_params p = {rec_size, 8, th, shard_sort_random, g, alloc};
     if (keep && n >= SHARD_SORT_LIB_MIN && obl_compact(recs, n, keep, NULL, &p) == OBL_OK)
         return;
-    shard_sort(recs, n, rec_size, 1, threads, g, alloc); /* by the keys set for it */
+    shard_sort_bounded(recs, n, rec_size, 1, threads, g, alloc); /* by the keys set for it */
 }

@@ -66,7 +66,7 @@ static void rt_sort_keyed(const shard_route *r, unsigned char *a, size_t n, size
         st64(q, s << 51 | k >> 13);
         st64(q + 8, (k & 0x1fff) << 51 | (x & lo51));
     }
-    shard_sort(a, n, rs, 2, r->threads, r->prg, &r->ac->a);
+    shard_sort_bounded(a, n, rs, 2, r->threads, r->prg, &r->ac->a); /* shard <= S < 2^13 */
     for (size_t i = 0; i < n; i++) {
         unsigned char *q = a + i * rs;
         uint64_t h = ld64(q), l = ld64(q + 8);
@@ -143,7 +143,7 @@ static uint64_t rt_place(rt_split *t, uint8_t *kept)
         st64(q, (uint64_t)(f / t->b) << 33 | 1ull << 32 | (uint64_t)(t->B + f));
         st64(q + 16 + 8 * r->kw, RT_FILLER);
     }
-    shard_sort(t->a, t->n, t->rs, 1, r->threads, r->prg, &r->ac->a);
+    shard_sort_bounded(t->a, t->n, t->rs, 1, r->threads, r->prg, &r->ac->a);
     uint64_t prev = UINT64_MAX, rank = 0, ovf = 0;
     for (size_t p = 0; p < t->n; p++) {
         unsigned char *q = t->a + p * t->rs;
@@ -249,7 +249,7 @@ static void rt_join_carry(rt_join *t, unsigned char *cval)
         memcpy(q + t->to + 24, cval, r->vs8);
         st64(q, obl_ct_select64(req, ld64(q + t->to + 8), 1ull << 63 | (uint64_t)p));
     }
-    shard_sort(t->a, t->n, t->rs, 1, r->threads, r->prg, &r->ac->a);
+    shard_sort_bounded(t->a, t->n, t->rs, 1, r->threads, r->prg, &r->ac->a);
 }
 
 /* see shard_internal.h */

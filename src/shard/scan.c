@@ -237,10 +237,11 @@ static obl_err sc_work_alloc(sc_work *w)
     return OBL_OK;
 }
 
-/* The batch's sorts: by the first word, on the batch's threads. */
+/* The batch's sorts: by the first word (below UINT64_MAX in every record),
+ * on the batch's threads. */
 static void sc_sort(const sc_work *w, unsigned char *r, size_t n, size_t rs)
 {
-    shard_sort(r, n, rs, 1, w->parts, &w->s->prg, &w->s->ac.a);
+    shard_sort_bounded(r, n, rs, 1, w->parts, &w->s->prg, &w->s->ac.a);
 }
 
 /* The request records: bucket (a random one for a dummy) and index. */
@@ -524,7 +525,7 @@ static uint64_t sc_fits(const sc_work *w)
 }
 
 /* The insert's records: entries, then the table's slots. Key sk: a free
- * entry of rank r 2r+1, the new key of rank r 2r, others above. */
+ * entry of rank r 2r+1, the new key of rank r 2r, others from 2^63 on. */
 static void sc_insert_records(const sc_work *w, unsigned char *r, size_t rs)
 {
     const shard_scan *s = w->s;
@@ -544,8 +545,8 @@ static void sc_insert_records(const sc_work *w, unsigned char *r, size_t rs)
         uint64_t meta = ld64(t + 8);
         uint64_t real = obl_ct_nonzero64(meta & (SC_DUMMY | SC_FILLER)) ^ 1;
         uint64_t fresh = real & meta & (w->ofnd[p] ^ 1);
-        st64(q, obl_ct_select64(fresh, nr << 1, UINT64_MAX));
-        st64(q + 8, UINT64_MAX);
+        st64(q, obl_ct_select64(fresh, nr << 1, 1ull << 63 | (s->cap + p)));
+        st64(q + 8, 1ull << 63 | p);
         st64(q + 16, 1);
         memcpy(q + 24, t + 16, 8 * s->kw + s->vs8);
         nr += fresh;
@@ -568,7 +569,7 @@ static void sc_insert(sc_work *w)
     }
     for (size_t p = 0; p < n; p++) {
         uint64_t aux = ld64(r + p * rs + 8);
-        st64(r + p * rs, aux); /* slots' UINT64_MAX sorts last */
+        st64(r + p * rs, aux); /* slots' 2^63 + p sort last */
     }
     sc_sort(w, r, n, rs);
     for (uint64_t j = 0; j < s->cap; j++)

@@ -138,18 +138,24 @@ void shard_bitonic_sort(unsigned char *recs, size_t n, size_t rec_size);
  * Sorts by the first kw words: for kw = 1, records of at most 7 words and
  * n >= 64, Batcher's network on columns (obl_sort_columns of obl/sort.h,
  * padded to a power of two); else for kw <= 2 and n >= 2^13 obl_sort; else
- * the network here. Never fails: without scratch memory it runs the
- * network. g: randomness for obl_sort's parameters.
+ * the network here. Never fails: without scratch memory
+ * it runs a record network. g: randomness for obl_sort's parameters.
  * Secret: the records. Public: n, rec_size, kw, threads.
  */
 void shard_sort(unsigned char *recs, size_t n, size_t rec_size, size_t kw, unsigned threads,
                 obl_prg *g, const obl_allocator *alloc);
 
+/* The same for keys whose first word is below UINT64_MAX in every record
+ * (the pads take that word, no pad flag column): records of up to 8 words,
+ * and keys of two words too, go to the column network. */
+void shard_sort_bounded(unsigned char *recs, size_t n, size_t rec_size, size_t kw,
+                        unsigned threads, obl_prg *g, const obl_allocator *alloc);
+
 /*
  * Moves the records with keep[i] = 1 to the front in their order: ORCompact
  * (obl_compact of obl/sort.h) for n >= 2^13, else (or without memory, or
- * keep NULL) a shard_sort by the first word, which the caller has set to
- * order the kept records first and as they are. Never fails.
+ * keep NULL) a shard_sort_bounded by the first word, which the caller has
+ * set to order the kept records first and as they are. Never fails.
  * Secret: records, keep. Public: n, rec_size, threads.
  */
 void shard_keep_first(unsigned char *recs, size_t n, size_t rec_size, const uint8_t *keep,
