@@ -26,6 +26,7 @@
 
 #include "shard/shard_internal.h"
 
+#include "common/cpu.h"
 #include "common/secret.h"
 #include "ct.h"
 #include "omap/siphash.h"
@@ -46,6 +47,7 @@ struct shard_scan {
     unsigned char *ent;
     obl_prg prg;             /* batch keys and dummy buckets */
     struct sc_work *pending; /* a begun batch that may write, until commit */
+    int avx2;                /* the read scan's AVX2 form (public CPU fact) */
     size_t shape_b, shape_nb, shape_z; /* the last table shape, for reuse */
 };
 
@@ -123,6 +125,7 @@ obl_err shard_scan_create(shard_scan **out, uint64_t capacity, size_t key_size,
     obl_prg_init_bytes(&s->prg, seed);
     obl_wipe(seed, sizeof seed);
     s->ac = c;
+    s->avx2 = obl_isa_pick() >= OBL_ISA_AVX2;
     *out = s;
     return OBL_OK;
 }
@@ -167,18 +170,21 @@ typedef struct sc_work {
     shard_scan *s;
     const shard_batch *bt;
     size_t nb, z, T;       /* buckets, slots per bucket, nb * z */
+    size_t zp, ow;         /* the read scan's slots per bucket (z rounded up
+                            * to 4) and words per slot (value, found) */
     size_t rs;             /* table record: sk, meta, key words, [value] */
     size_t n0;             /* records sorted in the build: b + T */
     int writes;
     uint64_t k0, k1;       /* the batch's SipHash key */
     unsigned parts, phase; /* phase 0: read scan, 1: write scan */
     unsigned char *tab;    /* n0 records; the table is the first T */
-    unsigned char *oval;   /* parts * T * vs8: values copied out */
-    uint64_t *ofnd;        /* parts * T: found flags */
+    uint64_t *oval;        /* parts * nb * zp * ow: value and found per slot */
+    uint64_t *skey, *slive; /* nb * zp * kw slot keys; all ones: a live slot */
+    uint64_t *ofnd;        /* T: found flags, in table order */
     unsigned char *ins;    /* the insert's records (batches that may write) */
     uint32_t *xs, *ord;    /* cap each: entries' (public) buckets, probe order */
     uint32_t *cnt;         /* parts * (nb + 1): the counting sorts' counters */
-    size_t tab_bytes, oval_bytes, ofnd_bytes, ins_bytes, xs_bytes, cnt_bytes;
+    size_t tab_bytes, oval_bytes, ofnd_bytes, ins_bytes, xs_bytes, cnt_bytes, skey_bytes;
 } sc_work;
 
 static inline uint64_t ld64(const unsigned char *p)
@@ -200,18 +206,20 @@ static void sc_work_free(sc_work *w)
     obl_free(c, w->xs, w->xs_bytes);
     obl_free(c, w->ord, w->xs_bytes);
     obl_free(c, w->cnt, w->cnt_bytes);
+    obl_free(c, w->skey, w->skey_bytes);
+    obl_free(c, w->slive, w->skey_bytes / w->s->kw);
     w->xs = w->ord = w->cnt = NULL;
-    w->tab = w->oval = w->ins = NULL;
-    w->ofnd = NULL;
+    w->tab = w->ins = NULL;
+    w->oval = w->ofnd = w->skey = w->slive = NULL;
 }
 
 static obl_err sc_work_alloc(sc_work *w)
 {
-    size_t a, b, c, d = 0;
+    size_t a, b, c = w->T * 8, d = 0, ns = w->nb * w->zp;
     if (w->s->cap > UINT32_MAX || w->nb > UINT32_MAX ||
         !obl_mul_ok(w->nb + 1, 4 * (size_t)w->parts, &w->cnt_bytes) ||
-        !obl_mul_ok(w->n0, w->rs, &a) || !obl_mul_ok(w->T, w->s->vs8, &b) ||
-        !obl_mul_ok(b, w->parts, &b) || !obl_mul_ok(w->T * 8, w->parts, &c) ||
+        !obl_mul_ok(w->n0, w->rs, &a) || !obl_mul_ok(ns, 8 * w->ow, &b) ||
+        !obl_mul_ok(b, w->parts, &b) || !obl_mul_ok(ns, 8 * w->s->kw, &w->skey_bytes) ||
         (w->writes && !obl_mul_ok((size_t)w->s->cap + w->T, 16 + w->s->esz, &d)))
         return OBL_ERR_TOO_LARGE;
     w->ins_bytes = d;
@@ -224,13 +232,16 @@ static obl_err sc_work_alloc(sc_work *w)
     w->oval_bytes = b;
     w->ofnd_bytes = c;
     w->tab = (unsigned char *)obl_alloc(&w->s->ac, a, 64);
-    w->oval = (unsigned char *)obl_alloc(&w->s->ac, b, 64);
+    w->oval = (uint64_t *)obl_alloc(&w->s->ac, b, 64);
     w->ofnd = (uint64_t *)obl_alloc(&w->s->ac, c, 64);
+    w->skey = (uint64_t *)obl_alloc(&w->s->ac, w->skey_bytes, 64);
+    w->slive = (uint64_t *)obl_alloc(&w->s->ac, w->skey_bytes / w->s->kw, 64);
     w->xs_bytes = (size_t)w->s->cap * 4;
     w->xs = (uint32_t *)obl_alloc(&w->s->ac, w->xs_bytes, 64);
     w->ord = (uint32_t *)obl_alloc(&w->s->ac, w->xs_bytes, 64);
     w->cnt = (uint32_t *)obl_alloc(&w->s->ac, w->cnt_bytes, 64);
-    if (!w->tab || !w->oval || !w->ofnd || !w->xs || !w->ord || !w->cnt) {
+    if (!w->tab || !w->oval || !w->ofnd || !w->xs || !w->ord || !w->cnt || !w->skey ||
+        !w->slive) {
         sc_work_free(w);
         return OBL_ERR_NOMEM;
     }
@@ -324,38 +335,10 @@ static obl_err sc_build(sc_work *w)
     return OBL_DECLASSIFY_VAL(ovf) ? OBL_ERR_STASH_OVERFLOW : OBL_OK;
 }
 
-/* Phase 0's probe, word-wise: entry e compares its key with the z slots of
- * bucket x and copies its value (vw words) into a matching slot; every slot
- * is read and written whatever matches. */
-static inline void sc_probe_get(const sc_work *w, const unsigned char *e, uint64_t x,
-                                unsigned char *oval, uint64_t *ofnd, size_t kw, size_t vw)
-{
-    uint64_t valid = ld64(e) & 1, key[OBL_SHARD_SCAN_MAX_KEY8 / 8];
-    uint64_t val[OBL_SHARD_SCAN_MAX_VALUE8 / 8];
-    for (size_t k = 0; k < kw; k++)
-        key[k] = ld64(e + 8 + 8 * k);
-    memcpy(val, e + 8 + 8 * kw, 8 * vw);
-    OBL_TRACE_TOUCH(OBL_TRACE_REGION_MAP, OBL_TRACE_RW, x * w->z, w->z);
-    for (size_t zz = 0; zz < w->z; zz++) {
-        size_t slot = x * w->z + zz;
-        const unsigned char *r = w->tab + slot * w->rs;
-        uint64_t acc = ld64(r + 8) & (SC_DUMMY | SC_FILLER);
-        for (size_t k = 0; k < kw; k++)
-            acc |= ld64(r + 16 + 8 * k) ^ key[k];
-        uint64_t m = (obl_ct_nonzero64(acc) ^ 1) & valid, mask = obl_ct_mask(m);
-        unsigned char *o = oval + slot * 8 * vw;
-        for (size_t q = 0; q < vw; q++) {
-            uint64_t a = ld64(o + 8 * q);
-            st64(o + 8 * q, a ^ ((a ^ val[q]) & mask));
-        }
-        ofnd[slot] |= m;
-    }
-}
-
-/* Entry j probes its bucket's z slots. Phase 0 copies its value out to a
- * matching slot; phase 1 applies a matching put or erase to the entry. */
-static void sc_probe(const sc_work *w, unsigned char *e, uint64_t x, unsigned char *oval,
-                     uint64_t *ofnd)
+/* Phase 1's probe: entry e compares its key with the z slots of bucket x;
+ * a matching put copies the slot's value into the entry, a matching erase
+ * clears it. Every slot is read whatever matches. */
+static void sc_probe(const sc_work *w, unsigned char *e, uint64_t x)
 {
     const shard_scan *s = w->s;
     uint64_t valid = ld64(e) & 1, anyput = 0, erase = 0;
@@ -364,28 +347,161 @@ static void sc_probe(const sc_work *w, unsigned char *e, uint64_t x, unsigned ch
     memcpy(nv, val, s->vs8); /* the entry's own value unless a put matches */
     OBL_TRACE_TOUCH(OBL_TRACE_REGION_MAP, OBL_TRACE_RW, x * w->z, w->z);
     for (size_t zz = 0; zz < w->z; zz++) {
-        size_t slot = x * w->z + zz;
-        const unsigned char *r = w->tab + slot * w->rs;
+        const unsigned char *r = w->tab + (x * w->z + zz) * w->rs;
         uint64_t meta = ld64(r + 8), acc = 0;
         for (size_t k = 0; k < s->kw; k++)
             acc |= ld64(r + 16 + 8 * k) ^ ld64(e + 8 + 8 * k);
         uint64_t m = obl_ct_nonzero64(acc | (meta & (SC_DUMMY | SC_FILLER))) ^ 1;
         m &= valid;
-        if (w->phase == 0) { /* public */
-            obl_ct_cmov(m, oval + slot * s->vs8, val, s->vs8);
-            ofnd[slot] |= m;
-        } else {
-            uint64_t put = m & meta & 1;
-            obl_ct_cmov(put, nv, r + 16 + 8 * s->kw, s->vs8);
-            anyput |= put;
-            erase |= m & (meta >> 1) & 1;
+        uint64_t put = m & meta & 1;
+        obl_ct_cmov(put, nv, r + 16 + 8 * s->kw, s->vs8);
+        anyput |= put;
+        erase |= m & (meta >> 1) & 1;
+    }
+    obl_ct_cmov(anyput, val, nv, s->vs8);
+    obl_ct_czero(erase, val, s->vs8);
+    st64(e, valid & (erase ^ 1));
+}
+
+/* The read scan's slot arrays from the table: slot zz of bucket x at
+ * x * zp + zz, its key words and a mask, all ones for a live request (not
+ * a dummy or a filler); the pad slots (zz >= z) are dead. */
+static void sc_slot_arrays(sc_work *w)
+{
+    size_t kw = w->s->kw;
+    for (size_t x = 0; x < w->nb; x++) {
+        for (size_t zz = 0; zz < w->zp; zz++) {
+            size_t q = x * w->zp + zz;
+            if (zz >= w->z) { /* public */
+                w->slive[q] = 0;
+                memset(w->skey + q * kw, 0, 8 * kw);
+                continue;
+            }
+            const unsigned char *r = w->tab + (x * w->z + zz) * w->rs;
+            uint64_t dead = obl_ct_nonzero64(ld64(r + 8) & (SC_DUMMY | SC_FILLER));
+            w->slive[q] = obl_ct_mask(dead ^ 1);
+            memcpy(w->skey + q * kw, r + 16, 8 * kw);
         }
     }
-    if (w->phase == 1) {
-        obl_ct_cmov(anyput, val, nv, s->vs8);
-        obl_ct_czero(erase, val, s->vs8);
-        st64(e, valid & (erase ^ 1));
+}
+
+#define SC_CHUNK 32 /* entries of one bucket staged at once */
+#define SC_MAX_OW ((OBL_SHARD_SCAN_MAX_VALUE8 / 8 + 1 + 3) & ~(size_t)3)
+
+/* Up to SC_CHUNK entries of one bucket, copied in probe order: key words,
+ * a validity mask, and ow words: the value, a 1 (the found flag), zeros. */
+typedef struct sc_stage {
+    uint64_t key[SC_CHUNK * (OBL_SHARD_SCAN_MAX_KEY8 / 8)];
+    uint64_t valid[SC_CHUNK];
+    uint64_t val[SC_CHUNK * SC_MAX_OW];
+} sc_stage;
+
+/* The read probes of ne staged entries against the slots of bucket x, slot
+ * by slot: every slot ORs in every entry's value words masked by the match
+ * (at most one entry matches a slot: stored keys are distinct, and so are
+ * the table's live keys). Every word is read and written whatever
+ * matches. ow is a constant at the calls that matter, so acc stays in
+ * registers there. */
+static inline void sc_read_chunk(const sc_work *w, const sc_stage *st, size_t ne, size_t x,
+                                 uint64_t *oval, size_t kw, size_t ow)
+{
+    for (size_t zz = 0; zz < w->z; zz++) {
+        size_t q = x * w->zp + zz;
+        const uint64_t *sk = w->skey + q * kw;
+        uint64_t live = w->slive[q], acc[SC_MAX_OW];
+        memcpy(acc, oval + q * ow, 8 * ow);
+        for (size_t i = 0; i < ne; i++) {
+            uint64_t d = 0;
+            for (size_t k = 0; k < kw; k++)
+                d |= st->key[i * kw + k] ^ sk[k];
+            uint64_t m = obl_ct_mask(obl_ct_nonzero64(d) ^ 1) & live & st->valid[i];
+            for (size_t k = 0; k < ow; k++)
+                acc[k] |= st->val[i * ow + k] & m;
+        }
+        memcpy(oval + q * ow, acc, 8 * ow);
     }
+}
+
+#if defined(OBL_CT_X86)
+/* Lane j of m in every lane. */
+#define SC_LANE(m, j) _mm256_permute4x64_epi64((m), (j) * 0x55)
+
+/* sc_read_chunk for one key word and ow = 4 or 8, four slots at a time:
+ * one compare of an entry's key with four slot keys, then each slot's
+ * lane of the match mask ANDed with the entry's value and ORed into that
+ * slot's accumulator (no blends, no masked memory operands). */
+__attribute__((target("avx2"))) static void sc_read_chunk_avx2(const sc_work *w,
+                                                               const sc_stage *st, size_t ne,
+                                                               size_t x, uint64_t *oval)
+{
+    const size_t ow = w->ow, nv = ow / 4;
+    for (size_t g = 0; g < w->zp; g += 4) {
+        size_t q = x * w->zp + g;
+        __m256i sk = _mm256_loadu_si256((const void *)(w->skey + q));
+        __m256i live = _mm256_loadu_si256((const void *)(w->slive + q));
+        __m256i a[4][2];
+        for (int j = 0; j < 4; j++)
+            for (size_t v = 0; v < 2; v++)
+                a[j][v] = v < nv ? _mm256_loadu_si256((const void *)(oval + (q + j) * ow + 4 * v))
+                                 : _mm256_setzero_si256();
+        for (size_t i = 0; i < ne; i++) {
+            __m256i m = _mm256_cmpeq_epi64(_mm256_set1_epi64x((long long)st->key[i]), sk);
+            m = _mm256_and_si256(_mm256_and_si256(m, live),
+                                 _mm256_set1_epi64x((long long)st->valid[i]));
+            __m256i v0 = _mm256_loadu_si256((const void *)(st->val + i * ow));
+            __m256i v1 = nv > 1 ? _mm256_loadu_si256((const void *)(st->val + i * ow + 4)) : v0;
+            __m256i m0 = SC_LANE(m, 0), m1 = SC_LANE(m, 1), m2 = SC_LANE(m, 2),
+                    m3 = SC_LANE(m, 3);
+            a[0][0] = _mm256_or_si256(a[0][0], _mm256_and_si256(v0, m0));
+            a[1][0] = _mm256_or_si256(a[1][0], _mm256_and_si256(v0, m1));
+            a[2][0] = _mm256_or_si256(a[2][0], _mm256_and_si256(v0, m2));
+            a[3][0] = _mm256_or_si256(a[3][0], _mm256_and_si256(v0, m3));
+            a[0][1] = _mm256_or_si256(a[0][1], _mm256_and_si256(v1, m0));
+            a[1][1] = _mm256_or_si256(a[1][1], _mm256_and_si256(v1, m1));
+            a[2][1] = _mm256_or_si256(a[2][1], _mm256_and_si256(v1, m2));
+            a[3][1] = _mm256_or_si256(a[3][1], _mm256_and_si256(v1, m3));
+        }
+        for (int j = 0; j < 4; j++)
+            for (size_t v = 0; v < nv; v++)
+                _mm256_storeu_si256((void *)(oval + (q + j) * ow + 4 * v), a[j][v]);
+    }
+}
+#endif
+
+/* Stages entries ord[k .. k + ne) of [lo, hi) (prefetching those a few
+ * probes ahead; the order is public) and probes them against bucket x. */
+static void sc_read_bucket(const sc_work *w, sc_stage *st, const uint32_t *ord, size_t k,
+                           size_t ne, size_t n, size_t lo, size_t x, uint64_t *oval)
+{
+    const shard_scan *s = w->s;
+    size_t kw = s->kw, vw = s->vs8 / 8, ow = w->ow;
+    for (size_t i = 0; i < ne; i++) {
+#if defined(__GNUC__)
+        if (k + i + SC_PREFETCH < n) { /* public */
+            const unsigned char *pe = s->ent + (lo + ord[k + i + SC_PREFETCH]) * s->esz;
+            __builtin_prefetch(pe);
+            __builtin_prefetch(pe + s->esz - 1); /* an entry may span two lines */
+        }
+#endif
+        const unsigned char *e = s->ent + (lo + ord[k + i]) * s->esz;
+        st->valid[i] = obl_ct_mask(ld64(e) & 1);
+        memcpy(st->key + i * kw, e + 8, 8 * kw);
+        uint64_t *v = st->val + i * ow;
+        memcpy(v, e + 8 + 8 * kw, 8 * vw);
+        v[vw] = 1;
+        for (size_t j = vw + 1; j < ow; j++)
+            v[j] = 0;
+    }
+#if defined(OBL_CT_X86)
+    if (s->avx2 && kw == 1 && ow <= 8) { /* public */
+        sc_read_chunk_avx2(w, st, ne, x, oval);
+        return;
+    }
+#endif
+    if (kw == 1 && ow == 8) /* public: the common shape, unrolled */
+        sc_read_chunk(w, st, ne, x, oval, 1, 8);
+    else
+        sc_read_chunk(w, st, ne, x, oval, kw, ow);
 }
 
 /* Hashes entries [lo, hi) a chunk at a time: xs[j - lo] = entry j's bucket. */
@@ -421,8 +537,8 @@ static void sc_buckets(const sc_work *w, size_t lo, size_t hi, uint32_t *xs)
  * order (a counting sort of the public buckets), so that the entries of one
  * bucket probe it while its slots are in cache. The order is a function of
  * the revealed buckets alone. */
-static void sc_scan_range(const sc_work *w, size_t lo, size_t hi, unsigned char *oval,
-                          uint64_t *ofnd, uint32_t *cnt)
+static void sc_scan_range(const sc_work *w, size_t lo, size_t hi, uint64_t *oval,
+                          uint32_t *cnt)
 {
     uint32_t *xs = w->xs + lo, *ord = w->ord + lo;
     size_t n = hi - lo;
@@ -434,22 +550,28 @@ static void sc_scan_range(const sc_work *w, size_t lo, size_t hi, unsigned char 
         cnt[x + 1] += cnt[x];
     for (size_t i = 0; i < n; i++)
         ord[cnt[xs[i]]++] = (uint32_t)i;
+    if (w->phase == 0) { /* public: cnt[x] is now the end of bucket x */
+        sc_stage st;
+        for (size_t x = 0, k = 0; x < w->nb; x++) {
+            for (; k < cnt[x]; k += SC_CHUNK) {
+                size_t ne = cnt[x] - k < SC_CHUNK ? cnt[x] - k : SC_CHUNK;
+                OBL_TRACE_TOUCH(OBL_TRACE_REGION_MAP, OBL_TRACE_RW, x * w->z, w->z);
+                sc_read_bucket(w, &st, ord, k, ne, n, lo, x, oval);
+                k += ne - SC_CHUNK; /* the loop adds SC_CHUNK */
+            }
+        }
+        return;
+    }
     for (size_t k = 0; k < n; k++) {
         size_t i = ord[k];
 #if defined(__GNUC__)
         if (k + SC_PREFETCH < n) { /* public: the order is public */
             const unsigned char *pe = w->s->ent + (lo + ord[k + SC_PREFETCH]) * w->s->esz;
             __builtin_prefetch(pe);
-            __builtin_prefetch(pe + w->s->esz - 1); /* an entry may span two lines */
+            __builtin_prefetch(pe + w->s->esz - 1);
         }
 #endif
-        unsigned char *e = w->s->ent + (lo + i) * w->s->esz;
-        if (w->phase != 0) /* public */
-            sc_probe(w, e, xs[i], oval, ofnd);
-        else if (w->s->kw == 1 && w->s->vs8 == 56) /* public: the common shape, unrolled */
-            sc_probe_get(w, e, xs[i], oval, ofnd, 1, 7);
-        else
-            sc_probe_get(w, e, xs[i], oval, ofnd, w->s->kw, w->s->vs8 / 8);
+        sc_probe(w, w->s->ent + (lo + i) * w->s->esz, xs[i]);
     }
 }
 
@@ -459,14 +581,15 @@ static obl_err sc_scan_task(void *arg, size_t t)
     const sc_work *w = (const sc_work *)arg;
     size_t n = (size_t)w->s->cap;
     size_t lo = n * t / w->parts, hi = n * (t + 1) / w->parts;
-    sc_scan_range(w, lo, hi, w->oval + t * w->T * w->s->vs8, w->ofnd + t * w->T,
-                  w->cnt + t * (w->nb + 1));
+    sc_scan_range(w, lo, hi, w->oval + t * w->nb * w->zp * w->ow, w->cnt + t * (w->nb + 1));
     return OBL_OK;
 }
 
 static void sc_scan(sc_work *w, obl_pool *pool, unsigned phase)
 {
     w->phase = phase;
+    if (phase == 0)
+        sc_slot_arrays(w);
     if (pool && w->parts > 1) {
         (void)obl_pool_run(pool, w->parts, sc_scan_task, w); /* tasks never fail */
     } else {
@@ -475,13 +598,12 @@ static void sc_scan(sc_work *w, obl_pool *pool, unsigned phase)
     }
     if (phase != 0)
         return;
-    size_t vb = w->T * w->s->vs8;
-    for (size_t t = 1; t < w->parts; t++) { /* at most one part matched a slot */
-        for (size_t i = 0; i < vb; i++)
-            w->oval[i] |= w->oval[t * vb + i];
-        for (size_t i = 0; i < w->T; i++)
-            w->ofnd[i] |= w->ofnd[t * w->T + i];
-    }
+    size_t ow = w->ow, vw = w->s->vs8 / 8, nw = w->nb * w->zp * ow;
+    for (size_t t = 1; t < w->parts; t++) /* at most one part matched a slot */
+        for (size_t i = 0; i < nw; i++)
+            w->oval[i] |= w->oval[t * nw + i];
+    for (size_t p = 0; p < w->T; p++) /* table order */
+        w->ofnd[p] = w->oval[((p / w->z) * w->zp + p % w->z) * ow + vw];
 }
 
 /* Sorts the slots back into request order: out[i] = request i's answer. */
@@ -498,7 +620,7 @@ static obl_err sc_route_back(sc_work *w)
         uint64_t real = ((meta >> 9) & 1) ^ 1;
         st64(r + p * rs, obl_ct_select64(real, meta >> 32, 1ull << 63 | (uint64_t)p));
         st64(r + p * rs + 8, w->ofnd[p]);
-        memcpy(r + p * rs + 16, w->oval + p * s->vs8, s->vs8);
+        memcpy(r + p * rs + 16, w->oval + ((p / w->z) * w->zp + p % w->z) * w->ow, s->vs8);
     }
     sc_sort(w, r, w->T, rs);
     for (size_t i = 0; i < bt->b; i++) { /* every request holds a slot */
@@ -607,6 +729,8 @@ obl_err shard_scan_begin(shard_scan *s, const shard_batch *bt, obl_pool *pool, u
     w->nb = s->shape_nb;
     w->z = s->shape_z;
     w->T = w->nb * w->z;
+    w->zp = (w->z + 3) & ~(size_t)3;
+    w->ow = (s->vs8 / 8 + 1 + 3) & ~(size_t)3;
     w->n0 = bt->b + w->T;
     w->rs = 16 + 8 * s->kw + (w->writes ? s->vs8 : 0);
     w->k0 = obl_prg_u64(&s->prg);
