@@ -27,7 +27,8 @@ static shard_batch shard_view(const sb_job *j, size_t s)
     const obl_shard *m = j->m;
     shard_batch bt = {j->b, j->bf.op + o, j->bf.dummy + o, j->bf.keys + o * m->p.key_size,
                       j->writes ? j->bf.vin + o * m->p.value_size : NULL,
-                      j->bf.vout + o * m->p.value_size, j->bf.found + o};
+                      j->bf.vout + o * m->p.value_size, j->bf.found + o,
+                      j->bf.akeys + o * m->p.key_size, j->bf.adummy + o};
     return bt;
 }
 
@@ -150,6 +151,8 @@ static obl_err answer(sb_job *j, unsigned engine, uint64_t *next)
         return e;
     }
     j->apply = 0;
+    j->bf.akeys = j->bf.keys; /* answers in request order */
+    j->bf.adummy = j->bf.dummy;
     e = each_shard(j, task_per_request, 0);
     if (e == OBL_OK && j->writes && !m->keep_scan) {
         uint64_t ok = per_request_fits(j, next);
@@ -191,7 +194,8 @@ static obl_err write_back(sb_job *j, const uint64_t *next)
 static unsigned char *bufs_alloc(obl_shard *m, size_t sb, int writes, shard_bufs *bf,
                                  size_t *bytes)
 {
-    size_t ks = m->p.key_size, vs = m->p.value_size, per = 24 + ks + vs + (writes ? vs : 0);
+    size_t ks = m->p.key_size, vs = m->p.value_size;
+    size_t per = 32 + 2 * ks + vs + (writes ? vs : 0);
     if (!obl_mul_ok(sb, per, bytes))
         return NULL;
     unsigned char *a = (unsigned char *)obl_alloc(&m->ac, *bytes, 64);
@@ -200,7 +204,9 @@ static unsigned char *bufs_alloc(obl_shard *m, size_t sb, int writes, shard_bufs
     bf->op = (uint64_t *)a;
     bf->dummy = bf->op + sb;
     bf->found = bf->dummy + sb;
-    bf->keys = a + 24 * sb;
+    bf->adummy = bf->found + sb;
+    bf->akeys = a + 32 * sb;
+    bf->keys = bf->akeys + sb * ks;
     bf->vout = bf->keys + sb * ks;
     bf->vin = writes ? bf->vout + sb * vs : NULL;
     return a;

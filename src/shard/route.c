@@ -215,8 +215,8 @@ static void rt_join_fill(rt_join *t, const unsigned char *keys, const shard_bufs
     size_t sb = (size_t)r->S * t->b;
     for (size_t j = 0; j < sb; j++) { /* a dummy's answer joins nothing */
         unsigned char *q = t->a + j * t->rs;
-        st64(q, obl_ct_select64(in->dummy[j] & 1, r->S, j / t->b));
-        memcpy(q + 8, in->keys + j * r->ks, r->ks);
+        st64(q, obl_ct_select64(in->adummy[j] & 1, r->S, j / t->b));
+        memcpy(q + 8, in->akeys + j * r->ks, r->ks);
         st64(q + t->to + 16, in->found[j] & 1);
         memcpy(q + t->to + 24, in->vout + j * r->vs, r->vs);
     }

@@ -585,6 +585,12 @@ static obl_err sc_scan_task(void *arg, size_t t)
     return OBL_OK;
 }
 
+/* Table slot p's place in the read scan's arrays (buckets of zp slots). */
+static size_t sc_oslot(const sc_work *w, size_t p)
+{
+    return (p / w->z) * w->zp + p % w->z;
+}
+
 static void sc_scan(sc_work *w, obl_pool *pool, unsigned phase)
 {
     w->phase = phase;
@@ -603,7 +609,7 @@ static void sc_scan(sc_work *w, obl_pool *pool, unsigned phase)
         for (size_t i = 0; i < nw; i++)
             w->oval[i] |= w->oval[t * nw + i];
     for (size_t p = 0; p < w->T; p++) /* table order */
-        w->ofnd[p] = w->oval[((p / w->z) * w->zp + p % w->z) * ow + vw];
+        w->ofnd[p] = w->oval[sc_oslot(w, p) * ow + vw];
 }
 
 /* Sorts the slots back into request order: out[i] = request i's answer. */
@@ -620,7 +626,7 @@ static obl_err sc_route_back(sc_work *w)
         uint64_t real = ((meta >> 9) & 1) ^ 1;
         st64(r + p * rs, obl_ct_select64(real, meta >> 32, 1ull << 63 | (uint64_t)p));
         st64(r + p * rs + 8, w->ofnd[p]);
-        memcpy(r + p * rs + 16, w->oval + ((p / w->z) * w->zp + p % w->z) * w->ow, s->vs8);
+        memcpy(r + p * rs + 16, w->oval + sc_oslot(w, p) * w->ow, s->vs8);
     }
     sc_sort(w, r, w->T, rs);
     for (size_t i = 0; i < bt->b; i++) { /* every request holds a slot */
@@ -628,6 +634,48 @@ static obl_err sc_route_back(sc_work *w)
         memcpy(bt->vout + i * s->vs, r + i * rs + 16, s->vs);
     }
     obl_free(&s->ac, r, bytes);
+    return OBL_OK;
+}
+
+/* The answers in table order, with their keys: the b request slots (the
+ * rest are fillers) compacted to the front (ORCompact, O(T log T) moves,
+ * where the sort into request order needs O(T log^2 T)); for a caller
+ * that takes the answers in any order (shard_batch.akeys). Records:
+ * order word (for shard_keep_first's sort form), key words, dummy, found,
+ * value. */
+static obl_err sc_answer_any(sc_work *w)
+{
+    shard_scan *s = w->s;
+    const shard_batch *bt = w->bt;
+    size_t kw = s->kw, rs = 24 + 8 * kw + s->vs8, bytes = w->T * rs;
+    unsigned char *r = (unsigned char *)obl_alloc(&s->ac, bytes, 64);
+    uint8_t *keep = (uint8_t *)obl_alloc(&s->ac, w->T, 64);
+    if (!r || !keep) {
+        obl_free(&s->ac, r, bytes);
+        obl_free(&s->ac, keep, w->T);
+        return OBL_ERR_NOMEM;
+    }
+    for (size_t p = 0; p < w->T; p++) {
+        const unsigned char *t = w->tab + p * w->rs;
+        unsigned char *q = r + p * rs;
+        uint64_t meta = ld64(t + 8), real = ((meta >> 9) & 1) ^ 1;
+        st64(q, obl_ct_select64(real, p, 1ull << 63 | (uint64_t)p));
+        memcpy(q + 8, t + 16, 8 * kw);
+        st64(q + 8 + 8 * kw, (meta >> 8) & 1);
+        st64(q + 16 + 8 * kw, w->ofnd[p]);
+        memcpy(q + 24 + 8 * kw, w->oval + sc_oslot(w, p) * w->ow, s->vs8);
+        keep[p] = (uint8_t)real;
+    }
+    shard_keep_first(r, w->T, rs, keep, w->parts, &s->prg, &s->ac.a);
+    for (size_t i = 0; i < bt->b; i++) { /* every request holds a slot */
+        const unsigned char *q = r + i * rs;
+        memcpy(bt->akeys + i * s->ks, q + 8, s->ks);
+        bt->adummy[i] = ld64(q + 8 + 8 * kw);
+        bt->found[i] = ld64(q + 16 + 8 * kw);
+        memcpy(bt->vout + i * s->vs, q + 24 + 8 * kw, s->vs);
+    }
+    obl_free(&s->ac, r, bytes);
+    obl_free(&s->ac, keep, w->T);
     return OBL_OK;
 }
 
@@ -741,7 +789,7 @@ obl_err shard_scan_begin(shard_scan *s, const shard_batch *bt, obl_pool *pool, u
         e = sc_build(w);
     if (e == OBL_OK) {
         sc_scan(w, pool, 0);
-        e = sc_route_back(w);
+        e = bt->akeys ? sc_answer_any(w) : sc_route_back(w);
     }
     if (e == OBL_OK && w->writes) {
         uint64_t fits = sc_fits(w);

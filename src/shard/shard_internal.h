@@ -32,6 +32,11 @@ typedef struct shard_batch {
     const unsigned char *vin;   /* b * value_size (puts); NULL: get-only batch */
     unsigned char *vout;        /* b * value_size: old value, zeros if absent */
     uint64_t *found;            /* b words: 1 if present before the batch */
+    /* NULL: answer i is request i's. Else (the scan engine) the b answers
+     * may come in any order: answer i is that of key akeys[i], a dummy's
+     * if adummy[i] = 1 (b * key_size bytes, b words; secret). */
+    unsigned char *akeys;
+    uint64_t *adummy;
 } shard_batch;
 
 /* ---- the scan engine (scan.c): a plain array of entries, scanned ---- */
@@ -89,6 +94,8 @@ void shard_scan_table_shape(size_t b, size_t n, size_t *nb, size_t *z);
 typedef struct shard_bufs {
     uint64_t *op, *dummy, *found;
     unsigned char *keys, *vin, *vout;
+    unsigned char *akeys; /* the answers' keys and dummy flags (shard_batch): */
+    uint64_t *adummy;     /* keys and dummy themselves for answers in order */
 } shard_bufs;
 
 /* The balancer's parameters and its secret PRF key (SipHash-2-4). */
@@ -118,7 +125,7 @@ uint64_t shard_route_shard_of(const shard_route *r, const unsigned char *key);
 obl_err shard_route_split(const shard_route *r, size_t B, size_t b, const uint64_t *ops,
                           const unsigned char *keys, const unsigned char *vin, shard_bufs *out);
 
-/* Backward: the shards' answers (in: dummy, keys, found, vout) to the B
+/* Backward: the shards' answers (in: adummy, akeys, found, vout) to the B
  * requests (the same keys as the split), duplicates included. */
 obl_err shard_route_join(const shard_route *r, size_t B, size_t b, const unsigned char *keys,
                          const shard_bufs *in, unsigned char *vout, uint64_t *found);

@@ -5,7 +5,8 @@
  * dummies, gets, puts of old and new keys and erases, at several capacities
  * and batch sizes, an empty and a full store; FULL leaves the store
  * unchanged; the table shape's bound; trace equality of two batches of the
- * same size with different requests (gets and writes). With --ct the
+ * same size with different requests (gets and writes); answers in request
+ * order and in any order with their keys (shard_batch.akeys). With --ct the
  * requests are marked secret for memcheck.
  */
 #include <obl/omap.h>
@@ -81,19 +82,60 @@ static void mark_secret(req *q)
     OBL_SECRET(q->vin, q->b * VS);
 }
 
-static obl_err run(shard_scan *s, req *q, int writes, unsigned parts, obl_pool *pool)
+/* The answers of a batch in any order (shard_batch.akeys) put back into
+ * request order by their keys, the dummies' answers onto the dummies in
+ * turn; 0 if they do not pair up. */
+static int reorder(req *q, const unsigned char *akeys, const uint64_t *adummy,
+                   const unsigned char *aval, const uint64_t *afound)
 {
-    shard_batch bt = {q->b, q->op, q->dummy, q->keys, writes ? q->vin : NULL, q->vout, q->found};
+    size_t nd = 0, used = 0;
+    int ok = 1;
+    for (size_t i = 0; i < q->b; i++) {
+        size_t hit = q->b;
+        for (size_t a = 0; a < q->b; a++) {
+            if (q->dummy[i] ? adummy[a] && a >= nd && hit == q->b
+                            : !adummy[a] && !memcmp(akeys + a * KS, q->keys + i * KS, KS))
+                hit = a;
+        }
+        if (hit == q->b) {
+            ok = 0;
+            continue;
+        }
+        nd = q->dummy[i] ? hit + 1 : nd;
+        used++;
+        q->found[i] = afound[hit];
+        memcpy(q->vout + i * VS, aval + hit * VS, VS);
+    }
+    return ok && used == q->b;
+}
+
+/* One batch; any: the answers in any order, with their keys. */
+static obl_err run(shard_scan *s, req *q, int writes, unsigned parts, obl_pool *pool, int any)
+{
+    static unsigned char akeys[512 * KS], aval[512 * VS];
+    static uint64_t adummy[512], afound[512];
+    shard_batch bt = {q->b,           q->op,      q->dummy, q->keys, writes ? q->vin : NULL,
+                      any ? aval : q->vout, any ? afound : q->found, any ? akeys : NULL,
+                      any ? adummy : NULL};
     if (T.ct)
         mark_secret(q);
     obl_err e = shard_scan_batch(s, &bt, pool, parts);
     OBL_DECLASSIFY(q->vout, q->b * VS);
     OBL_DECLASSIFY(q->found, q->b * 8);
     OBL_DECLASSIFY(q, sizeof *q);
+    if (any) {
+        OBL_DECLASSIFY(akeys, q->b * KS);
+        OBL_DECLASSIFY(aval, q->b * VS);
+        OBL_DECLASSIFY(adummy, q->b * 8);
+        OBL_DECLASSIFY(afound, q->b * 8);
+        if (e == OBL_OK && !reorder(q, akeys, adummy, aval, afound))
+            e = OBL_ERR_STATE; /* fails the test */
+    }
     return e;
 }
 
-static void model_stream(uint64_t cap, size_t b, unsigned parts, obl_pool *pool, int rounds)
+static void model_stream(uint64_t cap, size_t b, unsigned parts, obl_pool *pool, int rounds,
+                         int any)
 {
     obl_alloc_ctx ac;
     obl_alloc_init(&ac, NULL);
@@ -126,11 +168,11 @@ static void model_stream(uint64_t cap, size_t b, unsigned parts, obl_pool *pool,
     for (int it = 0; it < rounds; it++) {
         int writes = it % 3 != 0;
         make_batch(&r, &m, &q, b, writes);
-        obl_err e = run(s, &q, writes, parts, pool);
+        obl_err e = run(s, &q, writes, parts, pool, any);
         int ok = 1;
         if (e == OBL_ERR_FULL) { /* unchanged: the same batch as gets */
             CHECK(m.n + b > cap);
-            e = run(s, &q, 0, parts, pool);
+            e = run(s, &q, 0, parts, pool, any);
             for (size_t i = 0; i < b; i++)
                 q.op[i] = OBL_OMAP_GET;
         }
@@ -138,7 +180,8 @@ static void model_stream(uint64_t cap, size_t b, unsigned parts, obl_pool *pool,
         model_apply(&m, &q, &ok);
         CHECK(ok);
         if (!ok)
-            fprintf(stderr, "  cap %" PRIu64 " b %zu parts %u round %d\n", cap, b, parts, it);
+            fprintf(stderr, "  cap %" PRIu64 " b %zu parts %u round %d any %d\n", cap, b, parts,
+                    it, any);
     }
     shard_scan_destroy(s);
     model_free(&m);
@@ -146,7 +189,7 @@ static void model_stream(uint64_t cap, size_t b, unsigned parts, obl_pool *pool,
 
 /* Two stores in the same state, batches of the same b, different requests:
  * identical traces. */
-static void trace_equal(size_t b, int writes)
+static void trace_equal(size_t b, int writes, int any)
 {
     obl_trace t[2];
     CHECK(obl_trace_init(&t[0], 1u << 22) && obl_trace_init(&t[1], 1u << 22));
@@ -168,7 +211,7 @@ static void trace_equal(size_t b, int writes)
         static req q;
         make_batch(&r, &m, &q, b, writes);
         obl_trace_begin(&t[k]);
-        CHECK(run(s, &q, writes, 1, NULL) == OBL_OK);
+        CHECK(run(s, &q, writes, 1, NULL, any) == OBL_OK);
         obl_trace_end();
         shard_scan_destroy(s);
     }
@@ -203,10 +246,13 @@ int main(int argc, char **argv)
         for (size_t j = 0; j < 5; j++) {
             if (T.ct && (caps[i] > 64 || bs[j] > 33))
                 continue;
-            model_stream(caps[i], bs[j], 1 + (unsigned)(i + j) % 3, pool, T.ct ? 3 : 8);
+            model_stream(caps[i], bs[j], 1 + (unsigned)(i + j) % 3, pool, T.ct ? 3 : 8,
+                         (int)(i + j) % 2);
         }
-    trace_equal(T.ct ? 5 : 40, 0);
-    trace_equal(T.ct ? 5 : 40, 1);
+    for (int any = 0; any < 2; any++) {
+        trace_equal(T.ct ? 5 : 40, 0, any);
+        trace_equal(T.ct ? 5 : 40, 1, any);
+    }
     obl_pool_destroy(pool);
     return test_done("test_scan");
 }
