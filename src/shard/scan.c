@@ -48,6 +48,8 @@ struct shard_scan {
     obl_prg prg;             /* batch keys and dummy buckets */
     struct sc_work *pending; /* a begun batch that may write, until commit */
     int avx2;                /* the read scan's AVX2 form (public CPU fact) */
+    unsigned char *arena;    /* a batch's working memory, kept (sc_work_alloc) */
+    size_t arena_bytes;
     size_t shape_b, shape_nb, shape_z; /* the last table shape, for reuse */
 };
 
@@ -159,6 +161,7 @@ void shard_scan_destroy(shard_scan *s)
         return;
     obl_alloc_ctx c = s->ac;
     obl_free(&c, s->ent, (size_t)s->cap * s->esz);
+    obl_free(&c, s->arena, s->arena_bytes);
     obl_prg_wipe(&s->prg);
     obl_free(&c, s, sizeof *s);
 }
@@ -184,7 +187,8 @@ typedef struct sc_work {
     unsigned char *ins;    /* the insert's records (batches that may write) */
     uint32_t *xs, *ord;    /* cap each: entries' (public) buckets, probe order */
     uint32_t *cnt;         /* parts * (nb + 1): the counting sorts' counters */
-    size_t tab_bytes, oval_bytes, ofnd_bytes, ins_bytes, xs_bytes, cnt_bytes, skey_bytes;
+    unsigned char *out;    /* the answers' records */
+    size_t ins_bytes;
 } sc_work;
 
 static inline uint64_t ld64(const unsigned char *p)
@@ -198,53 +202,66 @@ static inline void st64(unsigned char *p, uint64_t w) { memcpy(p, &w, 8); }
 
 static void sc_work_free(sc_work *w)
 {
-    obl_alloc_ctx *c = &w->s->ac;
-    obl_free(c, w->tab, w->tab_bytes);
-    obl_free(c, w->oval, w->oval_bytes);
-    obl_free(c, w->ofnd, w->ofnd_bytes);
-    obl_free(c, w->ins, w->ins_bytes);
-    obl_free(c, w->xs, w->xs_bytes);
-    obl_free(c, w->ord, w->xs_bytes);
-    obl_free(c, w->cnt, w->cnt_bytes);
-    obl_free(c, w->skey, w->skey_bytes);
-    obl_free(c, w->slive, w->skey_bytes / w->s->kw);
-    w->xs = w->ord = w->cnt = NULL;
-    w->tab = w->ins = NULL;
-    w->oval = w->ofnd = w->skey = w->slive = NULL;
+    obl_free(&w->s->ac, w->ins, w->ins_bytes);
+    w->ins = NULL;
 }
 
+#define SC_PARTS 9
+
+/* Carves the batch's arrays out of the store's arena (kept from batch to
+ * batch, grown when a batch needs more: allocating these megabytes afresh
+ * cost page faults and zeroing every batch); the insert's records, needed
+ * by writing batches only, are allocated apart. Sizes are public. */
 static obl_err sc_work_alloc(sc_work *w)
 {
-    size_t a, b, c = w->T * 8, d = 0, ns = w->nb * w->zp;
-    if (w->s->cap > UINT32_MAX || w->nb > UINT32_MAX ||
-        !obl_mul_ok(w->nb + 1, 4 * (size_t)w->parts, &w->cnt_bytes) ||
-        !obl_mul_ok(w->n0, w->rs, &a) || !obl_mul_ok(ns, 8 * w->ow, &b) ||
-        !obl_mul_ok(b, w->parts, &b) || !obl_mul_ok(ns, 8 * w->s->kw, &w->skey_bytes) ||
-        (w->writes && !obl_mul_ok((size_t)w->s->cap + w->T, 16 + w->s->esz, &d)))
+    shard_scan *s = w->s;
+    size_t ns = w->nb * w->zp, sz[SC_PARTS], total = 0, d = 0, o1, o2;
+    if (s->cap > UINT32_MAX || w->nb > UINT32_MAX ||
+        !obl_mul_ok(w->nb + 1, 4 * (size_t)w->parts, &sz[7]) ||
+        !obl_mul_ok(w->n0, w->rs, &sz[0]) || !obl_mul_ok(ns, 8 * w->ow, &sz[1]) ||
+        !obl_mul_ok(sz[1], w->parts, &sz[1]) || !obl_mul_ok(w->T, 8, &sz[2]) ||
+        !obl_mul_ok(ns, 8 * s->kw, &sz[3]) || !obl_mul_ok(ns, 8, &sz[4]) ||
+        !obl_mul_ok((size_t)s->cap, 4, &sz[5]) || !obl_mul_ok(w->T, 16 + s->vs8, &o1) ||
+        !obl_mul_ok(w->T, 25 + 8 * s->kw + s->vs8, &o2) ||
+        (w->writes && !obl_mul_ok((size_t)s->cap + w->T, 16 + s->esz, &d)))
         return OBL_ERR_TOO_LARGE;
+    sz[6] = sz[5];
+    sz[8] = o1 > o2 ? o1 : o2; /* the answers' records (and compaction flags) */
+    for (size_t i = 0; i < SC_PARTS; i++) {
+        size_t r = (sz[i] + 63) & ~(size_t)63;
+        if (r < sz[i] || total + r < total)
+            return OBL_ERR_TOO_LARGE;
+        total += r;
+    }
+    if (s->arena_bytes < total) { /* public */
+        obl_free(&s->ac, s->arena, s->arena_bytes);
+        s->arena_bytes = 0;
+        s->arena = (unsigned char *)obl_alloc(&s->ac, total, 64);
+        if (!s->arena)
+            return OBL_ERR_NOMEM;
+        s->arena_bytes = total;
+    }
     w->ins_bytes = d;
     if (d) { /* allocated now: a commit never fails */
-        w->ins = (unsigned char *)obl_alloc(&w->s->ac, d, 64);
+        w->ins = (unsigned char *)obl_alloc(&s->ac, d, 64);
         if (!w->ins)
             return OBL_ERR_NOMEM;
     }
-    w->tab_bytes = a;
-    w->oval_bytes = b;
-    w->ofnd_bytes = c;
-    w->tab = (unsigned char *)obl_alloc(&w->s->ac, a, 64);
-    w->oval = (uint64_t *)obl_alloc(&w->s->ac, b, 64);
-    w->ofnd = (uint64_t *)obl_alloc(&w->s->ac, c, 64);
-    w->skey = (uint64_t *)obl_alloc(&w->s->ac, w->skey_bytes, 64);
-    w->slive = (uint64_t *)obl_alloc(&w->s->ac, w->skey_bytes / w->s->kw, 64);
-    w->xs_bytes = (size_t)w->s->cap * 4;
-    w->xs = (uint32_t *)obl_alloc(&w->s->ac, w->xs_bytes, 64);
-    w->ord = (uint32_t *)obl_alloc(&w->s->ac, w->xs_bytes, 64);
-    w->cnt = (uint32_t *)obl_alloc(&w->s->ac, w->cnt_bytes, 64);
-    if (!w->tab || !w->oval || !w->ofnd || !w->xs || !w->ord || !w->cnt || !w->skey ||
-        !w->slive) {
-        sc_work_free(w);
-        return OBL_ERR_NOMEM;
+    void *part[SC_PARTS];
+    for (size_t i = 0, off = 0; i < SC_PARTS; i++) {
+        part[i] = s->arena + off;
+        off += (sz[i] + 63) & ~(size_t)63;
     }
+    w->tab = (unsigned char *)part[0];
+    w->oval = (uint64_t *)part[1];
+    w->ofnd = (uint64_t *)part[2];
+    w->skey = (uint64_t *)part[3];
+    w->slive = (uint64_t *)part[4];
+    w->xs = (uint32_t *)part[5];
+    w->ord = (uint32_t *)part[6];
+    w->cnt = (uint32_t *)part[7];
+    w->out = (unsigned char *)part[8];
+    memset(w->oval, 0, sz[1]); /* the probes OR into it */
     return OBL_OK;
 }
 
@@ -276,6 +293,7 @@ static void sc_fill_requests(sc_work *w, const uint64_t *h)
         unsigned char *r = w->tab + (bt->b + f) * w->rs;
         st64(r, (uint64_t)(f / w->z) << 33 | 1ull << 32 | (uint64_t)f);
         st64(r + 8, SC_FILLER);
+        memset(r + 16, 0, w->rs - 16); /* the arena holds the last batch's */
     }
 }
 
@@ -617,10 +635,8 @@ static obl_err sc_route_back(sc_work *w)
 {
     shard_scan *s = w->s;
     const shard_batch *bt = w->bt;
-    size_t rs = 16 + s->vs8, bytes = w->T * rs;
-    unsigned char *r = (unsigned char *)obl_alloc(&s->ac, bytes, 64);
-    if (!r)
-        return OBL_ERR_NOMEM;
+    size_t rs = 16 + s->vs8;
+    unsigned char *r = w->out;
     for (size_t p = 0; p < w->T; p++) {
         uint64_t meta = ld64(w->tab + p * w->rs + 8);
         uint64_t real = ((meta >> 9) & 1) ^ 1;
@@ -633,7 +649,6 @@ static obl_err sc_route_back(sc_work *w)
         bt->found[i] = ld64(r + i * rs + 8);
         memcpy(bt->vout + i * s->vs, r + i * rs + 16, s->vs);
     }
-    obl_free(&s->ac, r, bytes);
     return OBL_OK;
 }
 
@@ -647,14 +662,9 @@ static obl_err sc_answer_any(sc_work *w)
 {
     shard_scan *s = w->s;
     const shard_batch *bt = w->bt;
-    size_t kw = s->kw, rs = 24 + 8 * kw + s->vs8, bytes = w->T * rs;
-    unsigned char *r = (unsigned char *)obl_alloc(&s->ac, bytes, 64);
-    uint8_t *keep = (uint8_t *)obl_alloc(&s->ac, w->T, 64);
-    if (!r || !keep) {
-        obl_free(&s->ac, r, bytes);
-        obl_free(&s->ac, keep, w->T);
-        return OBL_ERR_NOMEM;
-    }
+    size_t kw = s->kw, rs = 24 + 8 * kw + s->vs8;
+    unsigned char *r = w->out;
+    uint8_t *keep = w->out + w->T * rs;
     for (size_t p = 0; p < w->T; p++) {
         const unsigned char *t = w->tab + p * w->rs;
         unsigned char *q = r + p * rs;
@@ -674,8 +684,6 @@ static obl_err sc_answer_any(sc_work *w)
         bt->found[i] = ld64(q + 16 + 8 * kw);
         memcpy(bt->vout + i * s->vs, q + 24 + 8 * kw, s->vs);
     }
-    obl_free(&s->ac, r, bytes);
-    obl_free(&s->ac, keep, w->T);
     return OBL_OK;
 }
 
