@@ -35,7 +35,7 @@
 #define SC_HASH_CHUNK 64    /* entries hashed at once (siphash lanes) */
 #define SC_MAX_PARTS 256u
 #define SC_PREFETCH 8     /* entries read ahead in the bucket-ordered scan */
-#define SC_SORT_WEIGHT 8.0 /* the shape's model: see shard_scan_table_shape */
+#define SC_SORT_WEIGHT 16.0 /* the shape's model: see shard_scan_table_shape */
 #define SC_FILLER (1ull << 9)
 #define SC_DUMMY (1ull << 8)
 
@@ -68,9 +68,10 @@ static size_t sc_slots(size_t b, size_t nb)
 }
 
 /* see shard_internal.h: the nb (b/1 .. b/64 buckets, or one) whose model
- * cost, n entries times z slot probes plus the sorts of t = b + nb * z
- * records (three sorts of t lg t steps, a step about SC_SORT_WEIGHT / 3
- * probes), is least. */
+ * cost, n entries times z slot probes plus the sorts and compactions of
+ * t = b + nb * z records (t padded to a power of two, as the column
+ * network pads; t lg t steps, a step about SC_SORT_WEIGHT slot probes), is
+ * least. */
 void shard_scan_table_shape(size_t b, size_t n, size_t *nb_out, size_t *z_out)
 {
     size_t best_nb = 1, best_z = b;
@@ -82,7 +83,9 @@ void shard_scan_table_shape(size_t b, size_t n, size_t *nb_out, size_t *z_out)
         if (nb == 1)
             break;
         size_t z = sc_slots(b, nb);
-        double t = (double)(b + nb * z);
+        double t = 1;
+        while (t < (double)(b + nb * z))
+            t *= 2;
         double cost = (double)n * (double)z + SC_SORT_WEIGHT * t * log2(t + 1);
         if (cost < best) {
             best = cost;
