@@ -230,9 +230,9 @@ static void rt_join_fill(rt_join *t, const unsigned char *keys, const shard_bufs
     }
 }
 
-/* Each request takes the answer that precedes it in its (shard, key) group;
- * then the requests are sorted back into batch order. */
-static void rt_join_carry(rt_join *t, unsigned char *cval)
+/* Each request takes the answer that precedes it in its (shard, key)
+ * group; keep[p]: record p is a request. */
+static void rt_join_carry(rt_join *t, unsigned char *cval, uint8_t *keep)
 {
     const shard_route *r = t->r;
     uint64_t cfound = 0, prev = UINT64_MAX; /* the previous shard word, overwritten below */
@@ -248,8 +248,31 @@ static void rt_join_carry(rt_join *t, unsigned char *cval)
         st64(q + t->to + 16, cfound);
         memcpy(q + t->to + 24, cval, r->vs8);
         st64(q, obl_ct_select64(req, ld64(q + t->to + 8), 1ull << 63 | (uint64_t)p));
+        keep[p] = (uint8_t)req;
     }
-    shard_sort_bounded(t->a, t->n, t->rs, 1, r->threads, r->prg, &r->ac->a);
+}
+
+/* The requests back into batch order: compacted out of the join's records
+ * (O(n log n) moves), then as slim records (position and found in one
+ * word, the value) sorted by position: B records of 8 words for 8/56,
+ * which the column network takes, instead of a sort of all B + S b join
+ * records. */
+static void rt_join_out(const rt_join *t, const uint8_t *keep, unsigned char *o,
+                        unsigned char *vout, uint64_t *found)
+{
+    const shard_route *r = t->r;
+    size_t os = 8 + r->vs8;
+    shard_keep_first(t->a, t->n, t->rs, keep, r->threads, r->prg, &r->ac->a);
+    for (size_t i = 0; i < t->B; i++) {
+        const unsigned char *q = t->a + i * t->rs;
+        st64(o + i * os, ld64(q) << 1 | (ld64(q + t->to + 16) & 1));
+        memcpy(o + i * os + 8, q + t->to + 24, r->vs8);
+    }
+    shard_sort_bounded(o, t->B, os, 1, r->threads, r->prg, &r->ac->a);
+    for (size_t i = 0; i < t->B; i++) {
+        found[i] = ld64(o + i * os) & 1;
+        memcpy(vout + i * r->vs, o + i * os + 8, r->vs);
+    }
 }
 
 /* see shard_internal.h */
@@ -258,26 +281,26 @@ obl_err shard_route_join(const shard_route *r, size_t B, size_t b, const unsigne
 {
     rt_join t = {r, B, b, B + (size_t)r->S * b, 0, 8 * (1 + r->kw), NULL};
     t.rs = t.to + 24 + r->vs8;
-    size_t bytes;
-    if (!obl_mul_ok(t.n, t.rs, &bytes))
+    size_t bytes, obytes;
+    if (!obl_mul_ok(t.n, t.rs, &bytes) || !obl_mul_ok(B, 8 + r->vs8, &obytes))
         return OBL_ERR_TOO_LARGE;
     t.a = (unsigned char *)obl_alloc(r->ac, bytes, 64);
     unsigned char *cval = (unsigned char *)obl_alloc(r->ac, r->vs8, 64);
+    unsigned char *o = (unsigned char *)obl_alloc(r->ac, obytes, 64);
+    uint8_t *keep = (uint8_t *)obl_alloc(r->ac, t.n, 64);
     obl_err e = OBL_OK;
-    if (!t.a || !cval) {
+    if (!t.a || !cval || !o || !keep) {
         e = OBL_ERR_NOMEM;
         goto done;
     }
     rt_join_fill(&t, keys, in);
     rt_sort_keyed(r, t.a, t.n, t.rs);
-    rt_join_carry(&t, cval);
-    for (size_t i = 0; i < B; i++) {
-        const unsigned char *q = t.a + i * t.rs;
-        found[i] = ld64(q + t.to + 16);
-        memcpy(vout + i * r->vs, q + t.to + 24, r->vs);
-    }
+    rt_join_carry(&t, cval, keep);
+    rt_join_out(&t, keep, o, vout, found);
 done:
     obl_free(r->ac, t.a, bytes);
     obl_free(r->ac, cval, r->vs8);
+    obl_free(r->ac, o, obytes);
+    obl_free(r->ac, keep, t.n);
     return e;
 }
