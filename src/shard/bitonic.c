@@ -87,6 +87,13 @@ void shard_bitonic_sort_words(unsigned char *recs, size_t n, size_t rec_size, si
     bs_sort(&c, 0, n, 1);
 }
 
+/* see shard_internal.h */
+void shard_bitonic_merge_words(unsigned char *recs, size_t n, size_t rec_size, size_t kw)
+{
+    bs_ctx c = {recs, rec_size, kw};
+    bs_merge(&c, 0, n, 1);
+}
+
 #define SHARD_SORT_PAR_MIN ((size_t)1 << 14)
 /* Below this many records the network here measured faster than obl_sort. */
 #define SHARD_SORT_LIB_MIN ((size_t)1 << 13)

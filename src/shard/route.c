@@ -53,26 +53,39 @@ static inline uint64_t key_eq(const unsigned char *a, const unsigned char *b, si
  * Keys of one word are packed into two (shard, key, x in 13 + 64 + 51 bits)
  * for obl/sort.h, and unpacked after; longer keys take the network.
  */
-static void rt_sort_keyed(const shard_route *r, unsigned char *a, size_t n, size_t rs)
+#define RT_LO51 ((1ull << 51) - 1)
+
+/* Records [shard][key][x] of one key word, their first two words made the
+ * packed key, and back (x stays in the third word). */
+static void rt_pack(unsigned char *a, size_t n, size_t rs)
 {
-    const uint64_t lo51 = (1ull << 51) - 1;
-    if (r->kw != 1) { /* public */
-        shard_bitonic_sort_words(a, n, rs, 2 + r->kw);
-        return;
-    }
     for (size_t i = 0; i < n; i++) {
         unsigned char *q = a + i * rs;
         uint64_t s = ld64(q), k = ld64(q + 8), x = ld64(q + 16);
         st64(q, s << 51 | k >> 13);
-        st64(q + 8, (k & 0x1fff) << 51 | (x & lo51));
+        st64(q + 8, (k & 0x1fff) << 51 | (x & RT_LO51));
     }
-    shard_sort_bounded(a, n, rs, 2, r->threads, r->prg, &r->ac->a); /* shard <= S < 2^13 */
+}
+
+static void rt_unpack(unsigned char *a, size_t n, size_t rs)
+{
     for (size_t i = 0; i < n; i++) {
         unsigned char *q = a + i * rs;
         uint64_t h = ld64(q), l = ld64(q + 8);
         st64(q, h >> 51);
-        st64(q + 8, (h & lo51) << 13 | l >> 51);
+        st64(q + 8, (h & RT_LO51) << 13 | l >> 51);
     }
+}
+
+static void rt_sort_keyed(const shard_route *r, unsigned char *a, size_t n, size_t rs)
+{
+    if (r->kw != 1) { /* public */
+        shard_bitonic_sort_words(a, n, rs, 2 + r->kw);
+        return;
+    }
+    rt_pack(a, n, rs);
+    shard_sort_bounded(a, n, rs, 2, r->threads, r->prg, &r->ac->a); /* shard <= S < 2^13 */
+    rt_unpack(a, n, rs);
 }
 
 /* Split records: [shard][key words][pos][op][value]; op bit 8: filler. */
@@ -203,31 +216,90 @@ done:
 
 /* Join records: [shard][key words][type][pos][found][value]; type 0 is a
  * shard's answer, 1 a request. */
+/* The join's 2L records (L = max(B, S b)): the requests in [0, L), the
+ * answers in [L, 2L), each part padded with records that sort after every
+ * other and join nothing. */
 typedef struct rt_join {
     const shard_route *r;
     size_t B, b, n, rs, to; /* type word offset */
+    size_t L;
     unsigned char *a;
+    unsigned char *sl;      /* B slim request records (one-word keys) */
 } rt_join;
 
-static void rt_join_fill(rt_join *t, const unsigned char *keys, const shard_bufs *in)
+/* A pad: packed (one-word keys) or a shard above every other, type 0. */
+static void rt_join_pad(const rt_join *t, unsigned char *q)
+{
+    memset(q, 0, t->rs);
+    st64(q, t->r->kw == 1 ? UINT64_MAX : t->r->S + 1);
+    if (t->r->kw == 1)
+        st64(q + 8, ~RT_LO51);
+}
+
+/* The answers in [L, L + S b), then pads; a dummy's answer joins nothing. */
+static void rt_join_answers(rt_join *t, const shard_bufs *in)
 {
     const shard_route *r = t->r;
     size_t sb = (size_t)r->S * t->b;
-    for (size_t j = 0; j < sb; j++) { /* a dummy's answer joins nothing */
-        unsigned char *q = t->a + j * t->rs;
+    unsigned char *a = t->a + t->L * t->rs;
+    for (size_t j = 0; j < sb; j++) {
+        unsigned char *q = a + j * t->rs;
+        memset(q, 0, t->rs);
         st64(q, obl_ct_select64(in->adummy[j] & 1, r->S, j / t->b));
         memcpy(q + 8, in->akeys + j * r->ks, r->ks);
         st64(q + t->to + 16, in->found[j] & 1);
         memcpy(q + t->to + 24, in->vout + j * r->vs, r->vs);
     }
-    for (size_t i = 0; i < t->B; i++) {
-        unsigned char *q = t->a + (sb + i) * t->rs;
-        const unsigned char *k = keys + i * r->ks;
-        st64(q, shard_route_shard_of(r, k));
-        memcpy(q + 8, k, r->ks);
-        st64(q + t->to, 1);
-        st64(q + t->to + 8, i);
+    for (size_t j = sb; j < t->L; j++)
+        rt_join_pad(t, a + j * t->rs);
+}
+
+/* The requests in [0, L): pads, then the requests. With one-word keys they
+ * are sorted apart as slim records (packed key, position) on the column
+ * network and laid out descending; the answers sorted ascending after them
+ * then need only the bitonic merge. */
+static void rt_join_requests(rt_join *t, const unsigned char *keys)
+{
+    const shard_route *r = t->r;
+    for (size_t j = 0; j < t->L - t->B; j++)
+        rt_join_pad(t, t->a + j * t->rs);
+    for (size_t i = 0; i < t->B && r->kw == 1; i++) { /* public: kw */
+        uint64_t k = 0, sh = shard_route_shard_of(r, keys + i * r->ks);
+        memcpy(&k, keys + i * r->ks, r->ks); /* as rt_fill lays it out */
+        st64(t->sl + i * 24, sh << 51 | k >> 13);
+        st64(t->sl + i * 24 + 8, (k & 0x1fff) << 51 | 1);
+        st64(t->sl + i * 24 + 16, i);
     }
+    if (r->kw == 1)
+        shard_sort_bounded(t->sl, t->B, 24, 2, r->threads, r->prg, &r->ac->a);
+    for (size_t i = 0; i < t->B; i++) {
+        unsigned char *q = t->a + (t->L - 1 - i) * t->rs; /* descending */
+        memset(q, 0, t->rs);
+        if (r->kw == 1) { /* public */
+            memcpy(q, t->sl + i * 24, 16);
+        } else {
+            st64(q, shard_route_shard_of(r, keys + i * r->ks));
+            memcpy(q + 8, keys + i * r->ks, r->ks);
+        }
+        st64(q + t->to, 1);
+        st64(q + t->to + 8, r->kw == 1 ? ld64(t->sl + i * 24 + 16) : i);
+    }
+}
+
+/* All 2L records sorted by (shard, key, type). */
+static void rt_join_sort(rt_join *t)
+{
+    const shard_route *r = t->r;
+    unsigned char *a = t->a + t->L * t->rs;
+    size_t sb = (size_t)r->S * t->b;
+    if (r->kw != 1) { /* public */
+        shard_bitonic_sort_words(t->a, t->n, t->rs, 2 + r->kw);
+        return;
+    }
+    rt_pack(a, sb, t->rs);
+    shard_sort_bounded(a, sb, t->rs, 2, r->threads, r->prg, &r->ac->a);
+    shard_bitonic_merge_words(t->a, t->n, t->rs, 2);
+    rt_unpack(t->a, t->n, t->rs);
 }
 
 /* Each request takes the answer that precedes it in its (shard, key)
@@ -241,7 +313,7 @@ static void rt_join_carry(rt_join *t, unsigned char *cval, uint8_t *keep)
         uint64_t w0 = ld64(q);
         uint64_t same = p ? obl_ct_eq64(w0, prev) & key_eq(q + 8, q + 8 - t->rs, r->kw) : 0;
         prev = w0;
-        uint64_t req = ld64(q + t->to) & 1;
+        uint64_t req = obl_ct_eq64(ld64(q + t->to), 1);
         cfound = obl_ct_select64(req, obl_ct_select64(same, cfound, 0), ld64(q + t->to + 16));
         obl_ct_czero(req & (same ^ 1), cval, r->vs8);
         obl_ct_cmov(req ^ 1, cval, q + t->to + 24, r->vs8);
@@ -279,26 +351,31 @@ static void rt_join_out(const rt_join *t, const uint8_t *keep, unsigned char *o,
 obl_err shard_route_join(const shard_route *r, size_t B, size_t b, const unsigned char *keys,
                          const shard_bufs *in, unsigned char *vout, uint64_t *found)
 {
-    rt_join t = {r, B, b, B + (size_t)r->S * b, 0, 8 * (1 + r->kw), NULL};
+    size_t sb = (size_t)r->S * b, L = B > sb ? B : sb;
+    rt_join t = {r, B, b, 2 * L, 0, 8 * (1 + r->kw), L, NULL, NULL};
     t.rs = t.to + 24 + r->vs8;
-    size_t bytes, obytes;
-    if (!obl_mul_ok(t.n, t.rs, &bytes) || !obl_mul_ok(B, 8 + r->vs8, &obytes))
+    size_t bytes, obytes, sbytes;
+    if (L > (SIZE_MAX >> 2) || !obl_mul_ok(t.n, t.rs, &bytes) ||
+        !obl_mul_ok(B, 8 + r->vs8, &obytes) || !obl_mul_ok(B, 24, &sbytes))
         return OBL_ERR_TOO_LARGE;
     t.a = (unsigned char *)obl_alloc(r->ac, bytes, 64);
+    t.sl = (unsigned char *)obl_alloc(r->ac, sbytes, 64);
     unsigned char *cval = (unsigned char *)obl_alloc(r->ac, r->vs8, 64);
     unsigned char *o = (unsigned char *)obl_alloc(r->ac, obytes, 64);
     uint8_t *keep = (uint8_t *)obl_alloc(r->ac, t.n, 64);
     obl_err e = OBL_OK;
-    if (!t.a || !cval || !o || !keep) {
+    if (!t.a || !t.sl || !cval || !o || !keep) {
         e = OBL_ERR_NOMEM;
         goto done;
     }
-    rt_join_fill(&t, keys, in);
-    rt_sort_keyed(r, t.a, t.n, t.rs);
+    rt_join_requests(&t, keys);
+    rt_join_answers(&t, in);
+    rt_join_sort(&t);
     rt_join_carry(&t, cval, keep);
     rt_join_out(&t, keep, o, vout, found);
 done:
     obl_free(r->ac, t.a, bytes);
+    obl_free(r->ac, t.sl, sbytes);
     obl_free(r->ac, cval, r->vs8);
     obl_free(r->ac, o, obytes);
     obl_free(r->ac, keep, t.n);

@@ -172,4 +172,9 @@ void shard_keep_first(unsigned char *recs, size_t n, size_t rec_size, const uint
  * (lexicographically, as numbers). Public: kw too. */
 void shard_bitonic_sort_words(unsigned char *recs, size_t n, size_t rec_size, size_t kw);
 
+/* The network's merge: n even, the first n/2 records sorted descending and
+ * the rest ascending by their first kw words, into ascending order
+ * (n/2 lg n compare-exchanges). Public: n, rec_size, kw. */
+void shard_bitonic_merge_words(unsigned char *recs, size_t n, size_t rec_size, size_t kw);
+
 #endif /* OBL_SRC_SHARD_INTERNAL_H */
