@@ -93,7 +93,8 @@ static void rt_sort_keyed(const shard_route *r, unsigned char *a, size_t n, size
 
 typedef struct rt_split {
     const shard_route *r;
-    size_t B, b, n, rs, vo; /* records, record bytes, value offset */
+    size_t B, b, n, rs, vo; /* records (2L), record bytes, value offset */
+    size_t L;               /* max(B, S b) */
     unsigned char *a;
 } rt_split;
 
@@ -144,19 +145,46 @@ static void rt_dedupe(rt_split *t, unsigned char *cval)
     }
 }
 
+/* A record above every other (the merge's pads): kept by no shard. */
+static void rt_split_pad(const rt_split *t, unsigned char *q)
+{
+    memset(q, 0, t->rs);
+    st64(q, UINT64_MAX);
+}
+
+/* The n = 2L records (L = max(B, S b)) sorted by shard: the B requests,
+ * sorted apart and laid out descending after pads in [0, L), the b fillers
+ * per shard (in shard order already) and pads in [L, 2L), then one bitonic
+ * merge, instead of a sort of all B + S b records (which the column
+ * network would pad to the next power of two). */
+static void rt_by_shard(rt_split *t)
+{
+    const shard_route *r = t->r;
+    size_t sb = (size_t)r->S * t->b, rs = t->rs;
+    shard_sort_bounded(t->a, t->B, rs, 1, r->threads, r->prg, &r->ac->a);
+    for (size_t i = 0; i < t->B / 2; i++) /* descending */
+        obl_ct_cswap(1, t->a + i * rs, t->a + (t->B - 1 - i) * rs, rs);
+    memmove(t->a + (t->L - t->B) * rs, t->a, t->B * rs);
+    for (size_t j = 0; j < t->L - t->B; j++)
+        rt_split_pad(t, t->a + j * rs);
+    for (size_t f = 0; f < sb; f++) {
+        unsigned char *q = t->a + (t->L + f) * rs;
+        memset(q, 0, rs);
+        st64(q, (uint64_t)(f / t->b) << 33 | 1ull << 32 | (uint64_t)(t->B + f));
+        st64(q + 16 + 8 * r->kw, RT_FILLER);
+    }
+    for (size_t j = t->L + sb; j < t->n; j++)
+        rt_split_pad(t, t->a + j * rs);
+    shard_bitonic_merge_words(t->a, t->n, rs, 1);
+}
+
 /* Appends b fillers per shard, sorts by shard (representatives first),
  * keeps the first b of each shard (kept[], n bytes) and compacts them into
  * place. Returns 1 if a shard had more than b keys. */
 static uint64_t rt_place(rt_split *t, uint8_t *kept)
 {
     const shard_route *r = t->r;
-    for (size_t f = 0; f < (size_t)r->S * t->b; f++) {
-        unsigned char *q = t->a + (t->B + f) * t->rs;
-        memset(q, 0, t->rs);
-        st64(q, (uint64_t)(f / t->b) << 33 | 1ull << 32 | (uint64_t)(t->B + f));
-        st64(q + 16 + 8 * r->kw, RT_FILLER);
-    }
-    shard_sort_bounded(t->a, t->n, t->rs, 1, r->threads, r->prg, &r->ac->a);
+    rt_by_shard(t);
     uint64_t prev = UINT64_MAX, rank = 0, ovf = 0;
     for (size_t p = 0; p < t->n; p++) {
         unsigned char *q = t->a + p * t->rs;
@@ -176,11 +204,12 @@ static uint64_t rt_place(rt_split *t, uint8_t *kept)
 obl_err shard_route_split(const shard_route *r, size_t B, size_t b, const uint64_t *ops,
                           const unsigned char *keys, const unsigned char *vin, shard_bufs *out)
 {
-    rt_split t = {r, B, b, B + (size_t)r->S * b, 0, 0, NULL};
+    size_t sb = (size_t)r->S * b, L = B > sb ? B : sb;
+    rt_split t = {r, B, b, 2 * L, 0, 0, L, NULL};
     t.vo = 8 * (3 + r->kw);
     t.rs = t.vo + (vin ? r->vs8 : 0);
     size_t bytes;
-    if (!obl_mul_ok(t.n, t.rs, &bytes))
+    if (L > (SIZE_MAX >> 2) || !obl_mul_ok(t.n, t.rs, &bytes))
         return OBL_ERR_TOO_LARGE;
     t.a = (unsigned char *)obl_alloc(r->ac, bytes, 64);
     unsigned char *cval = (unsigned char *)obl_alloc(r->ac, r->vs8, 64);
