@@ -31,6 +31,31 @@ size_t shard_route_b(size_t B, unsigned S, unsigned lambda)
     return obl_lb_shard_batch_size(B, S, lambda);
 }
 
+/* bytes of working records from the balancer's arena, which grows to the
+ * largest batch's need: allocating them afresh cost page faults, zeroing
+ * and wiping every batch. NULL without memory. Public: bytes. */
+static unsigned char *rt_arena(shard_route *r, size_t bytes)
+{
+    if (r->arena_bytes < bytes) { /* public */
+        obl_free(r->ac, r->arena, r->arena_bytes);
+        r->arena_bytes = 0;
+        r->arena = (unsigned char *)obl_alloc(r->ac, bytes, 64);
+        if (!r->arena)
+            return NULL;
+        r->arena_bytes = bytes;
+    }
+    return r->arena;
+}
+
+/* see shard_internal.h */
+void shard_route_release(shard_route *r)
+{
+    if (r->arena)
+        obl_free(r->ac, r->arena, r->arena_bytes);
+    r->arena = NULL;
+    r->arena_bytes = 0;
+}
+
 /* see shard_internal.h */
 uint64_t shard_route_shard_of(const shard_route *r, const unsigned char *key)
 {
@@ -106,6 +131,7 @@ static void rt_fill(rt_split *t, const uint64_t *ops, const unsigned char *keys,
     for (size_t i = 0; i < t->B; i++) {
         unsigned char *q = t->a + i * t->rs;
         const unsigned char *k = keys + i * r->ks;
+        memset(q, 0, t->rs); /* the arena holds the last batch's records */
         st64(q, shard_route_shard_of(r, k));
         memcpy(q + 8, k, r->ks);
         st64(q + 8 + 8 * r->kw, i);
@@ -201,7 +227,7 @@ static uint64_t rt_place(rt_split *t, uint8_t *kept)
 }
 
 /* see shard_internal.h */
-obl_err shard_route_split(const shard_route *r, size_t B, size_t b, const uint64_t *ops,
+obl_err shard_route_split(shard_route *r, size_t B, size_t b, const uint64_t *ops,
                           const unsigned char *keys, const unsigned char *vin, shard_bufs *out)
 {
     size_t sb = (size_t)r->S * b, L = B > sb ? B : sb;
@@ -211,7 +237,7 @@ obl_err shard_route_split(const shard_route *r, size_t B, size_t b, const uint64
     size_t bytes;
     if (L > (SIZE_MAX >> 2) || !obl_mul_ok(t.n, t.rs, &bytes))
         return OBL_ERR_TOO_LARGE;
-    t.a = (unsigned char *)obl_alloc(r->ac, bytes, 64);
+    t.a = rt_arena(r, bytes);
     unsigned char *cval = (unsigned char *)obl_alloc(r->ac, r->vs8, 64);
     uint8_t *kept = (uint8_t *)obl_alloc(r->ac, t.n, 64);
     obl_err e = OBL_OK;
@@ -237,7 +263,6 @@ obl_err shard_route_split(const shard_route *r, size_t B, size_t b, const uint64
             memcpy(out->vin + j * r->vs, q + t.vo, r->vs);
     }
 done:
-    obl_free(r->ac, t.a, bytes);
     obl_free(r->ac, cval, r->vs8);
     obl_free(r->ac, kept, t.n);
     return e;
@@ -377,7 +402,7 @@ static void rt_join_out(const rt_join *t, const uint8_t *keep, unsigned char *o,
 }
 
 /* see shard_internal.h */
-obl_err shard_route_join(const shard_route *r, size_t B, size_t b, const unsigned char *keys,
+obl_err shard_route_join(shard_route *r, size_t B, size_t b, const unsigned char *keys,
                          const shard_bufs *in, unsigned char *vout, uint64_t *found)
 {
     size_t sb = (size_t)r->S * b, L = B > sb ? B : sb;
@@ -387,7 +412,7 @@ obl_err shard_route_join(const shard_route *r, size_t B, size_t b, const unsigne
     if (L > (SIZE_MAX >> 2) || !obl_mul_ok(t.n, t.rs, &bytes) ||
         !obl_mul_ok(B, 8 + r->vs8, &obytes) || !obl_mul_ok(B, 24, &sbytes))
         return OBL_ERR_TOO_LARGE;
-    t.a = (unsigned char *)obl_alloc(r->ac, bytes, 64);
+    t.a = rt_arena(r, bytes);
     t.sl = (unsigned char *)obl_alloc(r->ac, sbytes, 64);
     unsigned char *cval = (unsigned char *)obl_alloc(r->ac, r->vs8, 64);
     unsigned char *o = (unsigned char *)obl_alloc(r->ac, obytes, 64);
@@ -403,7 +428,6 @@ obl_err shard_route_join(const shard_route *r, size_t B, size_t b, const unsigne
     rt_join_carry(&t, cval, keep);
     rt_join_out(&t, keep, o, vout, found);
 done:
-    obl_free(r->ac, t.a, bytes);
     obl_free(r->ac, t.sl, sbytes);
     obl_free(r->ac, cval, r->vs8);
     obl_free(r->ac, o, obytes);

@@ -106,6 +106,8 @@ typedef struct shard_route {
     obl_alloc_ctx *ac;      /* working memory, freed before returning */
     obl_prg *prg;           /* randomness of the sorts' shuffles */
     unsigned threads;       /* threads the sorts may use */
+    unsigned char *arena;   /* the split's and the join's records, kept from */
+    size_t arena_bytes;     /* batch to batch (shard_route_release) */
 } shard_route;
 
 /* b: the least n with P[Bin(B, 1/S) > n] <= 2^-lambda (B when S = 1),
@@ -122,13 +124,16 @@ uint64_t shard_route_shard_of(const shard_route *r, const unsigned char *key);
  * batch's last write of it (or GET). Public: B, b, S, sizes, the error.
  * Errors: NOMEM, TOO_LARGE, FULL (a shard got more than b distinct keys).
  */
-obl_err shard_route_split(const shard_route *r, size_t B, size_t b, const uint64_t *ops,
+obl_err shard_route_split(shard_route *r, size_t B, size_t b, const uint64_t *ops,
                           const unsigned char *keys, const unsigned char *vin, shard_bufs *out);
 
 /* Backward: the shards' answers (in: adummy, akeys, found, vout) to the B
  * requests (the same keys as the split), duplicates included. */
-obl_err shard_route_join(const shard_route *r, size_t B, size_t b, const unsigned char *keys,
+obl_err shard_route_join(shard_route *r, size_t B, size_t b, const unsigned char *keys,
                          const shard_bufs *in, unsigned char *vout, uint64_t *found);
+
+/* Frees the balancer's kept working memory. */
+void shard_route_release(shard_route *r);
 
 /* ---- the sort (bitonic.c) ---- */
 
