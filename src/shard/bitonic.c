@@ -119,7 +119,8 @@ static int shard_sort_random(void *opaque, void *buf, size_t len)
  * payload's passes and the padding measured slower. The copies run at
  * public addresses. Returns 0, or -1 with the records unchanged. */
 static int shard_sort_cols(unsigned char *recs, size_t n, size_t rec_size, size_t kw,
-                           int bounded, unsigned threads, const obl_allocator *alloc)
+                           int bounded, unsigned threads, const obl_allocator *alloc,
+                           uint64_t *scratch, size_t scratch_bytes)
 {
     size_t w = rec_size / 8, kc = kw + (bounded ? 0 : 1), ncol = kc + w - kw, m = 1, bytes;
     if (kc > 2 || ncol > SHARD_COL_MAXC)
@@ -130,7 +131,8 @@ static int shard_sort_cols(unsigned char *recs, size_t n, size_t rec_size, size_
         return -1;
     obl_alloc_ctx ac;
     obl_alloc_init(&ac, alloc);
-    uint64_t *buf = (uint64_t *)obl_alloc(&ac, bytes, 64);
+    int own = !scratch || scratch_bytes < bytes; /* public */
+    uint64_t *buf = own ? (uint64_t *)obl_alloc(&ac, bytes, 64) : scratch;
     if (!buf)
         return -1;
     uint64_t *cols[SHARD_COL_MAXC];
@@ -156,7 +158,8 @@ static int shard_sort_cols(unsigned char *recs, size_t n, size_t rec_size, size_
         for (size_t c = kw; c < w; c++)
             memcpy(r + 8 * c, &cols[kc + c - kw][i], 8);
     }
-    obl_free(&ac, buf, bytes);
+    if (own)
+        obl_free(&ac, buf, bytes);
     return e == OBL_OK ? 0 : -1;
 }
 
@@ -164,12 +167,12 @@ static int shard_sort_cols(unsigned char *recs, size_t n, size_t rec_size, size_
  * words; bounded: every record's first key word is below UINT64_MAX. */
 static void shard_sort_any(unsigned char *recs, size_t n, size_t rec_size, size_t kw,
                            int bounded, unsigned threads, obl_prg *g,
-                           const obl_allocator *alloc)
+                           const obl_allocator *alloc, uint64_t *scratch, size_t scratch_bytes)
 {
     /* threads only for large sorts: starting them costs more below */
     unsigned th = n >= SHARD_SORT_PAR_MIN ? threads : 1;
     if (kw <= 2 && n >= SHARD_SORT_COL_MIN && /* public */
-        shard_sort_cols(recs, n, rec_size, kw, bounded, th, alloc) == 0)
+        shard_sort_cols(recs, n, rec_size, kw, bounded, th, alloc, scratch, scratch_bytes) == 0)
         return;
     if (kw > 2 || n < SHARD_SORT_LIB_MIN) { /* public */
         shard_bitonic_sort_words(recs, n, rec_size, kw);
@@ -188,14 +191,31 @@ static void shard_sort_any(unsigned char *recs, size_t n, size_t rec_size, size_
 void shard_sort(unsigned char *recs, size_t n, size_t rec_size, size_t kw, unsigned threads,
                 obl_prg *g, const obl_allocator *alloc)
 {
-    shard_sort_any(recs, n, rec_size, kw, 0, threads, g, alloc);
+    shard_sort_any(recs, n, rec_size, kw, 0, threads, g, alloc, NULL, 0);
 }
 
 /* see shard_internal.h */
 void shard_sort_bounded(unsigned char *recs, size_t n, size_t rec_size, size_t kw,
                         unsigned threads, obl_prg *g, const obl_allocator *alloc)
 {
-    shard_sort_any(recs, n, rec_size, kw, 1, threads, g, alloc);
+    shard_sort_any(recs, n, rec_size, kw, 1, threads, g, alloc, NULL, 0);
+}
+
+/* see shard_internal.h */
+void shard_sort_bounded_in(unsigned char *recs, size_t n, size_t rec_size, size_t kw,
+                           unsigned threads, obl_prg *g, const obl_allocator *alloc,
+                           uint64_t *scratch, size_t scratch_bytes)
+{
+    shard_sort_any(recs, n, rec_size, kw, 1, threads, g, alloc, scratch, scratch_bytes);
+}
+
+/* see shard_internal.h */
+size_t shard_sort_scratch(size_t n)
+{
+    size_t m = 1, bytes;
+    while (m < n)
+        m *= 2;
+    return obl_mul_ok(m, 8 * SHARD_COL_MAXC, &bytes) ? bytes : 0;
 }
 
 /* see shard_internal.h */

@@ -102,15 +102,32 @@ static void rt_unpack(unsigned char *a, size_t n, size_t rs)
     }
 }
 
-static void rt_sort_keyed(const shard_route *r, unsigned char *a, size_t n, size_t rs)
+/* scr: the column network's buffer (shard_sort_bounded_in). */
+static void rt_sort_keyed(const shard_route *r, unsigned char *a, size_t n, size_t rs,
+                          uint64_t *scr, size_t scr_bytes)
 {
     if (r->kw != 1) { /* public */
         shard_bitonic_sort_words(a, n, rs, 2 + r->kw);
         return;
     }
     rt_pack(a, n, rs);
-    shard_sort_bounded(a, n, rs, 2, r->threads, r->prg, &r->ac->a); /* shard <= S < 2^13 */
+    /* shard <= S < 2^13: bounded */
+    shard_sort_bounded_in(a, n, rs, 2, r->threads, r->prg, &r->ac->a, scr, scr_bytes);
     rt_unpack(a, n, rs);
+}
+
+/* The arena's split into the records (bytes) and the sorts' column buffer
+ * for B records: *scr, or NULL without memory. */
+static unsigned char *rt_arena_scr(shard_route *r, size_t bytes, size_t B, uint64_t **scr,
+                                   size_t *scr_bytes)
+{
+    size_t off = (bytes + 63) & ~(size_t)63, sc = shard_sort_scratch(B);
+    if (off < bytes || sc == 0 || off + sc < off)
+        return NULL;
+    unsigned char *a = rt_arena(r, off + sc);
+    *scr = a ? (uint64_t *)(a + off) : NULL;
+    *scr_bytes = sc;
+    return a;
 }
 
 /* Split records: [shard][key words][pos][op][value]; op bit 8: filler. */
@@ -121,6 +138,8 @@ typedef struct rt_split {
     size_t B, b, n, rs, vo; /* records (2L), record bytes, value offset */
     size_t L;               /* max(B, S b) */
     unsigned char *a;
+    uint64_t *scr;          /* the column sorts' buffer, for B records */
+    size_t scr_bytes;
 } rt_split;
 
 /* The B requests, sorted by (shard, key, position). */
@@ -140,7 +159,7 @@ static void rt_fill(rt_split *t, const uint64_t *ops, const unsigned char *keys,
         if (vin)
             memcpy(q + t->vo, vin + i * r->vs, r->vs);
     }
-    rt_sort_keyed(r, t->a, t->B, t->rs);
+    rt_sort_keyed(r, t->a, t->B, t->rs, t->scr, t->scr_bytes);
 }
 
 /* Each record gets its key's last write so far (op and value); the last
@@ -187,7 +206,8 @@ static void rt_by_shard(rt_split *t)
 {
     const shard_route *r = t->r;
     size_t sb = (size_t)r->S * t->b, rs = t->rs;
-    shard_sort_bounded(t->a, t->B, rs, 1, r->threads, r->prg, &r->ac->a);
+    shard_sort_bounded_in(t->a, t->B, rs, 1, r->threads, r->prg, &r->ac->a, t->scr,
+                          t->scr_bytes);
     for (size_t i = 0; i < t->B / 2; i++) /* descending */
         obl_ct_cswap(1, t->a + i * rs, t->a + (t->B - 1 - i) * rs, rs);
     memmove(t->a + (t->L - t->B) * rs, t->a, t->B * rs);
@@ -231,13 +251,13 @@ obl_err shard_route_split(shard_route *r, size_t B, size_t b, const uint64_t *op
                           const unsigned char *keys, const unsigned char *vin, shard_bufs *out)
 {
     size_t sb = (size_t)r->S * b, L = B > sb ? B : sb;
-    rt_split t = {r, B, b, 2 * L, 0, 0, L, NULL};
+    rt_split t = {r, B, b, 2 * L, 0, 0, L, NULL, NULL, 0};
     t.vo = 8 * (3 + r->kw);
     t.rs = t.vo + (vin ? r->vs8 : 0);
     size_t bytes;
     if (L > (SIZE_MAX >> 2) || !obl_mul_ok(t.n, t.rs, &bytes))
         return OBL_ERR_TOO_LARGE;
-    t.a = rt_arena(r, bytes);
+    t.a = rt_arena_scr(r, bytes, B, &t.scr, &t.scr_bytes);
     unsigned char *cval = (unsigned char *)obl_alloc(r->ac, r->vs8, 64);
     uint8_t *kept = (uint8_t *)obl_alloc(r->ac, t.n, 64);
     obl_err e = OBL_OK;
@@ -279,6 +299,8 @@ typedef struct rt_join {
     size_t L;
     unsigned char *a;
     unsigned char *sl;      /* B slim request records (one-word keys) */
+    uint64_t *scr;          /* the column sorts' buffer, for B records */
+    size_t scr_bytes;
 } rt_join;
 
 /* A pad: packed (one-word keys) or a shard above every other, type 0. */
@@ -325,7 +347,8 @@ static void rt_join_requests(rt_join *t, const unsigned char *keys)
         st64(t->sl + i * 24 + 16, i);
     }
     if (r->kw == 1)
-        shard_sort_bounded(t->sl, t->B, 24, 2, r->threads, r->prg, &r->ac->a);
+        shard_sort_bounded_in(t->sl, t->B, 24, 2, r->threads, r->prg, &r->ac->a, t->scr,
+                              t->scr_bytes);
     for (size_t i = 0; i < t->B; i++) {
         unsigned char *q = t->a + (t->L - 1 - i) * t->rs; /* descending */
         memset(q, 0, t->rs);
@@ -383,7 +406,7 @@ static void rt_join_carry(rt_join *t, unsigned char *cval, uint8_t *keep)
  * word, the value) sorted by position: B records of 8 words for 8/56,
  * which the column network takes, instead of a sort of all B + S b join
  * records. */
-static void rt_join_out(const rt_join *t, const uint8_t *keep, unsigned char *o,
+static void rt_join_out(rt_join *t, const uint8_t *keep, unsigned char *o,
                         unsigned char *vout, uint64_t *found)
 {
     const shard_route *r = t->r;
@@ -394,7 +417,7 @@ static void rt_join_out(const rt_join *t, const uint8_t *keep, unsigned char *o,
         st64(o + i * os, ld64(q) << 1 | (ld64(q + t->to + 16) & 1));
         memcpy(o + i * os + 8, q + t->to + 24, r->vs8);
     }
-    shard_sort_bounded(o, t->B, os, 1, r->threads, r->prg, &r->ac->a);
+    shard_sort_bounded_in(o, t->B, os, 1, r->threads, r->prg, &r->ac->a, t->scr, t->scr_bytes);
     for (size_t i = 0; i < t->B; i++) {
         found[i] = ld64(o + i * os) & 1;
         memcpy(vout + i * r->vs, o + i * os + 8, r->vs);
@@ -406,13 +429,13 @@ obl_err shard_route_join(shard_route *r, size_t B, size_t b, const unsigned char
                          const shard_bufs *in, unsigned char *vout, uint64_t *found)
 {
     size_t sb = (size_t)r->S * b, L = B > sb ? B : sb;
-    rt_join t = {r, B, b, 2 * L, 0, 8 * (1 + r->kw), L, NULL, NULL};
+    rt_join t = {r, B, b, 2 * L, 0, 8 * (1 + r->kw), L, NULL, NULL, NULL, 0};
     t.rs = t.to + 24 + r->vs8;
     size_t bytes, obytes, sbytes;
     if (L > (SIZE_MAX >> 2) || !obl_mul_ok(t.n, t.rs, &bytes) ||
         !obl_mul_ok(B, 8 + r->vs8, &obytes) || !obl_mul_ok(B, 24, &sbytes))
         return OBL_ERR_TOO_LARGE;
-    t.a = rt_arena(r, bytes);
+    t.a = rt_arena_scr(r, bytes, B, &t.scr, &t.scr_bytes);
     t.sl = (unsigned char *)obl_alloc(r->ac, sbytes, 64);
     unsigned char *cval = (unsigned char *)obl_alloc(r->ac, r->vs8, 64);
     unsigned char *o = (unsigned char *)obl_alloc(r->ac, obytes, 64);

@@ -191,6 +191,8 @@ typedef struct sc_work {
     uint32_t *xs, *ord;    /* cap each: entries' (public) buckets, probe order */
     uint32_t *cnt;         /* parts * (nb + 1): the counting sorts' counters */
     unsigned char *out;    /* the answers' records */
+    uint64_t *colbuf;      /* the table sort's column buffer */
+    size_t colbuf_bytes;
     size_t ins_bytes;
 } sc_work;
 
@@ -209,7 +211,7 @@ static void sc_work_free(sc_work *w)
     w->ins = NULL;
 }
 
-#define SC_PARTS 9
+#define SC_PARTS 10
 
 /* Carves the batch's arrays out of the store's arena (kept from batch to
  * batch, grown when a batch needs more: allocating these megabytes afresh
@@ -230,6 +232,11 @@ static obl_err sc_work_alloc(sc_work *w)
         return OBL_ERR_TOO_LARGE;
     sz[6] = sz[5];
     sz[8] = o1 > o2 ? o1 : o2; /* the answers' records (and compaction flags) */
+    size_t m = 1;
+    while (m < w->n0)
+        m *= 2;
+    if (!obl_mul_ok(m, w->rs, &sz[9])) /* the table sort's columns */
+        return OBL_ERR_TOO_LARGE;
     for (size_t i = 0; i < SC_PARTS; i++) {
         size_t r = (sz[i] + 63) & ~(size_t)63;
         if (r < sz[i] || total + r < total)
@@ -264,6 +271,8 @@ static obl_err sc_work_alloc(sc_work *w)
     w->ord = (uint32_t *)part[6];
     w->cnt = (uint32_t *)part[7];
     w->out = (unsigned char *)part[8];
+    w->colbuf = (uint64_t *)part[9];
+    w->colbuf_bytes = sz[9];
     memset(w->oval, 0, sz[1]); /* the probes OR into it */
     return OBL_OK;
 }
@@ -272,7 +281,8 @@ static obl_err sc_work_alloc(sc_work *w)
  * on the batch's threads. */
 static void sc_sort(const sc_work *w, unsigned char *r, size_t n, size_t rs)
 {
-    shard_sort_bounded(r, n, rs, 1, w->parts, &w->s->prg, &w->s->ac.a);
+    shard_sort_bounded_in(r, n, rs, 1, w->parts, &w->s->prg, &w->s->ac.a, w->colbuf,
+                          w->colbuf_bytes);
 }
 
 /* The request records: bucket (a random one for a dummy) and index. */

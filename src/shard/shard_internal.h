@@ -163,6 +163,14 @@ void shard_sort(unsigned char *recs, size_t n, size_t rec_size, size_t kw, unsig
 void shard_sort_bounded(unsigned char *recs, size_t n, size_t rec_size, size_t kw,
                         unsigned threads, obl_prg *g, const obl_allocator *alloc);
 
+/* shard_sort_bounded with the column network's buffer in scratch when it
+ * fits (a caller's kept memory, so that a batch's sorts allocate nothing);
+ * shard_sort_scratch(n) bytes always fit for n records. Public: sizes. */
+void shard_sort_bounded_in(unsigned char *recs, size_t n, size_t rec_size, size_t kw,
+                           unsigned threads, obl_prg *g, const obl_allocator *alloc,
+                           uint64_t *scratch, size_t scratch_bytes);
+size_t shard_sort_scratch(size_t n);
+
 /*
  * Moves the records with keep[i] = 1 to the front in their order: ORCompact
  * (obl_compact of obl/sort.h) for n >= 2^13, else (or without memory, or
