@@ -116,17 +116,19 @@ static void rt_sort_keyed(const shard_route *r, unsigned char *a, size_t n, size
     rt_unpack(a, n, rs);
 }
 
-/* The arena's split into the records (bytes) and the sorts' column buffer
- * for B records: *scr, or NULL without memory. */
+/* The arena's split into the records (bytes), the sorts' column buffer for
+ * B records (*scr) and `more` bytes after it (*extra); NULL without memory
+ * (or for sizes that overflow). */
 static unsigned char *rt_arena_scr(shard_route *r, size_t bytes, size_t B, uint64_t **scr,
-                                   size_t *scr_bytes)
+                                   size_t *scr_bytes, size_t more, unsigned char **extra)
 {
-    size_t off = (bytes + 63) & ~(size_t)63, sc = shard_sort_scratch(B);
-    if (off < bytes || sc == 0 || off + sc < off)
+    size_t off = (bytes + 63) & ~(size_t)63, sc = shard_sort_scratch(B), end = off + sc;
+    if (off < bytes || sc == 0 || end < off || end + more < end)
         return NULL;
-    unsigned char *a = rt_arena(r, off + sc);
+    unsigned char *a = rt_arena(r, end + more);
     *scr = a ? (uint64_t *)(a + off) : NULL;
     *scr_bytes = sc;
+    *extra = a ? a + end : NULL;
     return a;
 }
 
@@ -257,7 +259,8 @@ obl_err shard_route_split(shard_route *r, size_t B, size_t b, const uint64_t *op
     size_t bytes;
     if (L > (SIZE_MAX >> 2) || !obl_mul_ok(t.n, t.rs, &bytes))
         return OBL_ERR_TOO_LARGE;
-    t.a = rt_arena_scr(r, bytes, B, &t.scr, &t.scr_bytes);
+    unsigned char *none;
+    t.a = rt_arena_scr(r, bytes, B, &t.scr, &t.scr_bytes, 0, &none);
     unsigned char *cval = (unsigned char *)obl_alloc(r->ac, r->vs8, 64);
     uint8_t *kept = (uint8_t *)obl_alloc(r->ac, t.n, 64);
     obl_err e = OBL_OK;
@@ -435,10 +438,10 @@ obl_err shard_route_join(shard_route *r, size_t B, size_t b, const unsigned char
     if (L > (SIZE_MAX >> 2) || !obl_mul_ok(t.n, t.rs, &bytes) ||
         !obl_mul_ok(B, 8 + r->vs8, &obytes) || !obl_mul_ok(B, 24, &sbytes))
         return OBL_ERR_TOO_LARGE;
-    t.a = rt_arena_scr(r, bytes, B, &t.scr, &t.scr_bytes);
-    t.sl = (unsigned char *)obl_alloc(r->ac, sbytes, 64);
+    unsigned char *o = NULL; /* then the slim records: sbytes is a multiple of 8 */
+    t.a = rt_arena_scr(r, bytes, B, &t.scr, &t.scr_bytes, obytes + sbytes, &o);
+    t.sl = o ? o + obytes : NULL;
     unsigned char *cval = (unsigned char *)obl_alloc(r->ac, r->vs8, 64);
-    unsigned char *o = (unsigned char *)obl_alloc(r->ac, obytes, 64);
     uint8_t *keep = (uint8_t *)obl_alloc(r->ac, t.n, 64);
     obl_err e = OBL_OK;
     if (!t.a || !t.sl || !cval || !o || !keep) {
@@ -451,9 +454,7 @@ obl_err shard_route_join(shard_route *r, size_t B, size_t b, const unsigned char
     rt_join_carry(&t, cval, keep);
     rt_join_out(&t, keep, o, vout, found);
 done:
-    obl_free(r->ac, t.sl, sbytes);
     obl_free(r->ac, cval, r->vs8);
-    obl_free(r->ac, o, obytes);
     obl_free(r->ac, keep, t.n);
     return e;
 }
