@@ -188,7 +188,9 @@ typedef struct sc_work {
     uint64_t *skey, *slive; /* nb * zp * kw slot keys; all ones: a live slot */
     uint64_t *ofnd;        /* T: found flags, in table order */
     unsigned char *ins;    /* the insert's records (batches that may write) */
-    uint32_t *xs, *ord;    /* cap each: entries' (public) buckets, probe order */
+    uint32_t *xs, *ord;    /* cap each: entries' (public) buckets, probe order;
+                            * the same memory as out, which the scan's
+                            * answers use after the scan */
     uint32_t *cnt;         /* parts * (nb + 1): the counting sorts' counters */
     unsigned char *out;    /* the answers' records */
     uint64_t *colbuf;      /* the table sort's column buffer */
@@ -230,8 +232,13 @@ static obl_err sc_work_alloc(sc_work *w)
         !obl_mul_ok(w->T, 25 + 8 * s->kw + s->vs8, &o2) ||
         (w->writes && !obl_mul_ok((size_t)s->cap + w->T, 16 + s->esz, &d)))
         return OBL_ERR_TOO_LARGE;
-    sz[6] = sz[5];
-    sz[8] = o1 > o2 ? o1 : o2; /* the answers' records (and compaction flags) */
+    /* the scan's bucket order (xs, ord) and, after the scan, the answers'
+     * records (and compaction flags) share part 5 */
+    size_t xo = ((sz[5] + 63) & ~(size_t)63) * 2, ob = o1 > o2 ? o1 : o2;
+    if (xo < sz[5])
+        return OBL_ERR_TOO_LARGE;
+    sz[5] = xo > ob ? xo : ob;
+    sz[6] = sz[8] = 0;
     size_t m = 1;
     while (m < w->n0)
         m *= 2;
@@ -268,9 +275,9 @@ static obl_err sc_work_alloc(sc_work *w)
     w->skey = (uint64_t *)part[3];
     w->slive = (uint64_t *)part[4];
     w->xs = (uint32_t *)part[5];
-    w->ord = (uint32_t *)part[6];
+    w->ord = (uint32_t *)((unsigned char *)part[5] + xo / 2);
     w->cnt = (uint32_t *)part[7];
-    w->out = (unsigned char *)part[8];
+    w->out = (unsigned char *)part[5];
     w->colbuf = (uint64_t *)part[9];
     w->colbuf_bytes = sz[9];
     memset(w->oval, 0, sz[1]); /* the probes OR into it */
