@@ -11,7 +11,9 @@ A plug-in is a directory with
   build.sh       build; exit 0 when the plug-in can run
   run.sh TYPE k=v ...   run one case, print REPORT lines on stdout
 A case group: {"type": "RORAM", "impl": "olabs_oram", "N": "2^10..2^20" or
-[list], any other parameter as a list ("Key_bytes": [8], "Shards": [15]),
+[list], any other parameter as a list ("Key_bytes": [8], "Shards": [15];
+the value "cores" is the machine's online CPUs, at most 64, as obl-bench's
+plan sets its balancer's Threads),
 "args": {run-control k=v, not part of the case's identity}, "est_us_per_op":
 rough microseconds per timed operation, "ops": timed operations,
 "est_us_per_entry": rough build microseconds per entry}: the case's
@@ -143,6 +145,11 @@ def expand_n(spec, max_n):
     return [n for n in ns if max_n is None or n <= max_n]
 
 
+def _value(v):
+    """A manifest parameter value; "cores": the online CPUs, at most 64."""
+    return min(os.cpu_count() or 1, 64) if v == "cores" else v
+
+
 def _product(lists):
     out = [{}]
     for key, values in lists:
@@ -157,8 +164,8 @@ def manifest_cases(plugin, max_n=None):
         rtype, impl = group["type"], group.get("impl", plugin.name)
         row_key = "N" if "N" in group else "B"
         rows = expand_n(group[row_key], max_n)
-        fixed = [(k, v if isinstance(v, list) else [v]) for k, v in group.items()
-                 if k not in GROUP_KEYS]
+        fixed = [(k, [_value(x) for x in (v if isinstance(v, list) else [v])])
+                 for k, v in group.items() if k not in GROUP_KEYS]
         for params0 in _product(fixed):
             for n in rows:
                 params = {row_key: n}
