@@ -19,7 +19,7 @@ rough microseconds per timed operation, "ops": timed operations,
 "est_us_per_entry": rough build microseconds per entry}: the case's
 estimate, and so its default timeout (10 x, at least 60 s); "pin": false for
 a multi-threaded implementation (not pinned to the run's one CPU, where its
-threads would wait on each other).
+threads would wait on each other; implied by a Threads parameter other than 1).
 The scripts run with OBL_ROOT (the repository), OBL_PLUGIN_WORK (its build
 directory, build/plugins/<name>/, or $OBL_PLUGINS_WORK/<name>) and OBL_BENCH
 (obl-bench) set.
@@ -181,8 +181,8 @@ def manifest_cases(plugin, max_n=None):
                         "report_type": rtype, "impl": impl, "plugin": plugin.name,
                         "args": args, "params": params,
                         "est_memory_bytes": None, "est_seconds": round(est, 1)}
-                if group.get("pin") is False:
-                    case["pin"] = False
+                if group.get("pin") is False or params.get("Threads", 1) != 1:
+                    case["pin"] = False  # as obl-bench's cases (runner.list_cases)
                 cases.append(case)
     return cases
 

@@ -113,6 +113,11 @@ def list_cases(bench_bin, max_n=None, large=False):
         for key in ("bench", "impl", "args", "params"):
             if key not in case:
                 raise RuntimeError(f"list-cases line {number} lacks {key!r}")
+        # more than one thread (Threads 0: every core): not pinned to the run's
+        # one CPU, where the threads would wait on each other (as a plug-in's
+        # "pin": false)
+        if case["params"].get("Threads", 1) != 1:
+            case["pin"] = False
         cases.append(case)
     # Ramp-UMAP runs obl-server and obl-load, not an obl-bench subcommand
     return cases + ramp.cases(bench_bin, max_n, large)
@@ -165,6 +170,19 @@ def plugin_argv(plugin, case, reps, extra_args):
     return argv + ([f"cpu={cpu[-1]}"] if cpu else [])
 
 
+def unpinned(extra_args):
+    """extra_args without --cpu K."""
+    out, skip = [], False
+    for a in extra_args:
+        if skip:
+            skip = False
+        elif a == "--cpu":
+            skip = True
+        else:
+            out.append(a)
+    return out
+
+
 def plugin_preexec(extra_args):
     """Pins a plug-in's process to the run's CPU (obl-bench pins itself)."""
     cpu = [extra_args[i + 1] for i, a in enumerate(extra_args[:-1]) if a == "--cpu"]
@@ -186,7 +204,8 @@ def run_case(bench_bin, case, timeout_s, reps=None, extra_args=(), plugins=None)
         if plugin is not None:
             argv = plugin_argv(plugin, case, reps, list(extra_args))
         else:
-            argv = [bench_bin, case["bench"]] + [str(a) for a in case["args"]] + list(extra_args)
+            pinned = list(extra_args) if case.get("pin", True) else unpinned(extra_args)
+            argv = [bench_bin, case["bench"]] + [str(a) for a in case["args"]] + pinned
             argv += ["--json", json_path]
             if reps is not None:
                 argv += ["--reps", str(reps)]
