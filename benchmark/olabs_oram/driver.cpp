@@ -462,11 +462,11 @@ void loadbalance(uint64_t B, uint64_t S, uint64_t T, uint64_t q, uint64_t* seed)
          fmt("B := %zu | Key_bytes := %zu | Value_bytes := %zu | Shards := %zu | "
              "Threads := %zu | Latency_us := %.2f | Throughput_qps := %.2f | "
              "Throughput_per_core_qps := %.2f | Route_latency_us := %.2f | "
-             "Answer_latency_us := %.2f | Shard_batch_entries := %u | Batches := %zu | "
+             "Answer_latency_us := %.2f | Shard_batch_entries := %u | "
              "Memory_kb := %ld | Allocated_kb := %.2f",
              (size_t)B, K, V, (size_t)S, (size_t)threads, lat, B * 1e6 / lat,
              B * 1e6 / lat / threads, tr / 1e3 / nb, ta / 1e3 / nb, lb.shard_batch(),
-             (size_t)nb, rss1 - rss0, lb.bytes() / 1024.0));
+             rss1 - rss0, lb.bytes() / 1024.0));
 }
 
 [[noreturn]] void unsupported(const std::string& what) {
