@@ -51,11 +51,17 @@ def parse_ranks(text):
     return sorted(out)
 
 
+def mpirun_script():
+    """scripts/mpirun.sh (mpirun with the settings of one machine), or
+    $OBL_MPIRUN_SH: a stand-in for the tooling tests."""
+    return os.environ.get("OBL_MPIRUN_SH") or os.path.join(ROOT, "scripts", "mpirun.sh")
+
+
 def binaries(bench_bin):
     """(mpirun.sh, obl-mpi, obl-server) of the build beside bench_bin, or None
     when obl-mpi is not built or mpirun is missing."""
     build = os.path.dirname(os.path.dirname(os.path.abspath(bench_bin)))
-    script = os.path.join(ROOT, "scripts", "mpirun.sh")
+    script = mpirun_script()
     exe = os.path.join(build, "src", "mpi", "obl-mpi")
     server = os.path.join(build, "serve", "obl-server")
     if not shutil.which("mpirun") or not os.access(exe, os.X_OK):
@@ -128,8 +134,7 @@ def cases(bench_bin, ranks, max_n=None, existing=()):
 
 def argv(bench_bin, case):
     """The command of a map case: mpirun.sh -np R obl-mpi ..."""
-    script, exe, _ = binaries(bench_bin) or (os.path.join(ROOT, "scripts", "mpirun.sh"),
-                                              "obl-mpi", None)
+    script, exe, _ = binaries(bench_bin) or (mpirun_script(), "obl-mpi", None)
     a = [str(x) for x in case["args"]]
     return ["sh", script] + a[:2] + [exe] + a[2:]
 

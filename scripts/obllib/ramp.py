@@ -123,11 +123,10 @@ def _tail(path, limit=2000):
 def server_argv(server, case):
     """obl-server's command: itself, or under scripts/mpirun.sh with the
     case's ranks (mpi.ramp_case)."""
+    from . import mpi
     argv = [server, "--port", "0"] + case["server_args"]
     if case.get("mpi_ranks"):
-        script = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
-                              "mpirun.sh")
-        argv = ["sh", script, "-np", str(case["mpi_ranks"])] + argv
+        argv = ["sh", mpi.mpirun_script(), "-np", str(case["mpi_ranks"])] + argv
     return argv
 
 
