@@ -40,4 +40,5 @@ for N in 16384 65536 262144; do
       --queries 16384 2>&1 | grep REPORT_123 >>"$log"
   done
 done
+echo "# load at the end: $(cut -d' ' -f1-3 /proc/loadavg)" >>"$log"
 echo "mpi_bench: wrote $log" >&2

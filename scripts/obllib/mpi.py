@@ -7,6 +7,9 @@ For every rank count R of --mpi (2 .. 64; a list such as 2,3,4):
     (UnorderedMap, obl_mpi) is the record. Beside it the threaded map at the
     same S, B and N (`obl-bench sharded --threads S`), so that the MPI
     table shows both.
+  * the shard engines alone (`obl-bench batched --engines 1|2`, one shard,
+    one thread, N = 2^14 and 2^16): with the two above, what
+    scripts/mpi_model.py reads its constants from.
   * Ramp-UMAP over MPI: obl-server --backend mpi under `mpirun -np R`
     (rank 0 serves and balances, R - 1 shard ranks), obl-load's ramp
     against it (ramp.py runs it; rank 0's pid stops it).
@@ -87,14 +90,18 @@ def map_case(n, ranks, batch=BATCH, key_bytes=8, value_bytes=56, batches=BATCHES
             "est_seconds": 5 + n * 2e-5 + (batches + 1) * batch * 1e-4 * max(1, ranks / 2)}
 
 
-def threaded_case(n, shards, batch=BATCH, key_bytes=8, value_bytes=56):
-    """obl-bench's sharded map at the same S, B, N: one thread per shard."""
+def threaded_case(n, shards, batch=BATCH, key_bytes=8, value_bytes=56, threads=None,
+                  engines=0, bench="sharded"):
+    """obl-bench's sharded map at the same S, B, N: one thread per shard;
+    bench="batched": one shard, one engine (the cost model's constants)."""
+    threads = shards if threads is None else threads
     params = {"N": n, "Key_bytes": key_bytes, "Value_bytes": value_bytes, "Shards": shards,
-              "Batch_size": batch, "Threads": shards, "Engines": 0}
+              "Batch_size": batch, "Threads": threads, "Engines": engines}
     args = ["--n", str(n), "--key-bytes", str(key_bytes), "--value-bytes", str(value_bytes),
-            "--shards", str(shards), "--batch", str(batch), "--threads", str(shards),
-            "--engines", "0"]
-    return {"bench": "sharded", "report_type": "UnorderedMap", "impl": THREADED_IMPL,
+            "--shards", str(shards), "--batch", str(batch), "--threads", str(threads),
+            "--engines", str(engines)]
+    return {"bench": bench, "report_type": "UnorderedMap",
+            "impl": THREADED_IMPL if bench == "sharded" else "obl_batched",
             "args": args, "params": params, "est_memory_bytes": n * 600 + batch * 400,
             "est_seconds": 5 + n * 1e-5 + 3 * batch * 1e-4}
 
@@ -120,12 +127,17 @@ def cases(bench_bin, ranks, max_n=None, existing=()):
     n = min(TARGET_N, max_n) if max_n else TARGET_N
     seen = {plan.case_identity(c) for c in existing}
     out = []
+
+    def add(case):
+        if plan.case_identity(case) not in seen:
+            seen.add(plan.case_identity(case))
+            out.append(case)
     for r in ranks:
         out.append(map_case(n, r))
-        t = threaded_case(n, layout(r)[2])
-        if plan.case_identity(t) not in seen:
-            seen.add(plan.case_identity(t))
-            out.append(t)
+        add(threaded_case(n, layout(r)[2]))
+    for en in sorted({min(2 ** 14, n), n}):
+        for engines in (1, 2):
+            add(threaded_case(en, 1, threads=1, engines=engines, bench="batched"))
     if ramp.binaries(bench_bin) is not None:
         rn = min(RAMP_N, max_n) if max_n else RAMP_N
         out += [ramp_case(rn, r) for r in ranks]

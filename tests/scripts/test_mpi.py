@@ -101,7 +101,11 @@ class MpiTest(unittest.TestCase):
         threaded = [c for c in cs if c["impl"] == mpi.THREADED_IMPL]
         self.assertEqual([(c["bench"], c["params"]["Shards"], c["params"]["Threads"])
                           for c in threaded], [("sharded", 1, 1), ("sharded", 3, 3)])
+        engines = [(c["params"]["N"], c["params"]["Engines"]) for c in cs
+                   if c["impl"] == "obl_batched"]
+        self.assertEqual(engines, [(4096, 1), (4096, 2)])  # the cost model's, N <= max_n
         ramps = [c for c in cs if c.get("driver") == ramp.DRIVER]
+
         self.assertEqual([c["mpi_ranks"] for c in ramps], [2, 4])
         sv = ramp.server_argv("obl-server", ramps[1])
         self.assertEqual(sv[:5], ["sh", self.script, "-np", "4", "obl-server"])
