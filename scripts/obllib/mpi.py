@@ -100,9 +100,11 @@ def threaded_case(n, shards, batch=BATCH, key_bytes=8, value_bytes=56, threads=N
     args = ["--n", str(n), "--key-bytes", str(key_bytes), "--value-bytes", str(value_bytes),
             "--shards", str(shards), "--batch", str(batch), "--threads", str(threads),
             "--engines", str(engines)]
+    # threads on every core, as the ranks (not pinned to the run's CPU)
     return {"bench": bench, "report_type": "UnorderedMap",
             "impl": THREADED_IMPL if bench == "sharded" else "obl_batched",
-            "args": args, "params": params, "est_memory_bytes": n * 600 + batch * 400,
+            "args": args, "params": params, "pin": threads == 1,
+            "est_memory_bytes": n * 600 + batch * 400,
             "est_seconds": 5 + n * 1e-5 + 3 * batch * 1e-4}
 
 

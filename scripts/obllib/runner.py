@@ -173,6 +173,16 @@ def plugin_preexec(extra_args):
     return lambda: os.sched_setaffinity(0, {int(cpu[-1])})
 
 
+def unpinned(extra_args, case):
+    """extra_args without --cpu K for a case that must not be pinned to one
+    CPU (its threads compare with MPI ranks on every core: obllib/mpi.py)."""
+    args = list(extra_args)
+    if case.get("pin", True) or "--cpu" not in args[:-1]:
+        return args
+    i = args.index("--cpu")
+    return args[:i] + args[i + 2:]
+
+
 def run_case(bench_bin, case, timeout_s, reps=None, extra_args=(), plugins=None):
     """Run one case in its own process group. -> result dict. A case of a
     plug-in (case["plugin"], not obl-bench's own) runs its run.sh, and its
@@ -189,7 +199,8 @@ def run_case(bench_bin, case, timeout_s, reps=None, extra_args=(), plugins=None)
         elif plugin is not None:
             argv = plugin_argv(plugin, case, reps, list(extra_args))
         else:
-            argv = [bench_bin, case["bench"]] + [str(a) for a in case["args"]] + list(extra_args)
+            argv = [bench_bin, case["bench"]] + [str(a) for a in case["args"]] + unpinned(
+                extra_args, case)
             argv += ["--json", json_path]
             if reps is not None:
                 argv += ["--reps", str(reps)]

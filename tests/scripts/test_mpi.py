@@ -111,6 +111,9 @@ class MpiTest(unittest.TestCase):
         self.assertEqual(sv[:5], ["sh", self.script, "-np", "4", "obl-server"])
         self.assertEqual(sv[sv.index("--backend") + 1], "mpi")
         self.assertIn("MPI: 4 ranks", ramp.describe(ramps[1]["params"]))
+        self.assertEqual([c["pin"] for c in threaded], [True, False])  # S threads: all cores
+        self.assertEqual(runner.unpinned(["--cpu", "1", "--x"], threaded[1]), ["--x"])
+        self.assertEqual(runner.unpinned(["--cpu", "1"], threaded[0]), ["--cpu", "1"])
         # a threaded case already in the plan is not added twice
         again = mpi.cases(self.bench, [2, 4], max_n=4096, existing=threaded[:1])
         self.assertEqual(len([c for c in again if c["impl"] == mpi.THREADED_IMPL]), 1)
