@@ -114,7 +114,9 @@ def ramp_case(n, ranks, load=RAMP_LOAD, max_batch=256):
     L, R, S = layout(ranks)
     case = ramp.make_case(n, load, max_batch=max_batch)
     case["params"].update(Backend="mpi", Ranks=ranks, Shards=S)
-    case["server_args"] += ["--backend", "mpi", "--shards", str(S)]
+    # obl-load sends GETs only: a server of GETs runs get epochs (one of all
+    # ops runs every epoch as a mixed one, the sharded map's write path)
+    case["server_args"] += ["--backend", "mpi", "--shards", str(S), "--ops", "get"]
     case["mpi_ranks"] = ranks
     case["est_seconds"] += 5 + n * 2e-5
     return case

@@ -33,6 +33,9 @@ START_TIMEOUT_S = 300.0  # the server builds its map before it listens
 DEFAULT_LOADS = ((20000, 200000, 30, 10), (1000, 1000, 10, 1))
 LARGE_LOADS = ((10000, 300000, 120, 30), (1000, 1000, 30, 1))
 WARMUP_S = 2
+# Case parameters the server's side alone knows, copied into the records
+# (an MPI deployment's: obllib/mpi.py).
+CASE_ONLY_PARAMS = ("Backend", "Ranks", "Shards")
 CONNECTIONS = 4
 HIT_PCT = 80
 
@@ -192,6 +195,10 @@ def run_case(bench_bin, case, timeout_s):
         if not any(r.get("report_type") == REPORT_TYPE for r in records):
             result.update(outcome="failed", reason="obl-load wrote no Ramp-UMAP record")
             return result
+        for r in records:  # what obl-load cannot know: the server's deployment
+            for k in CASE_ONLY_PARAMS:
+                if k in case["params"]:
+                    r.setdefault("params", {})[k] = case["params"][k]
         result.update(outcome="ok", records=records)
         return result
 
@@ -229,8 +236,8 @@ def describe(params):
     mpi = ""
     if p.get("Backend") == "mpi":
         mpi = (f"; MPI: {p.get('Ranks')} ranks (rank 0 server and balancer, "
-               f"{p.get('Ranks', 1) - 1} shard ranks, {p.get('Shards')} shards), epochs of "
-               f"{p.get('Max_batch')} requests")
+               f"{p.get('Ranks', 1) - 1} shard ranks, {p.get('Shards')} shards), get epochs "
+               f"of {p.get('Max_batch')} requests")
     return (f"N = {n_text}, {p.get('Key_bytes')}/{p.get('Value_bytes')} B, {load}, "
             f"{p.get('Hit_pct')} % hits, {p.get('Connections')} connections, max batch "
             f"{p.get('Max_batch')}{pad}{mpi}")

@@ -150,6 +150,8 @@ class MpiTest(unittest.TestCase):
         res = ramp.run_case(self.bench, case, 30)
         self.assertEqual(res["outcome"], "ok", res)
         self.assertIn("rank 0 stopped", res["stderr_tail"])
+        self.assertEqual(res["records"][0]["params"]["Ranks"], 3)  # the case's layout
+        self.assertEqual(res["records"][0]["params"]["Backend"], "mpi")
         self.assertNotIn("mpirun got SIGTERM", res["stderr_tail"])
 
     def test_run_case_reads_report_line(self):

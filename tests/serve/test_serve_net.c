@@ -190,6 +190,43 @@ static void leaving_clients(unsigned port)
     close(fd);
 }
 
+/* The model clients: `rounds` windows each (distinct: see client_send),
+ * every answer checked; between a round's sends and its checks,
+ * between(port, round, rng) does what else the test wants. */
+static void model_rounds(unsigned port, int rounds, int distinct,
+                         void (*between)(unsigned, int, test_rng *))
+{
+    static client cs[CLIENTS];
+    window w[CLIENTS];
+    test_rng rng;
+    test_rng_seed(&rng, T.seed);
+    uint64_t seq[CLIENTS] = {0};
+    for (int i = 0; i < CLIENTS; i++)
+        client_init(&cs[i], port);
+    for (int round = 0; round < rounds && !T.failures; round++) {
+        for (int i = 0; i < CLIENTS; i++)
+            client_send(&cs[i], i, &w[i], &rng, &seq[i], distinct);
+        between(port, round, &rng);
+        for (int i = 0; i < CLIENTS; i++)
+            client_check(&cs[i], &w[i]);
+    }
+    for (int i = 0; i < CLIENTS; i++)
+        close(cs[i].fd);
+}
+
+/* Other clients meanwhile: garbage, a bad op, clients that leave. */
+static void misbehave(unsigned port, int round, test_rng *rng)
+{
+    if (round == 10)
+        garbage_client(port, rng, 0xffffffffu);
+    if (round == 20)
+        garbage_client(port, rng, 5); /* a length shorter than a frame */
+    if (round == 30)
+        bad_op_client(port);
+    if (round == 40)
+        leaving_clients(port);
+}
+
 static void test_model_clients(void)
 {
     test_server s;
@@ -198,29 +235,7 @@ static void test_model_clients(void)
         CHECK(!"obl-server started");
         return;
     }
-    static client cs[CLIENTS];
-    window w[CLIENTS];
-    test_rng rng;
-    test_rng_seed(&rng, T.seed);
-    uint64_t seq[CLIENTS] = {0};
-    for (int i = 0; i < CLIENTS; i++)
-        client_init(&cs[i], s.port);
-    for (int round = 0; round < 60 && !T.failures; round++) {
-        for (int i = 0; i < CLIENTS; i++)
-            client_send(&cs[i], i, &w[i], &rng, &seq[i], 0);
-        if (round == 10)
-            garbage_client(s.port, &rng, 0xffffffffu);
-        if (round == 20)
-            garbage_client(s.port, &rng, 5); /* a length shorter than a frame */
-        if (round == 30)
-            bad_op_client(s.port);
-        if (round == 40)
-            leaving_clients(s.port);
-        for (int i = 0; i < CLIENTS; i++)
-            client_check(&cs[i], &w[i]);
-    }
-    for (int i = 0; i < CLIENTS; i++)
-        close(cs[i].fd);
+    model_rounds(s.port, 60, 0, misbehave);
     CHECK_EQ_U64(net_server_stop(&s, SIGINT, 10), 0);
 }
 
@@ -376,6 +391,14 @@ static void test_sigterm(void)
     CHECK_EQ_U64(net_server_stop(&s, SIGTERM, 10), 0);
 }
 
+/* Idle past the MPI deployment's 3 s deadline once: keep-alive epochs. */
+static void idle_once(unsigned port, int round, test_rng *rng)
+{
+    (void)port, (void)rng;
+    if (round == 20)
+        sleep(5);
+}
+
 /* obl-server --backend mpi under `mpirun -np 3`: obl-load, then the model
  * clients (mixed ops, every answer checked), idle past the deadline, and a
  * clean stop through rank 0. */
@@ -393,23 +416,7 @@ static void test_mpi(const char *mpirun)
     }
     CHECK(s.signal_pid != s.pid); /* rank 0 printed its pid */
     run_load(s.port);
-    static client cs[CLIENTS];
-    window w[CLIENTS];
-    test_rng rng;
-    test_rng_seed(&rng, T.seed);
-    uint64_t seq[CLIENTS] = {0};
-    for (int i = 0; i < CLIENTS; i++)
-        client_init(&cs[i], s.port);
-    for (int round = 0; round < 40 && !T.failures; round++) {
-        for (int i = 0; i < CLIENTS; i++)
-            client_send(&cs[i], i, &w[i], &rng, &seq[i], 1);
-        if (round == 20) /* idle past the 3 s deadline: keep-alive epochs */
-            sleep(5);
-        for (int i = 0; i < CLIENTS; i++)
-            client_check(&cs[i], &w[i]);
-    }
-    for (int i = 0; i < CLIENTS; i++)
-        close(cs[i].fd);
+    model_rounds(s.port, 40, 1, idle_once);
     CHECK_EQ_U64(net_server_stop(&s, SIGTERM, 30), 0);
 }
 
