@@ -165,5 +165,21 @@ class MpiTest(unittest.TestCase):
         self.assertEqual(res["records"][0]["metrics"]["Bytes_per_query"]["median"], 73.3)
 
 
+    def test_plugin_command(self):
+        """benchmark/obl's run.sh with Ranks=R: obl-mpi under mpirun.sh."""
+        import importlib.util
+        path = os.path.join(helpers.ROOT, "benchmark", "common", "obl_bench_run.py")
+        spec = importlib.util.spec_from_file_location("obl_bench_run", path)
+        run = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(run)
+        cmd, reps = run.mpi_command("/r", ["N=65536", "Ranks=3", "Shards=2", "Batch_size=4096",
+                                           "Balancers=1", "reps=2", "fill=0.8"])
+        self.assertEqual(cmd, ["sh", "/r/scripts/mpirun.sh", "-np", "3",
+                               "/r/build/src/mpi/obl-mpi", "--n", "65536", "--shards", "2",
+                               "--batch", "4096", "--balancers", "1"])
+        self.assertEqual(reps, 2)
+        with self.assertRaises(SystemExit):
+            run.mpi_command("/r", ["Ranks=3", "Threads=2"])
+
 if __name__ == "__main__":
     unittest.main()
