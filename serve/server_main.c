@@ -231,7 +231,8 @@ int main(int argc, char **argv)
                                       o.cfg.gets_only);
     }
     if (e != OBL_OK) {
-        fprintf(stderr, "obl-server: map build failed: %s\n", obl_strerror(e));
+        fprintf(stderr, "obl-server: %s backend: map build failed: %s\n", o.backend,
+                obl_strerror(e));
         return 1;
     }
     fprintf(stderr,

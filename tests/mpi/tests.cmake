@@ -37,4 +37,9 @@ if(TARGET obl-mpi AND NOT OBL_CT_CHECK)
                -np 4 ${exe} ${small} --shards 2 --model 2)
   obl_mpi_test(mpi_bad_shard_batch fail "refused: .*b = 3 too small"
                -np 3 ${exe} ${small} --shards 2 --shard-batch 3 --model 2)
+  # obl-server --backend mpi (docs/mpi.md) refuses a layout it cannot serve
+  if(TARGET obl-server)
+    obl_mpi_test(serve_mpi_bad_shards fail "mpi refused: .*1 shards on 2 shard ranks"
+                 -np 3 $<TARGET_FILE:obl-server> --backend mpi --port 0 --n 100 --shards 1)
+  endif()
 endif()
