@@ -2,7 +2,8 @@
 /*
  * obl-server and obl-load over loopback (ephemeral ports): three clients
  * whose every answer is checked against a model while other clients send
- * garbage, unknown ops, short frames, disconnect mid-batch or half-close;
+ * garbage, unknown ops, short frames, disconnect mid-batch or half-close
+ * (batches on the loop's thread, then on the batch thread);
  * the batch-size sequence with padding is the same whatever the keys; an
  * obl-load run checks its answers; SIGTERM under load ends the server
  * cleanly with correct answers to what it had read.
@@ -227,10 +228,12 @@ static void misbehave(unsigned port, int round, test_rng *rng)
         leaving_clients(port);
 }
 
-static void test_model_clients(void)
+/* batch_thread "on": batches run on the server's second thread while its
+ * loop reads and writes (the path of the mpi backend). */
+static void test_model_clients(const char *batch_thread)
 {
     test_server s;
-    const char *args[] = {"--n", "1024", NULL};
+    const char *args[] = {"--n", "1024", "--batch-thread", batch_thread, NULL};
     if (net_server_start(&s, server_path, args) != 0) {
         CHECK(!"obl-server started");
         return;
@@ -441,7 +444,8 @@ int main(int argc, char **argv)
         test_mpi(mpirun);
         return test_done("test_serve_net");
     }
-    test_model_clients();
+    test_model_clients("off");
+    test_model_clients("on");
     test_padding();
     test_sigterm();
     return test_done("test_serve_net");
