@@ -42,7 +42,8 @@ def flags(pairs):
 
 MPI_FLAGS = {"N": "--n", "Key_bytes": "--key-bytes", "Value_bytes": "--value-bytes",
              "Shards": "--shards", "Batch_size": "--batch", "Balancers": "--balancers",
-             "seed": "--seed", "queries": None, "cpu": None, "fill": None}
+             "Pipeline": "--pipeline", "seed": "--seed", "queries": None, "cpu": None,
+             "fill": None}
 
 
 def mpi_command(root, pairs):
