@@ -194,7 +194,8 @@ class TestCpuChoice(unittest.TestCase):
 
     def test_threaded_cases_are_not_pinned(self):
         """A case with Threads != 1 (obl-bench's or a plug-in's) runs on every CPU."""
-        self.assertEqual(runner.unpinned(["--x", "--cpu", "1", "--y"]), ["--x", "--y"])
+        self.assertEqual(runner.unpinned(["--x", "--cpu", "1", "--y"], {"pin": False}),
+                         ["--x", "--y"])
         case = json.loads(runner.bench_output(helpers.FAKE, ["list-cases", "--max-n", "1024"])
                           .splitlines()[0])
         argv = runner.run_case(helpers.FAKE, case, 30, extra_args=["--cpu", "0"])["argv"]
