@@ -26,7 +26,7 @@ import sys
 import tempfile
 import time
 
-from . import parse, plan, ramp, stats
+from . import mpi, parse, plan, ramp, stats
 from .inputs import ROOT
 
 MEMORY_MARGIN = 0.9   # a case may use at most 90 % of MemAvailable
@@ -113,6 +113,11 @@ def list_cases(bench_bin, max_n=None, large=False):
         for key in ("bench", "impl", "args", "params"):
             if key not in case:
                 raise RuntimeError(f"list-cases line {number} lacks {key!r}")
+        # more than one thread (Threads 0: every core): not pinned to the run's
+        # one CPU, where the threads would wait on each other (as a plug-in's
+        # "pin": false)
+        if case["params"].get("Threads", 1) != 1:
+            case["pin"] = False
         cases.append(case)
     # Ramp-UMAP runs obl-server and obl-load, not an obl-bench subcommand
     return cases + ramp.cases(bench_bin, max_n, large)
@@ -173,6 +178,17 @@ def plugin_preexec(extra_args):
     return lambda: os.sched_setaffinity(0, {int(cpu[-1])})
 
 
+def unpinned(extra_args, case):
+    """extra_args without --cpu K for a case that must not be pinned to one
+    CPU: more than one thread (list_cases), or threads that compare with MPI
+    ranks on every core (obllib/mpi.py)."""
+    args = list(extra_args)
+    if case.get("pin", True) or "--cpu" not in args[:-1]:
+        return args
+    i = args.index("--cpu")
+    return args[:i] + args[i + 2:]
+
+
 def run_case(bench_bin, case, timeout_s, reps=None, extra_args=(), plugins=None):
     """Run one case in its own process group. -> result dict. A case of a
     plug-in (case["plugin"], not obl-bench's own) runs its run.sh, and its
@@ -180,13 +196,17 @@ def run_case(bench_bin, case, timeout_s, reps=None, extra_args=(), plugins=None)
     if case.get("driver") == ramp.DRIVER:
         return ramp.run_case(bench_bin, case, timeout_s)
     plugin = (plugins or {}).get(case.get("plugin")) if not case.get("native") else None
+    by_reports = plugin is not None or case.get("driver") == mpi.DRIVER  # records: REPORT lines
     with tempfile.TemporaryDirectory(prefix="obl-case-") as tmp:
         json_path = os.path.join(tmp, "case.jsonl")
         out_path, err_path = os.path.join(tmp, "stdout"), os.path.join(tmp, "stderr")
-        if plugin is not None:
+        if case.get("driver") == mpi.DRIVER:
+            argv = mpi.argv(bench_bin, case)
+        elif plugin is not None:
             argv = plugin_argv(plugin, case, reps, list(extra_args))
         else:
-            argv = [bench_bin, case["bench"]] + [str(a) for a in case["args"]] + list(extra_args)
+            argv = [bench_bin, case["bench"]] + [str(a) for a in case["args"]] + unpinned(
+                extra_args, case)
             argv += ["--json", json_path]
             if reps is not None:
                 argv += ["--reps", str(reps)]
@@ -238,7 +258,7 @@ def run_case(bench_bin, case, timeout_s, reps=None, extra_args=(), plugins=None)
             why = f": {last[-1].strip()}" if last else ""
             result.update(outcome="failed", reason=f"exit status {code}{why}")
             return result
-        if plugin is not None:
+        if by_reports:
             records = parse.objects_from_reports(result["reports"], case["bench"])
             if not records:
                 result.update(outcome="failed", reason="exit status 0 but no REPORT line")
