@@ -89,6 +89,8 @@ obl_err mpi_bal_init(mpi_bal *z, const mpi_layout *y, const unsigned char route_
     z->bf.keys = z->mem + 24 * sb;
     z->bf.vout = z->bf.keys + sb * y->ks;
     z->bf.vin = z->bf.vout + sb * y->vs;
+    z->bf.akeys = z->bf.keys; /* the ranks answer in shard-batch order */
+    z->bf.adummy = z->bf.dummy;
     return OBL_OK;
 }
 
@@ -97,6 +99,7 @@ void mpi_bal_free(mpi_bal *z)
 {
     if (z->mem)
         obl_free(&z->ac, z->mem, z->mem_bytes);
+    shard_route_release(&z->rt);
     obl_prg_wipe(&z->prg);
     obl_wipe(&z->rt, sizeof z->rt);
     z->mem = NULL;
