@@ -28,9 +28,18 @@ static double rounds(const obl_shard *m)
     return ceil((double)m->S / (double)m->threads);
 }
 
-/* see shard_map.h */
-double shard_est_per_request(const obl_shard *m, size_t b)
+/* The balancer's work for n = B + S b records, n lg(n)^2 (its networks). */
+static double bal_units(size_t B, size_t b, unsigned S)
 {
+    double n = (double)B + (double)S * (double)b, lg = log2(n + 1);
+    return n * lg * lg;
+}
+
+/* see shard_map.h */
+double shard_est_per_request(const obl_shard *m, size_t B, size_t b, unsigned P)
+{
+    if (P > 1) /* the sub-batches, less the one balancer the scan's side has too */
+        return shard_est_parts(m, B, P) - m->cost.bal_us * bal_units(B, b, m->S);
     return rounds(m) * (double)b * m->cost.access_us;
 }
 
@@ -55,6 +64,34 @@ double shard_est_balance(const obl_shard *m, size_t B, size_t b)
 {
     double n = (double)(B + (size_t)m->S * b);
     return 5.0 * m->cost.ce_us * n * log2(n + 1);
+}
+
+/* see shard_map.h */
+double shard_est_parts(const obl_shard *m, size_t B, unsigned P)
+{
+    if (m->S == 1) /* one shard answers gets without a balancer */
+        return (double)B * m->cost.access_us;
+    size_t q = B / P, r = B % P, bq = shard_part_b(m, q, P);
+    size_t bq1 = r ? shard_part_b(m, q + 1, P) : bq;
+    double per_shard = (double)(P - r) * (double)bq + (double)r * (double)bq1;
+    double bal = m->cost.bal_us * bal_units(q + (r != 0), bq1, m->S);
+    return rounds(m) * per_shard * m->cost.access_us + ceil((double)P / m->threads) * bal;
+}
+
+/* see shard_map.h */
+unsigned shard_choose_parts(obl_shard *m, size_t B)
+{
+    if (m->parts_B == B) /* public */
+        return m->parts_P;
+    unsigned P = m->threads < SHARD_MAX_PARTS ? m->threads : SHARD_MAX_PARTS;
+    if (m->parts_force)
+        P = m->parts_force;
+    else if (m->S == 1 || P < 2 || B < 2 * (size_t)P ||
+             shard_est_parts(m, B, P) >= shard_est_parts(m, B, 1))
+        P = 1;
+    m->parts_B = B;
+    m->parts_P = P <= B ? P : (unsigned)B;
+    return m->parts_P;
 }
 
 /* CPU time of the calling thread (us): the constants measure work, which
@@ -123,11 +160,41 @@ static obl_err calibrate_scan(obl_shard *m)
     return OBL_OK;
 }
 
+/* The balancer's constant: one split and join of a get batch of 512 on
+ * the map's balancer, per bal_units. */
+static obl_err calibrate_balance(obl_shard *m)
+{
+    enum { CAL_B = 512 };
+    size_t b = shard_route_b(CAL_B, m->S, m->lambda), sb = (size_t)m->S * b;
+    size_t ks = m->p.key_size, vs = m->p.value_size;
+    size_t bytes = CAL_B * (ks + vs + 8) + sb * (24 + ks + vs);
+    obl_alloc_ctx c = m->ac;
+    unsigned char *a = (unsigned char *)obl_alloc(&c, bytes, 64);
+    if (!a)
+        return OBL_ERR_NOMEM;
+    shard_bufs bf = {(uint64_t *)a, (uint64_t *)a + sb, (uint64_t *)a + 2 * sb, a + 24 * sb,
+                     NULL, a + 24 * sb + sb * ks};
+    unsigned char *keys = bf.vout + sb * vs, *vout = keys + CAL_B * ks;
+    uint64_t *found = (uint64_t *)(vout + CAL_B * vs);
+    double t0 = cpu_now_us();
+    obl_err e = shard_route_split(&m->rt, CAL_B, b, NULL, keys, NULL, &bf);
+    if (e == OBL_OK)
+        e = shard_route_join(&m->rt, CAL_B, b, keys, &bf, vout, found);
+    m->cost.bal_us = (cpu_now_us() - t0) / bal_units(CAL_B, b, m->S);
+    obl_free(&c, a, bytes);
+    return e;
+}
+
 /* see shard_map.h */
 obl_err shard_calibrate(obl_shard *m)
 {
     m->cost.access_us = INFINITY;
-    m->cost.entry_us = m->cost.slot_us = m->cost.ce_us = INFINITY;
+    m->cost.entry_us = m->cost.slot_us = m->cost.ce_us = m->cost.bal_us = INFINITY;
+    if (m->S > 1) {
+        obl_err e = calibrate_balance(m);
+        if (e != OBL_OK)
+            return e;
+    }
     if (m->keep_omap) {
         unsigned char key[OBL_SHARD_MAX_KEY_SIZE] = {0}, val[OBL_SHARD_MAX_VALUE_SIZE];
         uint64_t found;
@@ -140,5 +207,5 @@ obl_err shard_calibrate(obl_shard *m)
         }
         m->cost.access_us = (cpu_now_us() - t0) / 32;
     }
-    return m->keep_scan ? calibrate_scan(m) : OBL_OK;
+    return m->keep_scan && m->keep_omap ? calibrate_scan(m) : OBL_OK;
 }

@@ -116,6 +116,9 @@ static void fill_batch(test_rng *r, bufs *b, size_t B, int kind, uint64_t univer
 /* Threads under memcheck (which serialises them): 1, and 2 for one stream. */
 static unsigned ct_threads = 1;
 
+/* Sub-batches of the get batches through the omaps (0: the cost model's). */
+static unsigned force_parts = 0;
+
 static obl_shard_params params(uint64_t cap, unsigned S, unsigned engines, unsigned threads)
 {
     obl_shard_params p = {0};
@@ -168,6 +171,7 @@ static void stream(uint64_t cap, unsigned S, unsigned engines, const size_t *Bs,
     OBL_DECLASSIFY(m.v, n0 * VS);
     if (!s)
         return;
+    s->parts_force = force_parts;
     for (int it = 0; it < rounds; it++) {
         size_t B = Bs[it % nB];
         bufs b;
@@ -208,6 +212,7 @@ static void one_shard(unsigned engines)
             ks[nk++] = k;
     }
     CHECK(nk > b && b < B);
+    s->parts_force = 1; /* the whole batch's bound; sub-batches below */
     model m = model_new(400, VS);
     bufs bb;
     bufs_init(&bb, B);
@@ -223,6 +228,21 @@ static void one_shard(unsigned engines)
     for (size_t i = 0; i < B; i++)
         bb.keys[i] = ks[i % (b - 1)];
     CHECK(do_batch(s, &m, &bb, B, 0) == OBL_OK); /* unchanged */
+    if (engines == OBL_SHARD_ENGINES_PER_REQUEST) { /* gets in two sub-batches */
+        s->parts_force = 2;
+        s->parts_B = 0;
+        size_t b2 = shard_part_b(s, B / 2, 2);
+        CHECK(b2 < B / 2);
+        for (size_t i = 0; i < B; i++) /* each half: b2 distinct keys, shared */
+            bb.keys[i] = ks[i % b2];
+        CHECK(do_batch(s, &m, &bb, B, 0) == OBL_OK);
+        obl_shard_stats st;
+        obl_shard_get_stats(s, &st);
+        CHECK(st.last_parts == 2 && st.last_engine == OBL_SHARD_ENGINE_PER_REQUEST);
+        for (size_t i = 0; i < B; i++) /* the second half: more than b2 */
+            bb.keys[i] = ks[i < B / 2 ? 0 : i];
+        CHECK(do_batch(s, &m, &bb, B, 0) == OBL_ERR_FULL);
+    }
     bufs_free(&bb);
     model_free(&m);
     obl_shard_destroy(s);
@@ -334,6 +354,10 @@ int main(int argc, char **argv)
         one_shard(e);
         alloc_failure(e);
     }
+    for (force_parts = 2; force_parts <= 3; force_parts++) /* gets in sub-batches */
+        stream(T.ct ? 64 : 200, force_parts, OBL_SHARD_ENGINES_PER_REQUEST, small, 5,
+               T.ct ? 60 : 180, T.ct ? 8 : 16);
+    force_parts = 0;
     if (T.ct) { /* the pool's threads under memcheck too */
         ct_threads = 2;
         stream(64, 3, 0, small, 5, 60, 4);
