@@ -282,11 +282,7 @@ obl_err obl_shard_batch(obl_shard *m, size_t B, const uint64_t *ops, const void 
     if (!m || !keys || !values_out || !found || B == 0 || B > OBL_SHARD_MAX_BATCH ||
         (values_in && !ops))
         return OBL_ERR_INVALID_ARG;
-    if (m->last_B != B) { /* public */
-        m->last_b = shard_route_b(B, m->S, m->lambda);
-        m->last_B = B;
-    }
-    sb_job j = {m, m->last_b, {0}, values_in != NULL, 0, 1, NULL};
+    sb_job j = {m, shard_part_b(m, B, 1), {0}, values_in != NULL, 0, 1, NULL};
     size_t sb, bytes = 0;
     if (!obl_mul_ok(j.b, m->S, &sb))
         return OBL_ERR_TOO_LARGE;

@@ -36,7 +36,7 @@ static double bal_units(size_t B, size_t b, unsigned S)
 }
 
 /* see shard_map.h */
-double shard_est_per_request(const obl_shard *m, size_t B, size_t b, unsigned P)
+double shard_est_per_request(obl_shard *m, size_t B, size_t b, unsigned P)
 {
     if (P > 1) /* the sub-batches, less the one balancer the scan's side has too */
         return shard_est_parts(m, B, P) - m->cost.bal_us * bal_units(B, b, m->S);
@@ -67,7 +67,7 @@ double shard_est_balance(const obl_shard *m, size_t B, size_t b)
 }
 
 /* see shard_map.h */
-double shard_est_parts(const obl_shard *m, size_t B, unsigned P)
+double shard_est_parts(obl_shard *m, size_t B, unsigned P)
 {
     if (m->S == 1) /* one shard answers gets without a balancer */
         return (double)B * m->cost.access_us;
@@ -81,17 +81,13 @@ double shard_est_parts(const obl_shard *m, size_t B, unsigned P)
 /* see shard_map.h */
 unsigned shard_choose_parts(obl_shard *m, size_t B)
 {
-    if (m->parts_B == B) /* public */
-        return m->parts_P;
     unsigned P = m->threads < SHARD_MAX_PARTS ? m->threads : SHARD_MAX_PARTS;
     if (m->parts_force)
         P = m->parts_force;
     else if (m->S == 1 || P < 2 || B < 2 * (size_t)P ||
              shard_est_parts(m, B, P) >= shard_est_parts(m, B, 1))
         P = 1;
-    m->parts_B = B;
-    m->parts_P = P <= B ? P : (unsigned)B;
-    return m->parts_P;
+    return P <= B ? P : (unsigned)B;
 }
 
 /* CPU time of the calling thread (us): the constants measure work, which

@@ -39,12 +39,18 @@ static size_t part_range(size_t B, unsigned P, unsigned p, size_t *lo)
 }
 
 /* see shard_map.h */
-size_t shard_part_b(const obl_shard *m, size_t n, unsigned P)
+size_t shard_part_b(obl_shard *m, size_t n, unsigned P)
 {
+    size_t i = (n * 0x9e37u + P) & 63;
+    if (m->bmemo[i].n == n && m->bmemo[i].P == P && m->bmemo[i].b) /* public */
+        return m->bmemo[i].b;
     unsigned extra = 0; /* a union bound over the P balancers */
     while ((1u << extra) < P)
         extra++;
-    return shard_route_b(n, m->S, m->lambda + extra);
+    m->bmemo[i].n = n;
+    m->bmemo[i].P = P;
+    m->bmemo[i].b = shard_route_b(n, m->S, m->lambda + extra);
+    return m->bmemo[i].b;
 }
 
 static obl_err part_split(void *arg, size_t p)

@@ -45,10 +45,10 @@ struct obl_shard {
     shard_costs cost;
     int calibrated;          /* cost measured (at the first get batch) */
     size_t shape_b, shape_nb, shape_z; /* the scan table's shape for b */
-    size_t last_B, last_b;   /* the balancer's b for B, reused */
-    size_t parts_B;          /* the sub-batch count chosen for B, reused */
-    unsigned parts_P;
     unsigned parts_force;    /* tests only: this many sub-batches (0: the model) */
+    /* b of recent (n, P), a tail sum of tens of us that a server's varying
+     * batch sizes would pay per batch (shard_part_b) */
+    struct { size_t n, b; unsigned P; } bmemo[64];
     obl_shard_stats st;
 };
 
@@ -68,7 +68,7 @@ obl_err shard_calibrate(obl_shard *m);
 /* The model's estimates (us) for a get batch of B, b per shard: the
  * omaps' in P sub-batches (P = 1: the shards' work alone; P > 1: plus the
  * difference of the P balancers from one), and the scan's. */
-double shard_est_per_request(const obl_shard *m, size_t B, size_t b, unsigned P);
+double shard_est_per_request(obl_shard *m, size_t B, size_t b, unsigned P);
 double shard_est_scan(obl_shard *m, size_t b);
 
 /* The balancer's estimate (us) for B requests, b per shard. */
@@ -93,12 +93,12 @@ obl_err shard_parts_get(obl_shard *m, size_t B, unsigned P, const unsigned char 
 
 /* The per-shard batch size of a sub-batch of n requests, one of P: the
  * balancer's b with lambda + ceil(lg P). Public. */
-size_t shard_part_b(const obl_shard *m, size_t n, unsigned P);
+size_t shard_part_b(obl_shard *m, size_t n, unsigned P);
 
 /* The cost model's estimate (us) of a get batch of B through the omaps in
  * P sub-batches: the shards' accesses plus the P balancers (none for one
  * shard). */
-double shard_est_parts(const obl_shard *m, size_t B, unsigned P);
+double shard_est_parts(obl_shard *m, size_t B, unsigned P);
 
 /* The sub-batch count of a get batch of B through the omaps: 1, or the
  * thread count when the model finds it cheaper. Needs the calibration. */

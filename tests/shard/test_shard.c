@@ -230,7 +230,6 @@ static void one_shard(unsigned engines)
     CHECK(do_batch(s, &m, &bb, B, 0) == OBL_OK); /* unchanged */
     if (engines == OBL_SHARD_ENGINES_PER_REQUEST) { /* gets in two sub-batches */
         s->parts_force = 2;
-        s->parts_B = 0;
         size_t b2 = shard_part_b(s, B / 2, 2);
         CHECK(b2 < B / 2);
         for (size_t i = 0; i < B; i++) /* each half: b2 distinct keys, shared */
