@@ -361,6 +361,9 @@ int main(int argc, char **argv)
         ct_threads = 2;
         stream(64, 3, 0, small, 5, 60, 4);
         stream(64, 1, 2, small, 5, 60, 4);
+        force_parts = 2; /* the sub-batches' balancers on two threads */
+        stream(64, 2, OBL_SHARD_ENGINES_PER_REQUEST, small, 5, 60, 4);
+        force_parts = 0;
     }
     if (!T.ct && !SHARD_SANITIZE) { /* large batches, both engines */
         stream(1u << 15, 15, 0, big, 3, 1u << 15, 3);
