@@ -19,6 +19,8 @@ typedef struct sb_job {
     int apply;       /* per-request: 0 answer with gets, 1 apply the ops */
     unsigned parts;  /* scan slices per shard */
     obl_pool *pool;  /* for a shard's split scan, else NULL */
+    unsigned char *mem; /* bf's allocation (none for direct gets, sub-batches) */
+    size_t mem_bytes;
 } sb_job;
 
 static shard_batch shard_view(const sb_job *j, size_t s)
@@ -204,8 +206,10 @@ static unsigned char *bufs_alloc(obl_shard *m, size_t sb, int writes, shard_bufs
                                  size_t *bytes)
 {
     size_t ks = m->p.key_size, vs = m->p.value_size, per = 24 + ks + vs + (writes ? vs : 0);
-    if (!obl_mul_ok(sb, per, bytes))
+    if (!obl_mul_ok(sb, per, bytes)) {
+        *bytes = 0;
         return NULL;
+    }
     unsigned char *a = (unsigned char *)obl_alloc(&m->ac, *bytes, 64);
     if (!a)
         return NULL;
@@ -228,6 +232,11 @@ static obl_err answers(obl_shard *m, sb_job *j, size_t B, unsigned engine, unsig
     if (parts > 1)
         return shard_parts_get(m, B, parts, keys, vout, found, t);
     int direct = m->S == 1 && !j->writes && engine == OBL_SHARD_ENGINE_PER_REQUEST;
+    size_t sb;
+    if (!direct && !obl_mul_ok(j->b, m->S, &sb))
+        return OBL_ERR_TOO_LARGE;
+    if (!direct && !(j->mem = bufs_alloc(m, sb, j->writes, &j->bf, &j->mem_bytes)))
+        return j->mem_bytes ? OBL_ERR_NOMEM : OBL_ERR_TOO_LARGE;
     double t0 = shard_now_us();
     obl_err e = direct ? OBL_OK : shard_route_split(&m->rt, B, j->b, ops, keys, vin, &j->bf);
     double t1 = shard_now_us();
@@ -282,16 +291,10 @@ obl_err obl_shard_batch(obl_shard *m, size_t B, const uint64_t *ops, const void 
     if (!m || !keys || !values_out || !found || B == 0 || B > OBL_SHARD_MAX_BATCH ||
         (values_in && !ops))
         return OBL_ERR_INVALID_ARG;
-    sb_job j = {m, shard_part_b(m, B, 1), {0}, values_in != NULL, 0, 1, NULL};
-    size_t sb, bytes = 0;
-    if (!obl_mul_ok(j.b, m->S, &sb))
-        return OBL_ERR_TOO_LARGE;
-    unsigned char *a = bufs_alloc(m, sb, j.writes, &j.bf, &bytes);
-    if (!a)
-        return bytes ? OBL_ERR_NOMEM : OBL_ERR_TOO_LARGE;
+    sb_job j = {m, shard_part_b(m, B, 1), {0}, values_in != NULL, 0, 1, NULL, NULL, 0};
     obl_err e = run_batch(m, &j, B, ops, (const unsigned char *)keys,
                           (const unsigned char *)values_in, (unsigned char *)values_out, found);
-    obl_free(&m->ac, a, bytes);
+    obl_free(&m->ac, j.mem, j.mem_bytes);
     return e;
 }
 
