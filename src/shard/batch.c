@@ -201,9 +201,9 @@ static obl_err write_back(sb_job *j, const uint64_t *next)
     return e;
 }
 
-/* The S * b arrays of one batch, in one allocation. */
-static unsigned char *bufs_alloc(obl_shard *m, size_t sb, int writes, shard_bufs *bf,
-                                 size_t *bytes)
+/* see shard_map.h */
+unsigned char *shard_bufs_alloc(obl_shard *m, size_t sb, int writes, shard_bufs *bf,
+                                size_t *bytes)
 {
     size_t ks = m->p.key_size, vs = m->p.value_size, per = 24 + ks + vs + (writes ? vs : 0);
     if (!obl_mul_ok(sb, per, bytes)) {
@@ -235,7 +235,7 @@ static obl_err answers(obl_shard *m, sb_job *j, size_t B, unsigned engine, unsig
     size_t sb;
     if (!direct && !obl_mul_ok(j->b, m->S, &sb))
         return OBL_ERR_TOO_LARGE;
-    if (!direct && !(j->mem = bufs_alloc(m, sb, j->writes, &j->bf, &j->mem_bytes)))
+    if (!direct && !(j->mem = shard_bufs_alloc(m, sb, j->writes, &j->bf, &j->mem_bytes)))
         return j->mem_bytes ? OBL_ERR_NOMEM : OBL_ERR_TOO_LARGE;
     double t0 = shard_now_us();
     obl_err e = direct ? OBL_OK : shard_route_split(&m->rt, B, j->b, ops, keys, vin, &j->bf);

@@ -15,7 +15,9 @@
 
 typedef struct part {
     size_t lo, B, b;  /* requests lo .. lo + B - 1; b per shard */
-    shard_bufs bf;    /* S * b entries */
+    shard_bufs bf;    /* S * b entries (shard_bufs_alloc) */
+    unsigned char *mem;
+    size_t mem_bytes;
     shard_route rt;   /* the map's balancer with this part's PRG and memory */
     obl_alloc_ctx ac; /* the balancer's working memory, freed by it */
     obl_prg prg;
@@ -87,35 +89,31 @@ static obl_err part_join(void *arg, size_t p)
                             j->vout + t->lo * vs, j->found + t->lo);
 }
 
-/* The parts, their balancers and their S * b arrays in one allocation
- * (bytes: its size, 0 if a size overflows). */
-static part *parts_alloc(obl_shard *m, size_t B, unsigned P, size_t *bytes)
+static void parts_free(obl_shard *m, part *pt, unsigned P)
 {
-    size_t per = 24 + m->p.key_size + m->p.value_size, ent = 0, off = P * sizeof(part);
-    *bytes = 0;
     for (unsigned p = 0; p < P; p++) {
-        size_t lo, n = part_range(B, P, p, &lo), sb;
-        if (!obl_mul_ok(shard_part_b(m, n, P), m->S, &sb) || !obl_add_ok(ent, sb, &ent))
-            return NULL;
+        obl_free(&m->ac, pt[p].mem, pt[p].mem_bytes);
+        obl_prg_wipe(&pt[p].prg);
     }
-    if (!obl_mul_ok(ent, per, bytes) || !obl_add_ok(*bytes, off, bytes)) {
-        *bytes = 0;
-        return NULL;
-    }
-    part *pt = (part *)obl_alloc(&m->ac, *bytes, 64);
-    unsigned char *a = (unsigned char *)pt + off;
-    for (unsigned p = 0; pt && p < P; p++) {
+    obl_free(&m->ac, pt, P * sizeof(part));
+}
+
+/* The parts, each with its S * b arrays and its balancer. */
+static obl_err parts_alloc(obl_shard *m, size_t B, unsigned P, part **out)
+{
+    part *pt = (part *)obl_alloc(&m->ac, P * sizeof(part), 64);
+    if (!pt)
+        return OBL_ERR_NOMEM;
+    obl_err e = OBL_OK;
+    for (unsigned p = 0; p < P; p++) {
         part *t = &pt[p];
         t->B = part_range(B, P, p, &t->lo);
         t->b = shard_part_b(m, t->B, P);
-        size_t sb = m->S * t->b;
-        t->bf.op = (uint64_t *)a;
-        t->bf.dummy = t->bf.op + sb;
-        t->bf.found = t->bf.dummy + sb;
-        t->bf.keys = a + 24 * sb;
-        t->bf.vout = t->bf.keys + sb * m->p.key_size;
-        t->bf.vin = NULL;
-        a += sb * per;
+        size_t sb;
+        if (e == OBL_OK && !obl_mul_ok(t->b, m->S, &sb))
+            e = OBL_ERR_TOO_LARGE;
+        if (e == OBL_OK && !(t->mem = shard_bufs_alloc(m, sb, 0, &t->bf, &t->mem_bytes)))
+            e = t->mem_bytes ? OBL_ERR_NOMEM : OBL_ERR_TOO_LARGE;
         unsigned char seed[32];
         obl_prg_fill(&m->prg, seed, sizeof seed);
         obl_prg_init_bytes(&t->prg, seed);
@@ -126,20 +124,24 @@ static part *parts_alloc(obl_shard *m, size_t B, unsigned P, size_t *bytes)
         t->rt.ac = &t->ac;
         t->rt.threads = 1;
     }
-    return pt;
+    if (e != OBL_OK)
+        parts_free(m, pt, P);
+    else
+        *out = pt;
+    return e;
 }
 
 /* see shard_map.h */
 obl_err shard_parts_get(obl_shard *m, size_t B, unsigned P, const unsigned char *keys,
                         unsigned char *vout, uint64_t *found, double t[3])
 {
-    size_t bytes;
-    part *pt = parts_alloc(m, B, P, &bytes);
-    if (!pt)
-        return bytes ? OBL_ERR_NOMEM : OBL_ERR_TOO_LARGE;
+    part *pt = NULL;
+    obl_err e = parts_alloc(m, B, P, &pt);
+    if (e != OBL_OK)
+        return e;
     parts_job j = {m, P, pt, keys, vout, found};
     double t0 = shard_now_us();
-    obl_err e = obl_pool_run(m->pool, P, part_split, &j);
+    e = obl_pool_run(m->pool, P, part_split, &j);
     double t1 = shard_now_us();
     if (e == OBL_OK)
         e = obl_pool_run(m->pool, m->S, part_shard, &j);
@@ -149,8 +151,6 @@ obl_err shard_parts_get(obl_shard *m, size_t B, unsigned P, const unsigned char 
     t[0] = t1 - t0;
     t[1] = t2 - t1;
     t[2] = shard_now_us() - t2;
-    for (unsigned p = 0; p < P; p++)
-        obl_prg_wipe(&pt[p].prg);
-    obl_free(&m->ac, pt, bytes);
+    parts_free(m, pt, P);
     return e;
 }

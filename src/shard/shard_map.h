@@ -74,6 +74,12 @@ double shard_est_scan(obl_shard *m, size_t b);
 /* The balancer's estimate (us) for B requests, b per shard. */
 double shard_est_balance(const obl_shard *m, size_t B, size_t b);
 
+/* The S * b arrays of one batch (sb = S * b entries; vin only if writes)
+ * in one allocation through m->ac, every field of bf set; bytes: its size,
+ * 0 if it overflows. NULL: NOMEM, or TOO_LARGE with bytes 0. */
+unsigned char *shard_bufs_alloc(obl_shard *m, size_t sb, int writes, shard_bufs *bf,
+                                size_t *bytes);
+
 /* Answers shard s's batch bt through its omap: b accesses, dummies as
  * gets; apply = 0 answers with gets (vout, found), 1 applies the ops (the
  * write-back, which goes on past a capacity event and returns the first). */

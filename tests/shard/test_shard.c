@@ -328,6 +328,20 @@ static void alloc_failure(unsigned engines)
             bufs_free(&bb);
             fa.budget = -1;
         }
+        s->parts_force = engines == OBL_SHARD_ENGINES_SCAN ? 0 : 2; /* gets in parts */
+        for (long b2 = 0, ok = 0; !ok; b2++) {
+            fa.budget = b2;
+            bufs bb;
+            bufs_init(&bb, 8);
+            test_rng r;
+            test_rng_seed(&r, (uint64_t)b2);
+            fill_batch(&r, &bb, 8, 0, 140);
+            e = do_batch(s, &m, &bb, 8, 0);
+            CHECK(e == OBL_OK || e == OBL_ERR_NOMEM);
+            ok = e == OBL_OK;
+            bufs_free(&bb);
+            fa.budget = -1;
+        }
         obl_shard_destroy(s);
         CHECK(fa.live == 0);
         model_free(&m);
