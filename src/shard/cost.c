@@ -161,23 +161,24 @@ static obl_err calibrate_scan(obl_shard *m)
 static obl_err calibrate_balance(obl_shard *m)
 {
     enum { CAL_B = 512 };
-    size_t b = shard_route_b(CAL_B, m->S, m->lambda), sb = (size_t)m->S * b;
-    size_t ks = m->p.key_size, vs = m->p.value_size;
-    size_t bytes = CAL_B * (ks + vs + 8) + sb * (24 + ks + vs);
+    size_t b = shard_part_b(m, CAL_B, 1), ks = m->p.key_size, vs = m->p.value_size;
+    size_t bytes = CAL_B * (ks + vs + 8), bb = 0;
+    shard_bufs bf;
+    unsigned char *mem = shard_bufs_alloc(m, (size_t)m->S * b, 0, &bf, &bb);
     obl_alloc_ctx c = m->ac;
-    unsigned char *a = (unsigned char *)obl_alloc(&c, bytes, 64);
-    if (!a)
-        return OBL_ERR_NOMEM;
-    shard_bufs bf = {(uint64_t *)a, (uint64_t *)a + sb, (uint64_t *)a + 2 * sb, a + 24 * sb,
-                     NULL, a + 24 * sb + sb * ks};
-    unsigned char *keys = bf.vout + sb * vs, *vout = keys + CAL_B * ks;
-    uint64_t *found = (uint64_t *)(vout + CAL_B * vs);
-    double t0 = cpu_now_us();
-    obl_err e = shard_route_split(&m->rt, CAL_B, b, NULL, keys, NULL, &bf);
-    if (e == OBL_OK)
-        e = shard_route_join(&m->rt, CAL_B, b, keys, &bf, vout, found);
-    m->cost.bal_us = (cpu_now_us() - t0) / bal_units(CAL_B, b, m->S);
-    obl_free(&c, a, bytes);
+    unsigned char *keys = (unsigned char *)obl_alloc(&c, bytes, 64);
+    obl_err e = mem && keys ? OBL_OK : OBL_ERR_NOMEM;
+    if (e == OBL_OK) { /* a batch of one key: the balancer's work is the same */
+        unsigned char *vout = keys + CAL_B * ks;
+        uint64_t *found = (uint64_t *)(vout + CAL_B * vs);
+        double t0 = cpu_now_us();
+        e = shard_route_split(&m->rt, CAL_B, b, NULL, keys, NULL, &bf);
+        if (e == OBL_OK)
+            e = shard_route_join(&m->rt, CAL_B, b, keys, &bf, vout, found);
+        m->cost.bal_us = (cpu_now_us() - t0) / bal_units(CAL_B, b, m->S);
+    }
+    obl_free(&c, keys, bytes);
+    obl_free(&m->ac, mem, bb);
     return e;
 }
 
