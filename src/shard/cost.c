@@ -5,9 +5,11 @@
  * parallel, one thread each); scan: per shard, every entry hashed and
  * compared with z slots, plus three sorts of the table's records
  * (shard_scan_table_shape gives nb and z), the shards in parallel or, with
- * fewer shards than threads, each scan split over the threads. Its
- * constants are timed (thread CPU time) at the first get batch on the
- * map's own stores (docs/shard.md, "Cost model").
+ * fewer shards than threads, each scan split over the threads; and for
+ * the per-request engine whether a get batch is cut into T sub-batches
+ * (parts.c), from the balancer's n lg^2 n work. Its constants are timed
+ * (thread CPU time) at the first get batch on the map's own stores
+ * (docs/shard.md, "Cost model").
  */
 #include <math.h>
 #include <string.h>
