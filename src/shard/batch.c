@@ -133,7 +133,7 @@ static obl_err choose_engine(obl_shard *m, size_t B, size_t b, int writes, unsig
                              unsigned *parts)
 {
     int both = m->keep_scan && m->keep_omap;
-    int cut = !writes && m->keep_omap && m->S > 1 && (m->threads > 1 || m->parts_force);
+    int cut = !writes && m->keep_omap && m->S > 1 && (m->threads > 1 || shard_parts_force(m));
     if (!writes && (both || cut) && !m->calibrated) { /* the constants, at first use */
         obl_err c = shard_calibrate(m);
         if (c != OBL_OK)

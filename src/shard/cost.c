@@ -84,8 +84,8 @@ double shard_est_parts(obl_shard *m, size_t B, unsigned P)
 unsigned shard_choose_parts(obl_shard *m, size_t B)
 {
     unsigned P = m->threads < SHARD_MAX_PARTS ? m->threads : SHARD_MAX_PARTS;
-    if (m->parts_force)
-        P = m->parts_force;
+    if (shard_parts_force(m))
+        P = shard_parts_force(m);
     else if (m->S == 1 || P < 2 || B < 2 * (size_t)P ||
              shard_est_parts(m, B, P) >= shard_est_parts(m, B, 1))
         P = 1;

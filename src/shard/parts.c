@@ -14,8 +14,8 @@
 #include "shard/shard_map.h"
 
 typedef struct part {
-    size_t lo, B, b;  /* requests lo .. lo + B - 1; b per shard */
-    shard_bufs bf;    /* S * b entries (shard_bufs_alloc) */
+    size_t lo, B, b; /* requests lo .. lo + B - 1; b per shard */
+    shard_bufs bf;   /* S * b entries (shard_bufs_alloc) */
     unsigned char *mem;
     size_t mem_bytes;
     shard_route rt;   /* the map's balancer with this part's PRG and memory */
@@ -59,8 +59,8 @@ static obl_err part_split(void *arg, size_t p)
 {
     const parts_job *j = (const parts_job *)arg;
     part *t = &j->pt[p];
-    return shard_route_split(&t->rt, t->B, t->b, NULL, j->keys + t->lo * j->m->p.key_size,
-                             NULL, &t->bf);
+    return shard_route_split(&t->rt, t->B, t->b, NULL, j->keys + t->lo * j->m->p.key_size, NULL,
+                             &t->bf);
 }
 
 /* Shard s: its part of every sub-batch, in order. */
@@ -71,8 +71,8 @@ static obl_err part_shard(void *arg, size_t s)
     for (unsigned p = 0; p < j->P; p++) {
         const part *t = &j->pt[p];
         size_t o = s * t->b;
-        shard_batch bt = {t->b,       t->bf.op + o, t->bf.dummy + o, t->bf.keys + o * ks,
-                          NULL,       t->bf.vout + o * vs, t->bf.found + o};
+        shard_batch bt = {t->b, t->bf.op + o,        t->bf.dummy + o, t->bf.keys + o * ks,
+                          NULL, t->bf.vout + o * vs, t->bf.found + o};
         obl_err e = shard_omap_requests(j->m, s, &bt, 0);
         if (e != OBL_OK)
             return e;
@@ -85,8 +85,8 @@ static obl_err part_join(void *arg, size_t p)
     const parts_job *j = (const parts_job *)arg;
     part *t = &j->pt[p];
     size_t ks = j->m->p.key_size, vs = j->m->p.value_size;
-    return shard_route_join(&t->rt, t->B, t->b, j->keys + t->lo * ks, &t->bf,
-                            j->vout + t->lo * vs, j->found + t->lo);
+    return shard_route_join(&t->rt, t->B, t->b, j->keys + t->lo * ks, &t->bf, j->vout + t->lo * vs,
+                            j->found + t->lo);
 }
 
 static void parts_free(obl_shard *m, part *pt, unsigned P)

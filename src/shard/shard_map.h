@@ -45,12 +45,26 @@ struct obl_shard {
     shard_costs cost;
     int calibrated;          /* cost measured (at the first get batch) */
     size_t shape_b, shape_nb, shape_z; /* the scan table's shape for b */
-    unsigned parts_force;    /* tests only: this many sub-batches (0: the model) */
+#ifdef OBL_TESTING
+    unsigned parts_force;    /* this many sub-batches (0: the model's choice) */
+#endif
     /* b of recent (n, P), a tail sum of tens of us that a server's varying
      * batch sizes would pay per batch (shard_part_b) */
     struct { size_t n, b; unsigned P; } bmemo[64];
     obl_shard_stats st;
 };
+
+/* The test build's forced sub-batch count, 0 (the model's choice) elsewhere
+ * (src/common/testing.h). */
+static inline unsigned shard_parts_force(const obl_shard *m)
+{
+#ifdef OBL_TESTING
+    return m->parts_force;
+#else
+    (void)m;
+    return 0;
+#endif
+}
 
 /* Entries per shard: the least c with P[some shard gets more than c of
  * `capacity` keys] <= 2^-lambda. Public. */
