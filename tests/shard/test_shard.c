@@ -2,7 +2,8 @@
 /*
  * Tests of the sharded map (obl/shard.h) against a plain model (a list of
  * pairs): seeded streams of get, put, erase and mixed batches with
- * duplicates and misses, for S = 1, 2, 3, 15, 64, each engine set, batch
+ * duplicates and misses, for S = 1, 2, 3, 15, 64, each engine set, get
+ * batches cut into 2 and 3 sub-batches (parts.c, forced), batch
  * sizes 1 .. 2^16 (small ones under memcheck, up to 4K under the
  * sanitizers), a bulk build, all keys in
  * one shard, empty and full maps; bad input and allocation failure leave
@@ -288,6 +289,29 @@ static void bad_input(void)
     obl_shard_destroy(NULL);
 }
 
+/* Batches of 8 (kind as do_batch, keys offset + 1 .. offset + universe)
+ * with the allocator failing after 0, 1, ... allocations until one goes
+ * through: NOMEM until then, and the map as it was (the model checks). */
+static void failing_batches(obl_shard *s, model *m, test_failing_alloc *fa, int kind,
+                            uint64_t universe, uint64_t offset)
+{
+    for (long b2 = 0, ok = 0; !ok; b2++) {
+        fa->budget = b2;
+        bufs bb;
+        bufs_init(&bb, 8);
+        test_rng r;
+        test_rng_seed(&r, (uint64_t)b2);
+        fill_batch(&r, &bb, 8, kind, universe);
+        for (size_t i = 0; i < 8; i++)
+            bb.keys[i] += offset;
+        obl_err e = do_batch(s, m, &bb, 8, kind);
+        CHECK(e == OBL_OK || e == OBL_ERR_NOMEM);
+        ok = e == OBL_OK;
+        bufs_free(&bb);
+        fa->budget = -1;
+    }
+}
+
 /* Every allocation of create, build and a batch fails in turn: an error,
  * nothing leaked, and a failed batch leaves the map as it was. */
 static void alloc_failure(unsigned engines)
@@ -312,36 +336,9 @@ static void alloc_failure(unsigned engines)
         m.n = 20;
         memcpy(m.k, keys, sizeof keys);
         memcpy(m.v, vals, sizeof vals);
-        int done = 0;
-        for (long b2 = 0; !done; b2++) {
-            fa.budget = b2;
-            bufs bb;
-            bufs_init(&bb, 8);
-            test_rng r;
-            test_rng_seed(&r, (uint64_t)b2);
-            fill_batch(&r, &bb, 8, 3, 30);
-            for (size_t i = 0; i < 8; i++)
-                bb.keys[i] += 99;
-            e = do_batch(s, &m, &bb, 8, 3);
-            CHECK(e == OBL_OK || e == OBL_ERR_NOMEM);
-            done = e == OBL_OK;
-            bufs_free(&bb);
-            fa.budget = -1;
-        }
+        failing_batches(s, &m, &fa, 3, 30, 99);
         s->parts_force = engines == OBL_SHARD_ENGINES_SCAN ? 0 : 2; /* gets in parts */
-        for (long b2 = 0, ok = 0; !ok; b2++) {
-            fa.budget = b2;
-            bufs bb;
-            bufs_init(&bb, 8);
-            test_rng r;
-            test_rng_seed(&r, (uint64_t)b2);
-            fill_batch(&r, &bb, 8, 0, 140);
-            e = do_batch(s, &m, &bb, 8, 0);
-            CHECK(e == OBL_OK || e == OBL_ERR_NOMEM);
-            ok = e == OBL_OK;
-            bufs_free(&bb);
-            fa.budget = -1;
-        }
+        failing_batches(s, &m, &fa, 0, 140, 0);
         obl_shard_destroy(s);
         CHECK(fa.live == 0);
         model_free(&m);
