@@ -17,7 +17,7 @@ import tempfile
 import time
 
 from . import stats
-from .tables import Table
+from .tables import Table, n_label
 
 REPORT_TYPE = "Ramp-UMAP"
 TIMELINE_TYPE = "Ramp-UMAP-timeline"
@@ -298,8 +298,15 @@ def tables(records):
             note += (f" Knee (highest offered rate with p99 < 10 ms): {rate:,.0f} q/s, p50 there "
                      f"{stats.fmt(_med(at, 'Latency_p50_us'))} µs." if at else
                      " No step kept p99 under 10 ms.")
-        out.append(Table(f"{REPORT_TYPE} | {describe(params)}", "Ramp-UMAP (lookups over TCP)",
-                         "", describe(params), header, rows, note))
+        t = Table(f"{REPORT_TYPE} | {describe(params)}", "Ramp-UMAP (lookups over TCP)", "",
+                  describe(params), header, rows, note)
+        if params.get("Steps", 1) > 1:
+            t.headline = (f"Ramp-UMAP {params.get('Key_bytes')}/{params.get('Value_bytes')} "
+                          "over TCP, knee: highest offered rate with p99 < 10 ms (q/s)",
+                          n_label(params.get("N", 0)),
+                          f"{rate:,.0f}" if at else
+                          f"none: p99 ≥ 10 ms from {params.get('Rate_from'):,} q/s")
+        out.append(t)
     return out
 
 

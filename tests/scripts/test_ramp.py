@@ -127,6 +127,10 @@ class RampTest(unittest.TestCase):
         self.assertEqual([r[0] for r in tabs[0].rows], ["1", "2", "3", "4"])
         self.assertIn("3,000 q/s", tabs[0].note)
         self.assertIn("1:10 4+:2", tabs[0].rows[0])
+        self.assertEqual(tabs[0].headline[1:], ("$2^{10}$", "3,000"))  # the summary's row
+        self.assertEqual(ramp.tables(steps[3:])[0].headline[2], "none: p99 ≥ 10 ms from 1,000 q/s")
+        self.assertIsNone(ramp.tables([dict(steps[0], params=dict(steps[0]["params"], Steps=1))])[0]
+                          .headline)  # a constant rate has no knee
         out = os.path.join(self.tmp.name, "fig")
         paths = ramp.figures(steps + [second_record(s, 400.0 * (s + 1)) for s in range(5)], out)
         self.assertEqual(len(paths), 2)
