@@ -19,6 +19,7 @@
  *   Memory_kb               resident memory growth over the build;
  *                           Alloc_kb and Bytes_per_entry through the
  *                           counting allocator
+ *   Parts                   sub-batches of the last batch (obl_shard_stats)
  *   Engine                  the engine the cost model chose (1 per-request,
  *                           2 scan); Est_*_us its estimates per batch;
  *                           Balance_us, Shard_us: the batches' split;
@@ -211,6 +212,7 @@ static int sh_batches(bench_case *c, obl_shard *m, const sh_state *s, const uint
     bench_record(c, "Get_burst_throughput_qps", (double)B * k / burst * 1e6);
     bench_record(c, "Get_writeback_latency_us", wb / k);
     bench_record(c, "Engine", (double)st.last_engine);
+    bench_record(c, "Parts", (double)st.last_parts);
     bench_record(c, "Shard_batch_b", (double)st.last_b);
     bench_record(c, "Balance_us", bal / k);
     bench_record(c, "Shard_us", sh / k);
