@@ -5,12 +5,13 @@
  * the first most significant). Batcher's network in its classic form:
  * stage k, step j compares row i with i ^ j, ascending where i & k is 0.
  *
- * Columns make the vector form simple: a compare-exchange of four
- * consecutive rows against four others is one key comparison into a lane
- * mask and, per column, an AND/XOR swap (AVX2, col_cev). Steps of span 2
- * and 1 run in registers on aligned groups of four rows (col_regv). The
- * ISA-specific code is these small helpers; without AVX2 the same network
- * runs row by row (col_ce1). The
+ * Columns make the vector form simple: a compare-exchange of COL_LANES
+ * consecutive rows against as many others is one key comparison and, per
+ * column, a swap under its outcome (col_cev): eight rows, a mask register
+ * and in-register blends with AVX-512; four rows, a lane mask and an
+ * AND/XOR swap with AVX2. The spans below COL_LANES run in registers on
+ * aligned groups of rows (col_regv). The ISA-specific code is these small
+ * helpers; without AVX2 the same network runs row by row (col_ce1). The
  * schedule is blocked: steps of span below COL_BLOCK rows run block by
  * block (all of a stage's remaining steps while the block is in L2), so
  * only the spans of at least COL_BLOCK make passes over the whole array.
@@ -24,6 +25,7 @@
 #include "sort/columns.h"
 #include <obl/sort.h>
 
+#include "sort/entry.h"
 #include "sort/par.h"
 
 /* Rows per block: 8192 rows of four columns are 256 KiB. */
@@ -55,7 +57,132 @@ OBL_INLINE void col_ce1(const col_arr *s, size_t a, size_t b, int asc)
     }
 }
 
-#if OBL_CT_AVX2
+#if OBL_CT_AVX512
+#define COL_LANES 8
+/* AVX-512: eight rows per vector. The key comparison goes into a mask
+ * register and the rows are blended in registers (vpblendmq): every loaded
+ * vector passes an empty asm first (col_ld8), so that the compiler can fold
+ * no load or store of the rows into an instruction masked by the secret
+ * comparison (the masked-operand audit, tests/ct/masked_ops.sh). */
+OBL_SIMD_INLINE("avx512f") __m512i col_ld8(const uint64_t *p)
+{
+    __m512i v = _mm512_loadu_si512((const void *)p);
+    __asm__("" : "+v"(v));
+    return v;
+}
+
+/* x where lane l of m is clear, y where it is set, from registers: the
+ * empty asm keeps a copy on the stack (rows of a variable column count)
+ * from being folded in as a masked memory operand. */
+OBL_SIMD_INLINE("avx512f") __m512i col_blend8(__mmask8 m, __m512i x, __m512i y)
+{
+    __asm__("" : "+v"(x), "+v"(y));
+    return _mm512_mask_blend_epi64(m, x, y);
+}
+
+/* Lane l set if key(x) > key(y); x1, y1 only when kw = 2. */
+OBL_SIMD_INLINE("avx512f")
+__mmask8 col_gt8(__m512i x0, __m512i x1, __m512i y0, __m512i y1, size_t kw)
+{
+    __mmask8 g = _mm512_cmpgt_epu64_mask(x0, y0);
+    if (kw == 2) /* public */
+        g |= (__mmask8)(_mm512_cmpeq_epu64_mask(x0, y0) & _mm512_cmpgt_epu64_mask(x1, y1));
+    return g;
+}
+
+/* Rows a .. a+7 against b .. b+7, all in the direction asc. */
+OBL_SIMD_INLINE("avx512f")
+void col_cev(const col_arr *s, size_t a, size_t b, int asc, const size_t nc, const size_t kw)
+{
+    COL_TOUCH(a, 8);
+    COL_TOUCH(b, 8);
+    uint64_t *const *c = s->col;
+    __m512i x0 = col_ld8(c[0] + a), y0 = col_ld8(c[0] + b), x1 = x0, y1 = y0;
+    if (kw == 2) {
+        x1 = col_ld8(c[1] + a);
+        y1 = col_ld8(c[1] + b);
+    }
+    __mmask8 m = asc ? col_gt8(x0, x1, y0, y1, kw) : col_gt8(y0, y1, x0, x1, kw);
+    for (size_t k = 0; k < nc; k++) {
+        __m512i x = k == 0 ? x0 : k == 1 && kw == 2 ? x1 : col_ld8(c[k] + a);
+        __m512i y = k == 0 ? y0 : k == 1 && kw == 2 ? y1 : col_ld8(c[k] + b);
+        _mm512_storeu_si512((void *)(c[k] + a), col_blend8(m, x, y));
+        _mm512_storeu_si512((void *)(c[k] + b), col_blend8(m, y, x));
+    }
+}
+
+/* Compare-exchange of register rows a and b (eight lanes each). */
+OBL_SIMD_INLINE("avx512f")
+void col_ce_reg(__m512i X[][4], int a, int b, int asc, const size_t nc, const size_t kw)
+{
+    __mmask8 m = asc ? col_gt8(X[0][a], X[1 % nc][a], X[0][b], X[1 % nc][b], kw)
+                     : col_gt8(X[0][b], X[1 % nc][b], X[0][a], X[1 % nc][a], kw);
+    for (size_t c = 0; c < nc; c++) {
+        __m512i x = X[c][a], y = X[c][b];
+        X[c][a] = col_blend8(m, x, y);
+        X[c][b] = col_blend8(m, y, x);
+    }
+}
+
+/* The four vectors of rows e, e + q, e + 2q, e + 3q through the steps of
+ * spans 2q and q, in registers (col_step2v, col_quads). */
+OBL_SIMD_INLINE("avx512f")
+void col_quad4(const col_arr *s, size_t e, size_t q, int asc, const size_t nc, const size_t kw)
+{
+    __m512i X[COL_MAXC][4];
+    for (int a = 0; a < 4; a++) {
+        COL_TOUCH(e + a * q, 8);
+        for (size_t c = 0; c < nc; c++)
+            X[c][a] = col_ld8(s->col[c] + e + a * q);
+    }
+    col_ce_reg(X, 0, 2, asc, nc, kw);
+    col_ce_reg(X, 1, 3, asc, nc, kw);
+    col_ce_reg(X, 0, 1, asc, nc, kw);
+    col_ce_reg(X, 2, 3, asc, nc, kw);
+    for (int a = 0; a < 4; a++)
+        for (size_t c = 0; c < nc; c++)
+            _mm512_storeu_si512((void *)(s->col[c] + e + a * q), X[c][a]);
+}
+
+/* Lane l ^ j of x (j = 1, 2 or 4). */
+OBL_SIMD_INLINE("avx512f") __m512i col_partner(__m512i x, size_t j)
+{
+    if (j == 4)
+        return _mm512_shuffle_i64x2(x, x, 0x4E);
+    return j == 2 ? _mm512_permutex_epi64(x, 0x4E) : _mm512_permutex_epi64(x, 0xB1);
+}
+
+/* Steps j = jtop .. 1 (jtop <= 4) of stage k on the aligned group of eight
+ * rows from g, in registers: lane l against lane l ^ j; a lane keeps the
+ * smaller key where it is the lower of its pair XOR its row descends. */
+OBL_SIMD_INLINE("avx512f")
+void col_regv(const col_arr *s, size_t g, size_t k, size_t jtop, const size_t nc, const size_t kw)
+{
+    COL_TOUCH(g, 8);
+    __m512i X[COL_MAXC];
+    for (size_t c = 0; c < nc; c++)
+        X[c] = col_ld8(s->col[c] + g);
+    unsigned asc = 0; /* public: lanes whose row ascends */
+    for (unsigned l = 0; l < 8; l++)
+        asc |= (unsigned)!((g + l) & k) << l;
+    for (size_t j = jtop; j > 0; j >>= 1) {
+        const unsigned upper = j == 4 ? 0xF0 : j == 2 ? 0xCC : 0xAA;
+        const __mmask8 wmin = (__mmask8)(upper ^ asc); /* keeps the smaller key */
+        __m512i p0 = col_partner(X[0], j), p1 = p0;
+        if (kw == 2)
+            p1 = col_partner(X[1], j);
+        __mmask8 gt = col_gt8(X[0], X[1 % nc], p0, p1, kw);
+        __mmask8 lt = col_gt8(p0, p1, X[0], X[1 % nc], kw);
+        __mmask8 m = (__mmask8)((wmin & gt) | (~wmin & lt));
+        for (size_t c = 0; c < nc; c++) {
+            __m512i p = c == 0 ? p0 : (c == 1 && kw == 2) ? p1 : col_partner(X[c], j);
+            X[c] = col_blend8(m, X[c], p);
+        }
+    }
+    for (size_t c = 0; c < nc; c++)
+        _mm512_storeu_si512((void *)(s->col[c] + g), X[c]);
+}
+#elif OBL_CT_AVX2
 #define COL_LANES 4
 /* All ones in lane l if key(x) > key(y) (unsigned: signed compares of the
  * words with their top bits flipped); x1, y1 only when kw = 2. */
@@ -131,23 +258,6 @@ void col_quad4(const col_arr *s, size_t e, size_t q, int asc, const size_t nc, c
             _mm256_storeu_si256((void *)(s->col[c] + e + a * q), X[c][a]);
 }
 
-/* Steps j and j / 2 of stage k (j >= 8) in one pass over [lo, hi): the
- * rows e, e + q, e + 2q, e + 3q (q = j / 2) are closed under both steps,
- * so four vectors of four rows per column stay in registers through both
- * (half the loads and stores of two passes); the same compare-exchanges in
- * the same order along every row's dependencies. */
-OBL_SIMD_INLINE("avx2")
-void col_step2v(const col_arr *s, size_t lo, size_t hi, size_t k, size_t j, const size_t nc,
-                const size_t kw)
-{
-    const size_t q = j / 2;
-    for (size_t b = lo; b < hi; b += 2 * j) {
-        const int asc = !(b & k);
-        for (size_t r = 0; r < q; r += COL_LANES)
-            col_quad4(s, b + r, q, asc, nc, kw);
-    }
-}
-
 /* Lane l ^ j of x (j = 1 or 2). */
 OBL_SIMD_INLINE("avx2") __m256i col_partner4(__m256i x, size_t j)
 {
@@ -189,8 +299,26 @@ void col_regv(const col_arr *s, size_t g, size_t k, size_t jtop, const size_t nc
 }
 #endif
 
+#ifdef COL_LANES
+/* Steps j and j / 2 of stage k (q = j / 2 >= COL_LANES) in one pass over
+ * [lo, hi): the rows e, e + q, e + 2q, e + 3q are closed under both steps,
+ * so four vectors of rows per column stay in registers through both (half
+ * the loads and stores of two passes); the same compare-exchanges in the
+ * same order along every row's dependencies. */
+OBL_INLINE void col_step2v(const col_arr *s, size_t lo, size_t hi, size_t k, size_t j,
+                           const size_t nc, const size_t kw)
+{
+    const size_t q = j / 2;
+    for (size_t b = lo; b < hi; b += 2 * j) {
+        const int asc = !(b & k);
+        for (size_t r = 0; r < q; r += COL_LANES)
+            col_quad4(s, b + r, q, asc, nc, kw);
+    }
+}
+#endif
+
 /* Step j of stage k on the rows [lo, hi) (aligned to 2j); unused without
- * an AVX2 path (the portable flags). */
+ * a vector path (the portable flags). */
 __attribute__((unused)) OBL_INLINE void col_step(const col_arr *s, size_t lo, size_t hi,
                                                  size_t k, size_t j, const size_t nc,
                                                  const size_t kw)
@@ -198,7 +326,7 @@ __attribute__((unused)) OBL_INLINE void col_step(const col_arr *s, size_t lo, si
     for (size_t b = lo; b < hi; b += 2 * j) {
         const int asc = !(b & k); /* public; the same for the 2j rows when k > j */
         size_t i = 0;
-#if OBL_CT_AVX2
+#ifdef COL_LANES
         if (j >= COL_LANES)
             for (; i < j; i += COL_LANES)
                 col_cev(s, b + i, b + i + j, asc, nc, kw);
@@ -216,7 +344,7 @@ OBL_INLINE void col_steps_nk(const col_arr *s, size_t lo, size_t hi, size_t k, s
                              const size_t nc, const size_t kw)
 {
     size_t j = jtop;
-#if OBL_CT_AVX2
+#ifdef COL_LANES
     if (hi - lo >= COL_LANES) {
         for (; j >= 2 * COL_LANES; j >>= 2)
             col_step2v(s, lo, hi, k, j, nc, kw);
@@ -278,7 +406,7 @@ static void col_pairs(void *ctx, size_t lo, size_t hi)
         size_t b = p / j * 2 * j, r = p % j, len = j - r < hi - p ? j - r : hi - p;
         const int asc = !(b & jb->k);
         size_t i = 0;
-#if OBL_CT_AVX2
+#ifdef COL_LANES
         for (; i + COL_LANES <= len; i += COL_LANES)
             col_cev(jb->s, b + r + i, b + r + i + j, asc, jb->s->ncol, jb->s->kw);
 #endif
@@ -288,7 +416,7 @@ static void col_pairs(void *ctx, size_t lo, size_t hi)
     }
 }
 
-#if OBL_CT_AVX2
+#ifdef COL_LANES
 /* Quads [lo, hi) of a full pass of spans j and j / 2 (quad p: rows e +
  * a * q, a = 0 .. 3, q = j / 2, e = (p / q) * 2j + p % q; q >= COL_BLOCK,
  * chunks of multiples of 64). */
@@ -326,7 +454,7 @@ void col_sort(const col_arr *s)
     obl_par_for(t, n / C, 1, col_blocks, &jb);
     for (size_t k = 2 * C; k <= n; k <<= 1) {
         size_t j = k / 2;
-#if OBL_CT_AVX2
+#ifdef COL_LANES
         for (; j >= 2 * C; j >>= 2) { /* spans j and j / 2 >= C in one pass */
             col_job qj = {s, C, k, j};
             obl_par_for(t, n / 4, 64, col_quads, &qj);
@@ -341,9 +469,9 @@ void col_sort(const col_arr *s)
     }
 }
 
-/* see obl/sort.h */
-obl_err obl_sort_columns(uint64_t *const *cols, size_t ncol, size_t key_words, size_t n,
-                         unsigned threads)
+/* a variant of the obl/sort.h function (sort/entry.h) */
+obl_err OBL_V(srt_columns)(uint64_t *const *cols, size_t ncol, size_t key_words,
+                            size_t n, unsigned threads)
 {
     if (!cols || ncol == 0 || ncol > COL_MAXC || key_words == 0 || key_words > 2 ||
         key_words > ncol || (n & (n - 1)) != 0)

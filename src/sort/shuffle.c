@@ -22,6 +22,7 @@
 #include "common/prg.h"
 #include "common/secret.h"
 #include "sort/columns.h"
+#include "sort/entry.h"
 #include "sort/par.h"
 #include "sort/rec.h"
 
@@ -102,8 +103,8 @@ obl_err rec_shuffle(const rec_arr *a, uint32_t *E, struct obl_prg *g)
     return OBL_OK;
 }
 
-/* see obl/sort.h */
-obl_err obl_shuffle(void *recs, size_t n, const obl_sort_params *p)
+/* a variant of the obl/sort.h function (sort/entry.h) */
+obl_err OBL_V(srt_shuffle)(void *recs, size_t n, const obl_sort_params *p)
 {
     rec_arr a;
     obl_err e = rec_arr_init(&a, recs, n, p);
@@ -260,8 +261,8 @@ static obl_err sh_sort(const rec_arr *a, const obl_sort_params *p)
     return e;
 }
 
-/* see obl/sort.h */
-obl_err obl_sort_shuffled(void *recs, size_t n, const obl_sort_params *p)
+/* a variant of the obl/sort.h function (sort/entry.h) */
+obl_err OBL_V(srt_shuffled)(void *recs, size_t n, const obl_sort_params *p)
 {
     rec_arr a;
     obl_err e = rec_arr_init(&a, recs, n, p);
@@ -296,8 +297,8 @@ static obl_err sh_sort_columns(const rec_arr *a, const obl_sort_params *p)
     return OBL_OK;
 }
 
-/* see obl/sort.h */
-obl_err obl_sort(void *recs, size_t n, const obl_sort_params *p)
+/* a variant of the obl/sort.h function (sort/entry.h) */
+obl_err OBL_V(srt_sort)(void *recs, size_t n, const obl_sort_params *p)
 {
     rec_arr a;
     obl_err e = rec_arr_init(&a, recs, n, p);
