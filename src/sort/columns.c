@@ -7,9 +7,8 @@
  *
  * Columns make the vector form simple: a compare-exchange of COL_LANES
  * consecutive rows against as many others is one key comparison and, per
- * column, a swap under its outcome (col_cev): eight rows, a mask register
- * and in-register blends with AVX-512; four rows, a lane mask and an
- * AND/XOR swap with AVX2. The spans below COL_LANES run in registers on
+ * column, an AND/XOR swap under its lane mask (col_cev): eight rows with
+ * AVX-512, four with AVX2. The spans below COL_LANES run in registers on
  * aligned groups of rows (col_regv). The ISA-specific code is these small
  * helpers; without AVX2 the same network runs row by row (col_ce1). The
  * schedule is blocked: steps of span below COL_BLOCK rows run block by
@@ -59,81 +58,84 @@ OBL_INLINE void col_ce1(const col_arr *s, size_t a, size_t b, int asc)
 
 #if OBL_CT_AVX512
 #define COL_LANES 8
-/* AVX-512: eight rows per vector. The key comparison goes into a mask
- * register and the rows are blended in registers (vpblendmq): every loaded
- * vector passes an empty asm first (col_ld8), so that the compiler can fold
- * no load or store of the rows into an instruction masked by the secret
- * comparison (the masked-operand audit, tests/ct/masked_ops.sh). */
-OBL_SIMD_INLINE("avx512f") __m512i col_ld8(const uint64_t *p)
+/* AVX-512: eight rows per vector. No instruction is masked by a secret:
+ * a key comparison goes into a mask register and at once into a lane mask
+ * (vpmovm2q) that an empty asm hides from the optimiser, and the rows are
+ * swapped with AND/XOR under it, as in the AVX2 form. A blend under the
+ * mask register (vpblendmq) let clang fold spilled rows into it as masked
+ * memory operands, which the masked-operand audit rejects (docs/sort.md). */
+OBL_SIMD_INLINE("avx512f,avx512dq") __m512i col_vmask(__mmask8 k)
 {
-    __m512i v = _mm512_loadu_si512((const void *)p);
+    __m512i v = _mm512_movm_epi64(k);
     __asm__("" : "+v"(v));
     return v;
 }
 
-/* x where lane l of m is clear, y where it is set, from registers: the
- * empty asm keeps a copy on the stack (rows of a variable column count)
- * from being folded in as a masked memory operand. */
-OBL_SIMD_INLINE("avx512f") __m512i col_blend8(__mmask8 m, __m512i x, __m512i y)
+/* All ones in lane l if key(x) > key(y); x1, y1 only when kw = 2. */
+OBL_SIMD_INLINE("avx512f,avx512dq")
+__m512i col_gt8(__m512i x0, __m512i x1, __m512i y0, __m512i y1, size_t kw)
 {
-    __asm__("" : "+v"(x), "+v"(y));
-    return _mm512_mask_blend_epi64(m, x, y);
-}
-
-/* Lane l set if key(x) > key(y); x1, y1 only when kw = 2. */
-OBL_SIMD_INLINE("avx512f")
-__mmask8 col_gt8(__m512i x0, __m512i x1, __m512i y0, __m512i y1, size_t kw)
-{
-    __mmask8 g = _mm512_cmpgt_epu64_mask(x0, y0);
-    if (kw == 2) /* public */
-        g |= (__mmask8)(_mm512_cmpeq_epu64_mask(x0, y0) & _mm512_cmpgt_epu64_mask(x1, y1));
+    __m512i g = col_vmask(_mm512_cmpgt_epu64_mask(x0, y0));
+    if (kw == 2) { /* public */
+        __m512i e = col_vmask(_mm512_cmpeq_epu64_mask(x0, y0));
+        g = _mm512_or_si512(g, _mm512_and_si512(e, col_vmask(_mm512_cmpgt_epu64_mask(x1, y1))));
+    }
     return g;
 }
 
+/* x and y swapped in the lanes where m is all ones. */
+OBL_SIMD_INLINE("avx512f") void col_swap8(__m512i m, __m512i *x, __m512i *y)
+{
+    __m512i t = _mm512_and_si512(_mm512_xor_si512(*x, *y), m);
+    *x = _mm512_xor_si512(*x, t);
+    *y = _mm512_xor_si512(*y, t);
+}
+
 /* Rows a .. a+7 against b .. b+7, all in the direction asc. */
-OBL_SIMD_INLINE("avx512f")
+OBL_SIMD_INLINE("avx512f,avx512dq")
 void col_cev(const col_arr *s, size_t a, size_t b, int asc, const size_t nc, const size_t kw)
 {
     COL_TOUCH(a, 8);
     COL_TOUCH(b, 8);
     uint64_t *const *c = s->col;
-    __m512i x0 = col_ld8(c[0] + a), y0 = col_ld8(c[0] + b), x1 = x0, y1 = y0;
+    __m512i x0 = _mm512_loadu_si512((const void *)(c[0] + a));
+    __m512i y0 = _mm512_loadu_si512((const void *)(c[0] + b)), x1 = x0, y1 = y0;
     if (kw == 2) {
-        x1 = col_ld8(c[1] + a);
-        y1 = col_ld8(c[1] + b);
+        x1 = _mm512_loadu_si512((const void *)(c[1] + a));
+        y1 = _mm512_loadu_si512((const void *)(c[1] + b));
     }
-    __mmask8 m = asc ? col_gt8(x0, x1, y0, y1, kw) : col_gt8(y0, y1, x0, x1, kw);
+    __m512i m = asc ? col_gt8(x0, x1, y0, y1, kw) : col_gt8(y0, y1, x0, x1, kw);
     for (size_t k = 0; k < nc; k++) {
-        __m512i x = k == 0 ? x0 : k == 1 && kw == 2 ? x1 : col_ld8(c[k] + a);
-        __m512i y = k == 0 ? y0 : k == 1 && kw == 2 ? y1 : col_ld8(c[k] + b);
-        _mm512_storeu_si512((void *)(c[k] + a), col_blend8(m, x, y));
-        _mm512_storeu_si512((void *)(c[k] + b), col_blend8(m, y, x));
+        __m512i x = k == 0 ? x0 : k == 1 && kw == 2 ? x1
+                                                    : _mm512_loadu_si512((const void *)(c[k] + a));
+        __m512i y = k == 0 ? y0 : k == 1 && kw == 2 ? y1
+                                                    : _mm512_loadu_si512((const void *)(c[k] + b));
+        col_swap8(m, &x, &y);
+        _mm512_storeu_si512((void *)(c[k] + a), x);
+        _mm512_storeu_si512((void *)(c[k] + b), y);
     }
 }
 
 /* Compare-exchange of register rows a and b (eight lanes each). */
-OBL_SIMD_INLINE("avx512f")
+OBL_SIMD_INLINE("avx512f,avx512dq")
 void col_ce_reg(__m512i X[][4], int a, int b, int asc, const size_t nc, const size_t kw)
 {
-    __mmask8 m = asc ? col_gt8(X[0][a], X[1 % nc][a], X[0][b], X[1 % nc][b], kw)
-                     : col_gt8(X[0][b], X[1 % nc][b], X[0][a], X[1 % nc][a], kw);
-    for (size_t c = 0; c < nc; c++) {
-        __m512i x = X[c][a], y = X[c][b];
-        X[c][a] = col_blend8(m, x, y);
-        X[c][b] = col_blend8(m, y, x);
-    }
+    __m512i m = asc ? col_gt8(X[0][a], X[1 % nc][a], X[0][b], X[1 % nc][b], kw)
+                    : col_gt8(X[0][b], X[1 % nc][b], X[0][a], X[1 % nc][a], kw);
+    for (size_t c = 0; c < nc; c++)
+        col_swap8(m, &X[c][a], &X[c][b]);
 }
 
 /* The four vectors of rows e, e + q, e + 2q, e + 3q through the steps of
  * spans 2q and q, in registers (col_step2v, col_quads). */
-OBL_SIMD_INLINE("avx512f")
+OBL_SIMD_INLINE("avx512f,avx512dq")
 void col_quad4(const col_arr *s, size_t e, size_t q, int asc, const size_t nc, const size_t kw)
 {
     __m512i X[COL_MAXC][4];
     for (int a = 0; a < 4; a++) {
         COL_TOUCH(e + a * q, 8);
         for (size_t c = 0; c < nc; c++)
-            X[c][a] = col_ld8(s->col[c] + e + a * q);
+            X[c][a] = _mm512_loadu_si512((const void *)(s->col[c] + e + a * q));
     }
     col_ce_reg(X, 0, 2, asc, nc, kw);
     col_ce_reg(X, 1, 3, asc, nc, kw);
@@ -155,28 +157,30 @@ OBL_SIMD_INLINE("avx512f") __m512i col_partner(__m512i x, size_t j)
 /* Steps j = jtop .. 1 (jtop <= 4) of stage k on the aligned group of eight
  * rows from g, in registers: lane l against lane l ^ j; a lane keeps the
  * smaller key where it is the lower of its pair XOR its row descends. */
-OBL_SIMD_INLINE("avx512f")
+OBL_SIMD_INLINE("avx512f,avx512dq")
 void col_regv(const col_arr *s, size_t g, size_t k, size_t jtop, const size_t nc, const size_t kw)
 {
     COL_TOUCH(g, 8);
+    const __m512i lane = _mm512_set_epi64(7, 6, 5, 4, 3, 2, 1, 0);
     __m512i X[COL_MAXC];
     for (size_t c = 0; c < nc; c++)
-        X[c] = col_ld8(s->col[c] + g);
-    unsigned asc = 0; /* public: lanes whose row ascends */
-    for (unsigned l = 0; l < 8; l++)
-        asc |= (unsigned)!((g + l) & k) << l;
+        X[c] = _mm512_loadu_si512((const void *)(s->col[c] + g));
+    const __m512i rows = _mm512_add_epi64(lane, _mm512_set1_epi64((long long)g));
+    /* public; as lane masks too, so that no instruction is masked by them */
+    const __m512i asc = col_vmask(_mm512_testn_epi64_mask(rows, _mm512_set1_epi64((long long)k)));
     for (size_t j = jtop; j > 0; j >>= 1) {
-        const unsigned upper = j == 4 ? 0xF0 : j == 2 ? 0xCC : 0xAA;
-        const __mmask8 wmin = (__mmask8)(upper ^ asc); /* keeps the smaller key */
+        const __m512i upper =
+            col_vmask(_mm512_test_epi64_mask(lane, _mm512_set1_epi64((long long)j)));
         __m512i p0 = col_partner(X[0], j), p1 = p0;
         if (kw == 2)
             p1 = col_partner(X[1], j);
-        __mmask8 gt = col_gt8(X[0], X[1 % nc], p0, p1, kw);
-        __mmask8 lt = col_gt8(p0, p1, X[0], X[1 % nc], kw);
-        __mmask8 m = (__mmask8)((wmin & gt) | (~wmin & lt));
+        __m512i gt = col_gt8(X[0], X[1 % nc], p0, p1, kw);
+        __m512i lt = col_gt8(p0, p1, X[0], X[1 % nc], kw);
+        __m512i wmin = _mm512_xor_si512(upper, asc); /* this lane keeps the smaller key */
+        __m512i m = _mm512_or_si512(_mm512_and_si512(wmin, gt), _mm512_andnot_si512(wmin, lt));
         for (size_t c = 0; c < nc; c++) {
             __m512i p = c == 0 ? p0 : (c == 1 && kw == 2) ? p1 : col_partner(X[c], j);
-            X[c] = col_blend8(m, X[c], p);
+            X[c] = _mm512_xor_si512(X[c], _mm512_and_si512(_mm512_xor_si512(X[c], p), m));
         }
     }
     for (size_t c = 0; c < nc; c++)
