@@ -30,7 +30,7 @@ import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from obllib import fits, inputs, loc, ramp, runner, stats, tables  # noqa: E402
+from obllib import fits, inputs, loc, mpi, ramp, runner, stats, tables  # noqa: E402
 from obllib.tables import Table  # noqa: E402
 
 
@@ -95,6 +95,7 @@ def all_tables(records, noise, root, spread):
         out.append(summary)
     run_records = [r for r in records if r.get("origin") != "extra"]
     out += ramp.tables(run_records)
+    out += mpi.tables(run_records)
     for t in (fits.latency_table(run_records), fits.memory_table(run_records),
               loc.loc_table(root), noise_table(noise)):
         if t is not None:

@@ -4,8 +4,10 @@
 
     /usr/bin/python3 scripts/mpi_model.py LOG [--figure FILE.svg]
 
-LOG holds the REPORT lines of scripts/mpi_bench.sh. From them the script
-measures five constants on this machine:
+LOG holds the REPORT lines of a measured run: the log of scripts/mpi_bench.sh,
+or a suite run with --mpi (logs/full_runs/*.jsonl or results/results.json of
+scripts/run.py --mpi 2,3: its obl_mpi, obl_sharded and obl_batched cases).
+From them the script measures five constants on the machine of that run:
   a_bal    balancer: us per record and sort level, (split + join) / (n log2 n),
            n = B + S*b records (the balancer's sorts dominate);
   access   per-request engine: us per omap access, a + c*log2(entries per shard);
@@ -20,6 +22,7 @@ predicts one-machine-per-rank deployments of L balancers and R shard
 machines at N = 2^24 .. 2^30 over a 10 Gb/s network, and Snoopy's setting
 (2M objects of 160 bytes, 18 machines).
 """
+import json
 import math
 import re
 import sys
@@ -31,21 +34,31 @@ NET_RTT_US = 100.0                  # one round trip per epoch in a data centre
 
 
 def parse(path):
-    rows = []
+    """(impl, fields) of every distinct REPORT line in the file (plain, or
+    inside a suite log's JSON), and the run's description lines."""
+    rows, seen, about = [], set(), []
     with open(path) as f:
-        for line in f:
-            m = REPORT.search(line)
-            if not m:
-                continue
-            fields = {}
-            for part in m.group(4).split("|"):
-                k, _, v = part.partition(":=")
-                try:
-                    fields[k.strip()] = float(v)
-                except ValueError:
-                    pass
-            rows.append((m.group(2), fields))
-    return rows
+        text = f.read()
+    for line in text.splitlines():
+        if line.startswith("# machine:") or line.startswith("# git:"):
+            about.append(line[2:])
+        elif '"event": "run_start"' in line:
+            env = json.loads(line).get("env", {})
+            about.append(f"suite run: {env.get('cpu', '')}, "
+                         f"git {env.get('git', '')}")
+    for m in REPORT.finditer(text):
+        if m.group(0) in seen:
+            continue
+        seen.add(m.group(0))
+        fields = {}
+        for part in m.group(4).split("|"):
+            k, _, v = part.partition(":=")
+            try:
+                fields[k.strip()] = float(v)
+            except ValueError:
+                pass
+        rows.append((m.group(2), fields))
+    return rows, about
 
 
 def log_binom_tail(n, p, z):
@@ -221,8 +234,17 @@ def main(argv):
     if len(argv) < 2:
         print(__doc__)
         return 2
-    rows = parse(argv[1])
+    rows, about = parse(argv[1])
+    # the model's constants and its check: epochs one at a time (obl-mpi
+    # --pipeline 1 rows overlap the balancer with the shards)
+    rows = [(impl, f) for impl, f in rows if not f.get("Pipeline")]
+    need = {"obl_mpi", "obl_batched"} - {impl for impl, _ in rows}
+    if need:
+        print(f"mpi_model: {argv[1]} has no {' or '.join(sorted(need))} REPORT line "
+              "(scripts/mpi_bench.sh, or scripts/run.py --mpi, measure them)", file=sys.stderr)
+        return 1
     k = constants(rows)
+    print(f"constants measured in {argv[1]}" + "".join(f"\n  {a}" for a in about))
     print("constants: " + ", ".join(f"{n} = {v:.4g}" for n, v in k.items()))
     print()
     check(k, rows)

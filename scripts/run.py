@@ -3,6 +3,7 @@
 """Run the obl benchmark plan, one process per case, or read a saved run.
 
   scripts/run.py [--max-n N] [--large] [--timeout S] [--reps R]   run the plan
+  scripts/run.py --mpi 2,3,4 ...                                  add the MPI cases
   BENCHMARK_MODE=plan scripts/run.py > cases.txt                  list, run nothing
   BENCHMARK_SELECTOR=cases.txt scripts/run.py                     run the selection
   scripts/run.py logs/full_runs/FILE.jsonl > results.csv          parse a saved run
@@ -21,7 +22,7 @@ import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from obllib import parse, plan, plugins, results, runner  # noqa: E402
+from obllib import mpi, parse, plan, plugins, results, runner  # noqa: E402
 from obllib.inputs import ROOT  # noqa: E402
 
 
@@ -35,6 +36,10 @@ def parse_args(argv):
     p.add_argument("--cases", metavar="LOG", help="print the case list of a saved full-run log")
     p.add_argument("--max-n", type=int, help="largest N of the plan (obl-bench list-cases --max-n)")
     p.add_argument("--large", action="store_true", help="the large plan: N up to what fits in memory")
+    p.add_argument("--mpi", metavar="RANKS",
+                   help="add the Sharded-UMAP and Ramp-UMAP cases over MPI with these rank "
+                        "counts (e.g. 3 or 2,3,4; one balancer, the other ranks shards; "
+                        "docs/mpi.md) and the threaded map at the same S")
     p.add_argument("--timeout", type=float,
                    help="per-case timeout in seconds (default: max(60, 10 x the case's estimate))")
     p.add_argument("--reps", type=int, help="repetitions per case and round (default: obl-bench's)")
@@ -71,6 +76,10 @@ def parse_args(argv):
     args.plan = args.plan or mode == "plan"
     if args.rounds < 1:
         p.error(f"--rounds must be at least 1, not {args.rounds}")
+    try:
+        args.mpi_ranks = mpi.parse_ranks(args.mpi) if args.mpi else []
+    except ValueError as e:
+        p.error(str(e))
     if args.cpu not in ("auto", "none"):
         allowed = runner.allowed_cpus()
         if not re.fullmatch(r"[0-9]+", args.cpu) or (allowed and int(args.cpu) not in allowed):
@@ -154,6 +163,12 @@ def gather_cases(args, large, stream=sys.stderr):
         ready[p.name] = p
         if p.manifest.get("plan") != "obl-bench":
             cases += plugins.manifest_cases(p, args.max_n or (None if large else DEFAULT_MAX_N))
+    if args.mpi_ranks:
+        extra = mpi.cases(args.bench_bin, args.mpi_ranks, args.max_n, existing=cases)
+        if not extra:
+            print("run.py: --mpi: obl-mpi (build/src/mpi) or mpirun missing: no MPI cases "
+                  "(scripts/install-deps.sh installs Open MPI)", file=stream, flush=True)
+        cases += extra
     return cases, ready, skipped
 
 

@@ -79,7 +79,8 @@ obl_err serve_backend_omap(serve_backend *out, const serve_map_params *p)
     }
     s->k = p->key_bytes;
     s->v = p->value_bytes;
-    *out = (serve_backend){"omap", s, p->key_bytes, p->value_bytes, omap_answer, omap_destroy};
+    *out = (serve_backend){"omap", s, p->key_bytes, p->value_bytes, omap_answer, omap_destroy,
+                           NULL, 0};
     return OBL_OK;
 }
 

@@ -35,6 +35,10 @@ typedef struct serve_backend {
     /* Answers b->count requests; OBL_OK unless the whole batch failed. */
     obl_err (*answer)(void *state, serve_batch *b);
     void (*destroy)(void *state);
+    /* Optional, with the server's batch thread only: called on that thread
+     * after idle_ms without a batch (the MPI backend's keep-alive epoch). */
+    void (*idle)(void *state);
+    uint32_t idle_ms;
 } serve_backend;
 
 /* The map a server serves: n entries (serve_key(i), serve_value(i)) for
@@ -57,6 +61,27 @@ obl_err serve_backend_omap(serve_backend *out, const serve_map_params *p);
  * build's. */
 obl_err serve_backend_shard(serve_backend *out, const serve_map_params *p, uint32_t shards,
                             uint32_t threads, int gets_only);
+
+/* The MPI deployment behind the server (obl/mpi.h, docs/mpi.md). */
+typedef struct serve_mpi_opts {
+    uint32_t shards;             /* S; 0 = one per shard rank */
+    uint32_t threads;            /* each shard rank's threads; 0 = 1 */
+    double timeout_s;            /* a receive's deadline; 0 = 60 */
+    const unsigned char *secret; /* shared secret of the ranks, >= 16 bytes */
+    size_t secret_len;
+} serve_mpi_opts;
+
+/* Collective over MPI_COMM_WORLD (it initialises MPI): rank 0 becomes the
+ * server's backend, the only balancer, with the map built from wire.h's
+ * entries; every epoch carries `batch` requests (the server's max batch:
+ * its batches padded with dummy GETs). It needs the server's batch thread
+ * (its idle hook keeps the shard ranks' deadline). Destroying it stops the
+ * shard ranks and finalises MPI. On the other ranks it answers epochs
+ * until rank 0 stops them, finalises MPI and sets *shard_rank_done.
+ * Only in obl-server built with obl_mpi (OBL_SERVE_HAVE_MPI). Errors:
+ * obl_mpi_create's (reason on stderr), the build's. */
+obl_err serve_backend_mpi(serve_backend *out, const serve_map_params *p, const serve_mpi_opts *o,
+                          size_t batch, int gets_only, int *shard_rank_done);
 
 /* Keys and values of entries 0 .. n-1 (wire.h), malloc'd; NOMEM. */
 obl_err serve_map_entries(const serve_map_params *p, unsigned char **keys,

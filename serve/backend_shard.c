@@ -71,6 +71,7 @@ obl_err serve_backend_shard(serve_backend *out, const serve_map_params *p, uint3
         return e;
     }
     s->gets_only = gets_only;
-    *out = (serve_backend){"shard", s, p->key_bytes, p->value_bytes, shard_answer, shard_destroy};
+    *out = (serve_backend){"shard", s, p->key_bytes, p->value_bytes, shard_answer,
+                           shard_destroy, NULL, 0};
     return OBL_OK;
 }

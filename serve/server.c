@@ -7,6 +7,9 @@
  * "whatever arrived while the previous batch ran" is what the next pass
  * finds. Per-connection buffers are bounded: a client that does not read
  * its answers stops being read (it cannot grow the server without bound).
+ * With cfg->batch_thread a batch runs on a second thread instead (one in
+ * flight; an eventfd reports its end), and the loop keeps reading and
+ * writing meanwhile: what arrives is timestamped when it arrives.
  */
 #define _GNU_SOURCE
 #include "server.h"
@@ -20,15 +23,18 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
+#include <sys/eventfd.h>
 #include <sys/signalfd.h>
 #include <sys/socket.h>
+#include <time.h>
 #include <unistd.h>
 
 #define IN_CAP (64u * 1024u)         /* bytes buffered per connection */
 #define OUT_HIGH (4u * 1024u * 1024u) /* answers waiting: stop reading above */
 #define TAG_LISTEN 0u
 #define TAG_SIGNAL 1u
-#define TAG_CONN 2u
+#define TAG_BATCH 2u
+#define TAG_CONN 3u
 #define FLUSH_NS 2000000000ull /* at shutdown: how long answers may take to leave */
 
 typedef struct conn {
@@ -62,6 +68,16 @@ typedef struct server {
     unsigned char hello[SERVE_HELLO_BYTES];
     unsigned char *dummy_key;
     uint32_t *touched; /* connections answered by the current batch */
+    /* The batch thread (cfg->batch_thread): the loop hands it one batch at a
+     * time; `inflight` (loop only) is that batch's real size, 0 if none. */
+    size_t inflight, inflight_exec;
+    pthread_t th;
+    int th_up, efd;
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    int handed, done, quit; /* under mu */
+    obl_err res;            /* under mu: the batch's result and times */
+    uint64_t t_disp, t_done;
 } server;
 
 static void conn_close(server *s, conn *c)
@@ -294,15 +310,11 @@ static void count_batch(serve_totals *t, size_t real, size_t exec)
     t->dummies += exec - real;
 }
 
-/* Answers the head of the queue: one batch. */
-static void dispatch(server *s)
+/* Sends the answers of the batch at the head of the queue (real requests,
+ * exec executed) and removes it from the queue. */
+static void batch_answers(server *s, size_t real, size_t exec, obl_err e, uint64_t t_disp,
+                          uint64_t t_done)
 {
-    size_t real = s->qlen < s->cfg->max_batch ? s->qlen : s->cfg->max_batch;
-    size_t exec = padded_size(real, s->cfg->pad, s->cfg->max_batch);
-    batch_fill(s, real, exec);
-    uint64_t t_disp = serve_now_ns();
-    obl_err e = s->be->answer(s->be->state, &s->b);
-    uint64_t t_done = serve_now_ns();
     count_batch(s->tot, real, exec);
     size_t ntouched = 0;
     for (size_t i = 0; i < real; i++) {
@@ -328,6 +340,123 @@ static void dispatch(server *s)
     for (size_t i = 0; i < ntouched; i++)
         if (s->conns[s->touched[i]].fd >= 0)
             conn_flush(s, &s->conns[s->touched[i]]);
+}
+
+/* Answers the head of the queue: one batch, here or on the batch thread. */
+static void dispatch(server *s)
+{
+    size_t real = s->qlen < s->cfg->max_batch ? s->qlen : s->cfg->max_batch;
+    size_t exec = padded_size(real, s->cfg->pad, s->cfg->max_batch);
+    batch_fill(s, real, exec);
+    if (s->th_up) {
+        s->inflight = real;
+        s->inflight_exec = exec;
+        pthread_mutex_lock(&s->mu);
+        s->handed = 1;
+        pthread_cond_signal(&s->cv);
+        pthread_mutex_unlock(&s->mu);
+        return;
+    }
+    uint64_t t_disp = serve_now_ns();
+    obl_err e = s->be->answer(s->be->state, &s->b);
+    batch_answers(s, real, exec, e, t_disp, serve_now_ns());
+}
+
+/* The batch thread reported the end of the batch in flight. */
+static void batch_done(server *s)
+{
+    uint64_t n;
+    if (read(s->efd, &n, sizeof n) != (ssize_t)sizeof n)
+        return;
+    pthread_mutex_lock(&s->mu);
+    int done = s->done;
+    s->done = 0;
+    obl_err e = s->res;
+    uint64_t t0 = s->t_disp, t1 = s->t_done;
+    pthread_mutex_unlock(&s->mu);
+    if (!done || !s->inflight)
+        return;
+    batch_answers(s, s->inflight, s->inflight_exec, e, t0, t1);
+    s->inflight = s->inflight_exec = 0;
+}
+
+static void deadline_in(struct timespec *ts, uint32_t ms)
+{
+    clock_gettime(CLOCK_MONOTONIC, ts);
+    ts->tv_sec += ms / 1000;
+    ts->tv_nsec += (long)(ms % 1000) * 1000000L;
+    if (ts->tv_nsec >= 1000000000L) {
+        ts->tv_sec++;
+        ts->tv_nsec -= 1000000000L;
+    }
+}
+
+/* The batch thread: answers each batch handed to it, and calls the
+ * backend's idle hook after idle_ms without one. */
+static void *batch_thread(void *arg)
+{
+    server *s = arg;
+    const serve_backend *be = s->be;
+    struct timespec dl;
+    pthread_mutex_lock(&s->mu);
+    deadline_in(&dl, be->idle_ms);
+    while (!s->quit) {
+        if (!s->handed) {
+            int r = be->idle ? pthread_cond_timedwait(&s->cv, &s->mu, &dl)
+                             : pthread_cond_wait(&s->cv, &s->mu);
+            if (r == ETIMEDOUT && !s->handed && !s->quit) {
+                pthread_mutex_unlock(&s->mu);
+                be->idle(be->state);
+                pthread_mutex_lock(&s->mu);
+                deadline_in(&dl, be->idle_ms);
+            }
+            continue;
+        }
+        pthread_mutex_unlock(&s->mu);
+        uint64_t t0 = serve_now_ns();
+        obl_err e = be->answer(be->state, &s->b);
+        uint64_t t1 = serve_now_ns(), one = 1;
+        pthread_mutex_lock(&s->mu);
+        s->handed = 0;
+        s->done = 1;
+        s->res = e;
+        s->t_disp = t0;
+        s->t_done = t1;
+        if (write(s->efd, &one, sizeof one) != (ssize_t)sizeof one)
+            s->quit = 1; /* cannot happen below 2^64 - 1 unread counts */
+        deadline_in(&dl, be->idle_ms);
+    }
+    pthread_mutex_unlock(&s->mu);
+    return NULL;
+}
+
+/* Starts the batch thread; 0 on success. Its clock is CLOCK_MONOTONIC. */
+static int batch_thread_start(server *s)
+{
+    pthread_condattr_t ca;
+    if (pthread_condattr_init(&ca) != 0)
+        return -1;
+    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+    int bad = pthread_mutex_init(&s->mu, NULL) != 0 || pthread_cond_init(&s->cv, &ca) != 0;
+    pthread_condattr_destroy(&ca);
+    if (bad || pthread_create(&s->th, NULL, batch_thread, s) != 0)
+        return -1;
+    s->th_up = 1;
+    return 0;
+}
+
+static void batch_thread_stop(server *s)
+{
+    if (!s->th_up)
+        return;
+    pthread_mutex_lock(&s->mu);
+    s->quit = 1;
+    pthread_cond_signal(&s->cv);
+    pthread_mutex_unlock(&s->mu);
+    pthread_join(s->th, NULL);
+    pthread_cond_destroy(&s->cv);
+    pthread_mutex_destroy(&s->mu);
+    s->th_up = 0;
 }
 
 static void parse_leftovers(server *s)
@@ -364,6 +493,8 @@ static void on_event(server *s, const struct epoll_event *ev)
         struct signalfd_siginfo si;
         if (read(s->sfd, &si, sizeof(si)) > 0)
             begin_stop(s);
+    } else if (ev->data.u64 == TAG_BATCH) {
+        batch_done(s);
     } else {
         conn *c = &s->conns[ev->data.u64 - TAG_CONN];
         if (c->fd < 0)
@@ -394,13 +525,17 @@ static void run_loop(server *s)
             if (!pending_out(s) || serve_now_ns() >= stop_by)
                 return;
         }
-        int timeout = s->qlen || s->leftover ? 0 : s->stopping ? 10 : -1;
+        /* a batch in flight: sleep until it ends (its eventfd) or I/O */
+        int timeout = s->inflight                  ? -1
+                      : s->qlen || s->leftover     ? 0
+                      : s->stopping                ? 10
+                                                   : -1;
         int n = epoll_wait(s->ep, evs, 64, timeout);
         for (int i = 0; i < n; i++)
             on_event(s, &evs[i]);
         if (s->leftover)
             parse_leftovers(s);
-        if (s->qlen)
+        if (s->qlen && !s->inflight)
             dispatch(s);
     }
 }
@@ -459,17 +594,15 @@ static int server_alloc(server *s)
         return -1;
     for (uint32_t i = 0; i < s->cfg->max_conns; i++)
         s->conns[i].fd = -1;
-    /* the dummy key: an id past every stored one and every miss a client
-     * of wire.h draws below 2^32 */
-    serve_key(s->dummy_key, s->k, s->cfg->n + (UINT64_C(1) << 32) < serve_key_space(s->k)
-                                      ? s->cfg->n + (UINT64_C(1) << 32)
-                                      : serve_key_space(s->k) - 1,
-              s->cfg->key_seed);
+    serve_key(s->dummy_key, s->k, serve_dummy_id(s->cfg->n, s->k), s->cfg->key_seed);
     return 0;
 }
 
 static void server_free(server *s)
 {
+    batch_thread_stop(s);
+    if (s->efd >= 0)
+        close(s->efd);
     for (uint32_t i = 0; s->conns && i < s->cfg->max_conns; i++) {
         conn_close(s, &s->conns[i]);
         free(s->conns[i].in);
@@ -512,7 +645,7 @@ int serve_block_signals(void)
 int serve_run(const serve_config *cfg, serve_backend *be, FILE *ready, serve_totals *tot)
 {
     server s = {.cfg = cfg, .be = be, .tot = tot, .k = be->key_bytes, .v = be->value_bytes,
-                .ep = -1, .lfd = -1, .sfd = -1};
+                .ep = -1, .lfd = -1, .sfd = -1, .efd = -1};
     s.req_bytes = serve_req_bytes(s.k, s.v);
     s.resp_bytes = serve_resp_bytes(s.v);
     serve_hello h = {(uint32_t)s.k, (uint32_t)s.v, cfg->max_batch, cfg->pad,
@@ -534,6 +667,10 @@ int serve_run(const serve_config *cfg, serve_backend *be, FILE *ready, serve_tot
         ;
     else if (add_fd(s.ep, s.lfd, TAG_LISTEN) != 0 || add_fd(s.ep, s.sfd, TAG_SIGNAL) != 0)
         fprintf(stderr, "obl-server: epoll: %s\n", strerror(errno));
+    else if (cfg->batch_thread &&
+             ((s.efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC)) < 0 ||
+              add_fd(s.ep, s.efd, TAG_BATCH) != 0 || batch_thread_start(&s) != 0))
+        fprintf(stderr, "obl-server: batch thread: %s\n", strerror(errno));
     else {
         const char *fmt = strchr(cfg->host, ':') ? "[%s]:%u" : "%s:%u";
         fputs("obl-server: listening on ", ready);

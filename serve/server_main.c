@@ -1,12 +1,15 @@
 /*
  * obl-server: an oblivious key-value lookup server over TCP
  * (docs/server.md). Builds the map, then serves it with server.c's loop
- * until SIGTERM or SIGINT.
+ * until SIGTERM or SIGINT. With --backend mpi it runs under mpirun as every
+ * rank of an obl_mpi deployment: rank 0 serves, the others hold the shards
+ * (docs/mpi.md).
  */
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "args.h"
 #include "backend.h"
@@ -17,8 +20,10 @@ static void usage(FILE *f)
     fputs("usage: obl-server [--host ADDR] [--port P] [--n N] [--key-bytes K]\n"
           "                  [--value-bytes V] [--max-batch M] [--pad none|pow2]\n"
           "                  [--capacity C] [--seed S] [--map-seed S]\n"
-          "                  [--backend omap|shard] [--shards S] [--threads T] [--ops all|get]\n"
-          "                  [--max-conns C]\n\n"
+          "                  [--backend omap|shard|mpi] [--shards S] [--threads T]\n"
+          "                  [--ops all|get] [--max-conns C] [--batch-thread on|off]\n"
+          "                  [--mpi-timeout SECONDS] [--secret HEX]\n"
+          "       mpirun -np RANKS obl-server --backend mpi ... (scripts/mpirun.sh)\n\n"
           "Builds an oblivious map of N entries (key i and its value derived from\n"
           "i and --seed, see docs/server.md) and answers length-prefixed binary\n"
           "requests on TCP in dynamic batches: whatever has arrived when the\n"
@@ -37,12 +42,24 @@ static void usage(FILE *f)
           "  --map-seed S     seed of the map's own randomness, for reproducible\n"
           "                   runs only; 0 = getrandom(2), which keeps it secret (0)\n"
           "  --backend NAME   omap: obl_omap, one request at a time; shard: the sharded\n"
-          "                   map, a batch at a time, where built (omap)\n"
-          "  --shards S       shards of the shard backend (4)\n"
-          "  --threads T      its worker threads, 0 = the online cores (0)\n"
+          "                   map, a batch at a time; mpi: the sharded map over MPI\n"
+          "                   ranks, rank 0 serving, epochs of M requests; the last\n"
+          "                   two where built (omap)\n"
+          "  --shards S       shards of the shard backend (4), of the mpi backend\n"
+          "                   (one per shard rank)\n"
+          "  --threads T      its worker threads, 0 = the online cores (0); mpi: each\n"
+          "                   shard rank's threads, 0 = 1\n"
           "  --ops KIND       all: GET, PUT, ERASE; get: GETs only, the others get\n"
           "                   BAD_OP (the shard backend then uses its get path) (all)\n"
-          "  --max-conns C    simultaneous connections (1024)\n",
+          "  --max-conns C    simultaneous connections (1024)\n"
+          "  --batch-thread B on: batches run on a second thread while the loop keeps\n"
+          "                   reading and writing (off; always on with mpi)\n"
+          "  --mpi-timeout S  mpi: a rank's deadline for any message; rank 0 runs a\n"
+          "                   keep-alive epoch after S/4 idle seconds (60)\n"
+          "  --secret HEX     mpi: the ranks' shared secret, 16..32 bytes in hex (a\n"
+          "                   fixed demonstration secret; a deployment passes its own)\n"
+          "Under mpirun rank 0 prints 'obl-server: pid P' before listening: SIGTERM\n"
+          "to P stops the deployment cleanly (SIGTERM to mpirun kills every rank).\n",
           f);
 }
 
@@ -51,7 +68,26 @@ typedef struct opts {
     serve_map_params map;
     const char *backend;
     uint64_t shards, threads;
+    int shards_set;
+    serve_mpi_opts mpi;
+    unsigned char secret[32];
 } opts;
+
+/* --secret HEX: 16 .. 32 bytes; 0 on success. */
+static int parse_secret(const char *v, opts *o)
+{
+    size_t n = strlen(v);
+    if (n % 2 || n < 32 || n > 64)
+        return -1;
+    for (size_t i = 0; i < n / 2; i++) {
+        char h[3] = {v[2 * i], v[2 * i + 1], 0}, *end;
+        o->secret[i] = (unsigned char)strtoul(h, &end, 16);
+        if (*end)
+            return -1;
+    }
+    o->mpi.secret_len = n / 2;
+    return 0;
+}
 
 /* 0 ok, 1 --help, 2 bad usage (message printed). */
 static int parse(int argc, char **argv, opts *o)
@@ -95,9 +131,16 @@ static int parse(int argc, char **argv, opts *o)
         else if (!strcmp(a, "--map-seed"))
             ok = bench_parse_u64(v, &o->map.map_seed);
         else if (!strcmp(a, "--backend"))
-            ok = !strcmp(v, "omap") || !strcmp(v, "shard"), o->backend = v;
+            ok = !strcmp(v, "omap") || !strcmp(v, "shard") || !strcmp(v, "mpi"), o->backend = v;
         else if (!strcmp(a, "--shards"))
-            ok = bench_parse_u64(v, &o->shards) && o->shards >= 1 && o->shards <= 4096;
+            ok = bench_parse_u64(v, &o->shards) && o->shards >= 1 && o->shards <= 4096,
+            o->shards_set = 1;
+        else if (!strcmp(a, "--batch-thread"))
+            ok = !strcmp(v, "on") || !strcmp(v, "off"), o->cfg.batch_thread = !strcmp(v, "on");
+        else if (!strcmp(a, "--mpi-timeout"))
+            ok = (o->mpi.timeout_s = strtod(v, NULL)) >= 0.1 && o->mpi.timeout_s <= 86400;
+        else if (!strcmp(a, "--secret"))
+            ok = parse_secret(v, o) == 0;
         else if (!strcmp(a, "--ops"))
             ok = !strcmp(v, "all") || !strcmp(v, "get"), o->cfg.gets_only = !strcmp(v, "get");
         else if (!strcmp(a, "--threads"))
@@ -126,6 +169,16 @@ static int parse(int argc, char **argv, opts *o)
     o->cfg.n = o->map.n;
     o->cfg.capacity = o->map.capacity;
     o->cfg.key_seed = o->map.key_seed;
+    if (!o->mpi.secret_len) { /* a demonstration secret, as obl-mpi's */
+        for (int k = 0; k < 32; k++)
+            o->secret[k] = (unsigned char)(0x5a ^ k);
+        o->mpi.secret_len = 32;
+    }
+    o->mpi.secret = o->secret;
+    o->mpi.shards = o->shards_set ? (uint32_t)o->shards : 0;
+    o->mpi.threads = (uint32_t)o->threads;
+    if (!strcmp(o->backend, "mpi"))
+        o->cfg.batch_thread = 1; /* the MPI backend's keep-alive runs there */
     return 0;
 }
 
@@ -159,12 +212,27 @@ int main(int argc, char **argv)
         return 1;
     }
     uint64_t t0 = serve_now_ns();
-    obl_err e = strcmp(o.backend, "shard")
-                    ? serve_backend_omap(&be, &o.map)
-                    : serve_backend_shard(&be, &o.map, (uint32_t)o.shards, (uint32_t)o.threads,
-                                          o.cfg.gets_only);
+    obl_err e;
+    if (!strcmp(o.backend, "mpi")) {
+#ifdef OBL_SERVE_HAVE_MPI
+        int shard_rank = 0;
+        e = serve_backend_mpi(&be, &o.map, &o.mpi, o.cfg.max_batch, o.cfg.gets_only, &shard_rank);
+        if (shard_rank)
+            return 0; /* served until rank 0 stopped it (failures abort the job) */
+        if (e == OBL_OK) /* the process to signal (mpirun kills every rank on SIGTERM) */
+            printf("obl-server: pid %ld\n", (long)getpid());
+#else
+        e = OBL_ERR_UNSUPPORTED;
+#endif
+    } else {
+        e = strcmp(o.backend, "shard")
+                ? serve_backend_omap(&be, &o.map)
+                : serve_backend_shard(&be, &o.map, (uint32_t)o.shards, (uint32_t)o.threads,
+                                      o.cfg.gets_only);
+    }
     if (e != OBL_OK) {
-        fprintf(stderr, "obl-server: map build failed: %s\n", obl_strerror(e));
+        fprintf(stderr, "obl-server: %s backend: map build failed: %s\n", o.backend,
+                obl_strerror(e));
         return 1;
     }
     fprintf(stderr,

@@ -110,6 +110,13 @@ uint64_t serve_key_space(size_t k)
     return k >= 8 ? UINT64_MAX : (uint64_t)1 << (8 * k);
 }
 
+/* see wire.h */
+uint64_t serve_dummy_id(uint64_t n, size_t k)
+{
+    uint64_t id = n + (UINT64_C(1) << 32);
+    return id < serve_key_space(k) ? id : serve_key_space(k) - 1;
+}
+
 /* Keys of up to 8 bytes are the id itself (little-endian); longer keys
  * start with a keyed bijection of the id (splitmix64's finaliser is one)
  * and continue with bytes derived from it. */

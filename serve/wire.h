@@ -89,6 +89,9 @@ void serve_key(unsigned char *key, size_t k, uint64_t id, uint64_t seed);
 void serve_value(unsigned char *value, size_t v, uint64_t id, uint64_t seed);
 /* The largest id + 1 that serve_key can encode in k bytes. */
 uint64_t serve_key_space(size_t k);
+/* The id of the padding's dummy key: past every stored id (< n) and every
+ * miss a client of this header draws (n .. n + 2^32 - 1) where k allows. */
+uint64_t serve_dummy_id(uint64_t n, size_t k);
 
 /* Room for `more` bytes after the len bytes at *buf + *head (an output
  * queue): moves them to the front or grows the buffer. 0, or -1 out of

@@ -44,7 +44,7 @@ def canonical(report_type, impl):
         impl += "_sharded"
     return TYPE_ALIASES.get(report_type, report_type), impl
 METRIC_SUFFIXES = ("_us", "_ns", "_ms", "_s", "_qps", "_kb", "_mb", "_bytes",
-                   "_per_entry", "_ratio")
+                   "_per_entry", "_per_query", "_ratio")
 # Measured counts without a unit suffix (Ramp-UMAP, obl-load's REPORT lines).
 METRIC_NAMES = {"Batch_size_avg", "Batch_size_p50", "Batch_size_p99", "Batch_size_max",
                 "Batches", "Requests", "Answered", "Lost", "Errors"}

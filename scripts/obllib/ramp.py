@@ -33,6 +33,9 @@ START_TIMEOUT_S = 300.0  # the server builds its map before it listens
 DEFAULT_LOADS = ((20000, 200000, 30, 10), (1000, 1000, 10, 1))
 LARGE_LOADS = ((10000, 300000, 120, 30), (1000, 1000, 30, 1))
 WARMUP_S = 2
+# Case parameters the server's side alone knows, copied into the records
+# (an MPI deployment's: obllib/mpi.py).
+CASE_ONLY_PARAMS = ("Backend", "Ranks", "Shards")
 CONNECTIONS = 4
 HIT_PCT = 80
 
@@ -71,8 +74,9 @@ def cases(bench_bin, max_n=None, large=False):
     return [make_case(n, load) for load in loads]
 
 
-def _read_listen_line(proc, deadline):
-    """The port the server prints once listening, or None."""
+def _read_listen_line(proc, deadline, pid_out=None):
+    """The port the server prints once listening, or None. pid_out (a list)
+    gets the pid from an "obl-server: pid P" line (rank 0 under mpirun)."""
     buf = b""
     while time.monotonic() < deadline and proc.poll() is None:
         ready, _, _ = select.select([proc.stdout], [], [], 0.5)
@@ -83,16 +87,23 @@ def _read_listen_line(proc, deadline):
             break
         buf += chunk
         for line in buf.decode("utf-8", "replace").splitlines():
+            if line.startswith("obl-server: pid ") and pid_out is not None:
+                pid_out.append(int(line.split()[-1]))
             if "listening on" in line:
                 return int(line.rsplit(":", 1)[1])
     return None
 
 
-def _stop(proc, sig=signal.SIGTERM, grace=15.0):
-    """Signals the process group, waits, kills if needed; -> exit code."""
+def _stop(proc, sig=signal.SIGTERM, grace=15.0, pid=None):
+    """Signals the process group (or only pid: rank 0 of an MPI deployment,
+    which then stops the others; mpirun would kill every rank on SIGTERM),
+    waits, kills the group if needed; -> exit code."""
     if proc.poll() is None:
         try:
-            os.killpg(proc.pid, sig)
+            if pid is not None:
+                os.kill(pid, sig)
+            else:
+                os.killpg(proc.pid, sig)
         except ProcessLookupError:
             pass
         try:
@@ -112,6 +123,16 @@ def _tail(path, limit=2000):
         return ""
 
 
+def server_argv(server, case):
+    """obl-server's command: itself, or under scripts/mpirun.sh with the
+    case's ranks (mpi.ramp_case)."""
+    from . import mpi
+    argv = [server, "--port", "0"] + case["server_args"]
+    if case.get("mpi_ranks"):
+        argv = ["sh", mpi.mpirun_script(), "-np", str(case["mpi_ranks"])] + argv
+    return argv
+
+
 def run_case(bench_bin, case, timeout_s):
     """Server up, load run, server down. -> runner.run_case's result dict."""
     import json
@@ -127,12 +148,12 @@ def run_case(bench_bin, case, timeout_s):
         summary = os.path.join(tmp, "summary.jsonl")
         deadline = start + timeout_s
         with open(srv_err, "wb") as se:
-            server = subprocess.Popen([bins[0], "--port", "0"] + case["server_args"],
-                                      stdout=subprocess.PIPE, stderr=se, stdin=subprocess.DEVNULL,
+            server = subprocess.Popen(server_argv(bins[0], case), stdout=subprocess.PIPE,
+                                      stderr=se, stdin=subprocess.DEVNULL,
                                       start_new_session=True)
-        outcome, reason, code = "ok", "", 0
+        outcome, reason, code, rank0 = "ok", "", 0, []
         try:
-            port = _read_listen_line(server, min(deadline, start + START_TIMEOUT_S))
+            port = _read_listen_line(server, min(deadline, start + START_TIMEOUT_S), rank0)
             if port is None:
                 outcome, reason = "failed", "obl-server did not start listening"
             else:
@@ -150,7 +171,7 @@ def run_case(bench_bin, case, timeout_s):
                     outcome = "failed"
                     reason = f"obl-load exit status {code}" + (f": {last[-1]}" if last else "")
         finally:
-            srv_code = _stop(server)
+            srv_code = _stop(server, pid=rank0[0] if rank0 else None)
             server.stdout.close()
         if outcome == "ok" and srv_code != 0:
             outcome, reason = "failed", f"obl-server exit status {srv_code} after SIGTERM"
@@ -174,6 +195,10 @@ def run_case(bench_bin, case, timeout_s):
         if not any(r.get("report_type") == REPORT_TYPE for r in records):
             result.update(outcome="failed", reason="obl-load wrote no Ramp-UMAP record")
             return result
+        for r in records:  # what obl-load cannot know: the server's deployment
+            for k in CASE_ONLY_PARAMS:
+                if k in case["params"]:
+                    r.setdefault("params", {})[k] = case["params"][k]
         result.update(outcome="ok", records=records)
         return result
 
@@ -208,9 +233,14 @@ def describe(params):
     else:
         load = f"constant {p.get('Rate_from', 0):,} q/s for {p.get('Seconds')} s"
     pad = ", padded to powers of two" if p.get("Pad") else ""
+    mpi = ""
+    if p.get("Backend") == "mpi":
+        mpi = (f"; MPI: {p.get('Ranks')} ranks (rank 0 server and balancer, "
+               f"{p.get('Ranks', 1) - 1} shard ranks, {p.get('Shards')} shards), get epochs "
+               f"of {p.get('Max_batch')} requests")
     return (f"N = {n_text}, {p.get('Key_bytes')}/{p.get('Value_bytes')} B, {load}, "
             f"{p.get('Hit_pct')} % hits, {p.get('Connections')} connections, max batch "
-            f"{p.get('Max_batch')}{pad}")
+            f"{p.get('Max_batch')}{pad}{mpi}")
 
 
 def knee(steps):

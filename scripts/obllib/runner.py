@@ -26,7 +26,7 @@ import sys
 import tempfile
 import time
 
-from . import parse, plan, ramp, stats
+from . import mpi, parse, plan, ramp, stats
 from .inputs import ROOT
 
 MEMORY_MARGIN = 0.9   # a case may use at most 90 % of MemAvailable
@@ -173,6 +173,16 @@ def plugin_preexec(extra_args):
     return lambda: os.sched_setaffinity(0, {int(cpu[-1])})
 
 
+def unpinned(extra_args, case):
+    """extra_args without --cpu K for a case that must not be pinned to one
+    CPU (its threads compare with MPI ranks on every core: obllib/mpi.py)."""
+    args = list(extra_args)
+    if case.get("pin", True) or "--cpu" not in args[:-1]:
+        return args
+    i = args.index("--cpu")
+    return args[:i] + args[i + 2:]
+
+
 def run_case(bench_bin, case, timeout_s, reps=None, extra_args=(), plugins=None):
     """Run one case in its own process group. -> result dict. A case of a
     plug-in (case["plugin"], not obl-bench's own) runs its run.sh, and its
@@ -180,13 +190,17 @@ def run_case(bench_bin, case, timeout_s, reps=None, extra_args=(), plugins=None)
     if case.get("driver") == ramp.DRIVER:
         return ramp.run_case(bench_bin, case, timeout_s)
     plugin = (plugins or {}).get(case.get("plugin")) if not case.get("native") else None
+    by_reports = plugin is not None or case.get("driver") == mpi.DRIVER  # records: REPORT lines
     with tempfile.TemporaryDirectory(prefix="obl-case-") as tmp:
         json_path = os.path.join(tmp, "case.jsonl")
         out_path, err_path = os.path.join(tmp, "stdout"), os.path.join(tmp, "stderr")
-        if plugin is not None:
+        if case.get("driver") == mpi.DRIVER:
+            argv = mpi.argv(bench_bin, case)
+        elif plugin is not None:
             argv = plugin_argv(plugin, case, reps, list(extra_args))
         else:
-            argv = [bench_bin, case["bench"]] + [str(a) for a in case["args"]] + list(extra_args)
+            argv = [bench_bin, case["bench"]] + [str(a) for a in case["args"]] + unpinned(
+                extra_args, case)
             argv += ["--json", json_path]
             if reps is not None:
                 argv += ["--reps", str(reps)]
@@ -238,7 +252,7 @@ def run_case(bench_bin, case, timeout_s, reps=None, extra_args=(), plugins=None)
             why = f": {last[-1].strip()}" if last else ""
             result.update(outcome="failed", reason=f"exit status {code}{why}")
             return result
-        if plugin is not None:
+        if by_reports:
             records = parse.objects_from_reports(result["reports"], case["bench"])
             if not records:
                 result.update(outcome="failed", reason="exit status 0 but no REPORT line")

@@ -169,6 +169,8 @@ def impl_order(impls, run_impls):
 
 # Types with their own tables and figures (obllib/ramp.py), not against N.
 RAMP_TYPES = ("Ramp-UMAP", "Ramp-UMAP-timeline")
+# Implementations with their own tables (obllib/mpi.py: a row per rank layout).
+OWN_TABLE_IMPLS = ("obl_mpi",)
 
 
 class Table:
@@ -218,7 +220,7 @@ def measured_tables(records, spread="minmax"):
     groups = {}
     for r in records:
         row = row_key(r["params"])
-        if row is None or r["report_type"] in RAMP_TYPES:  # ramp.tables
+        if row is None or r["report_type"] in RAMP_TYPES or r["impl"] in OWN_TABLE_IMPLS:
             continue
         tp = table_params(r, names)
         for m, s in r["metrics"].items():

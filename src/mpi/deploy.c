@@ -21,15 +21,50 @@
 #include "mpi/rank.h"
 #include "shard/shard_map.h"
 
+typedef struct xop {
+    int peer, send;
+    unsigned char *buf;
+    size_t len; /* to send, or the buffer's capacity; then the bytes received */
+} xop;
+
+/* Posted operations, not yet complete (xfer_post, xfer_wait). */
+typedef struct xfer_state {
+    xop *ops; /* the caller's, until xfer_wait returns */
+    int n, nr;
+    MPI_Request *rq;
+    MPI_Status *stv;
+    int *first;
+} xfer_state;
+
+/* A balancer's epoch in flight (docs/mpi.md, "Pipelined epochs"): its
+ * balancer state, buffers by peer and posted exchange. */
+typedef struct bal_slot {
+    mpi_bal bal;
+    unsigned char **pt, **sealed, **rbuf; /* by peer */
+    size_t *got;
+    xop *ops;
+    int nops;
+    xfer_state x;
+    uint64_t epoch;
+    uint32_t kind;
+    obl_err es; /* the split's status */
+    double split_us;
+} bal_slot;
+
 struct obl_mpi {
     MPI_Comm comm;
     int rank, size, role;
     obl_mpi_params p;
     mpi_layout y;
     msg_chan *ch; /* by peer rank; the other role's ranks only */
-    mpi_bal bal;
     mpi_srv srv;
-    uint64_t epoch;
+    /* Balancer: slot e & 1 holds epoch e while it is in flight (at most two);
+     * a shard rank uses slot 0. bal, pt, sealed, rbuf, got: the slot at work. */
+    bal_slot sl[2];
+    unsigned nfl;  /* epochs in flight */
+    uint64_t last; /* balancer: the newest epoch begun */
+    uint64_t epoch; /* the epoch at work (messages, errors) */
+    mpi_bal *bal;
     unsigned char **pt, **apt, **sealed,
         **rbuf;         /* by peer: plaintext in, answer, sealed out, received */
     size_t *rcap, *got; /* receive capacity, bytes received */
@@ -61,11 +96,6 @@ static obl_err fail(obl_mpi *m, obl_mpi_fault f, obl_err e, const char *fmt, ...
 
 /* ---- transport ---- */
 
-typedef struct xop {
-    int peer, send;
-    unsigned char *buf;
-    size_t len; /* to send, or the buffer's capacity; then the bytes received */
-} xop;
 
 /* The injected fault of this rank and epoch, if any. */
 static int injected(const obl_mpi *m)
@@ -155,43 +185,74 @@ static obl_err post_all(obl_mpi *m, xop *ops, int n, MPI_Request *rq, int *first
     return OBL_OK;
 }
 
-/* Runs the n operations to completion, or fails at the deadline naming
- * the peers that made no progress (a dead or silent rank). */
-static obl_err xfer(obl_mpi *m, xop *ops, int n)
+
+static void xfer_free(xfer_state *x)
 {
-    MPI_Request *rq = (MPI_Request *)calloc(2 * (size_t)n + 1, sizeof *rq);
-    MPI_Status *stv = (MPI_Status *)calloc(2 * (size_t)n + 1, sizeof *stv);
-    int *first = (int *)calloc((size_t)n + 1, sizeof *first), nr = 0, rc = MPI_SUCCESS;
-    obl_err e = rq && stv && first ? OBL_OK : OBL_ERR_NOMEM;
-    double t0 = now_us();
+    free(x->rq);
+    free(x->stv);
+    free(x->first);
+    memset(x, 0, sizeof *x);
+}
+
+/* Posts the n operations; on error x is freed. */
+static obl_err xfer_post(obl_mpi *m, xfer_state *x, xop *ops, int n)
+{
+    memset(x, 0, sizeof *x);
+    x->ops = ops;
+    x->n = n;
+    x->rq = (MPI_Request *)calloc(2 * (size_t)n + 1, sizeof *x->rq);
+    x->stv = (MPI_Status *)calloc(2 * (size_t)n + 1, sizeof *x->stv);
+    x->first = (int *)calloc((size_t)n + 1, sizeof *x->first);
+    obl_err e = x->rq && x->stv && x->first ? OBL_OK : OBL_ERR_NOMEM;
     if (e == OBL_OK)
-        e = post_all(m, ops, n, rq, first, &nr);
-    if (e == OBL_OK && !poll_all(m, rq, nr, stv, t0, &rc)) {
+        e = post_all(m, ops, n, x->rq, x->first, &x->nr);
+    if (e != OBL_OK)
+        xfer_free(x);
+    return e;
+}
+
+/* Runs the posted operations to completion, or fails at the deadline
+ * naming the peers that made no progress (a dead or silent rank). A
+ * receive's len becomes the bytes received. Frees x. */
+static obl_err xfer_wait(obl_mpi *m, xfer_state *x)
+{
+    int rc = MPI_SUCCESS;
+    obl_err e = OBL_OK;
+    double t0 = now_us();
+    if (!poll_all(m, x->rq, x->nr, x->stv, t0, &rc)) {
         char who[160];
-        pending_peers(rq, first, ops, n, who, sizeof who);
+        pending_peers(x->rq, x->first, x->ops, x->n, who, sizeof who);
         e = fail(m, OBL_MPI_FAULT_TIMEOUT, OBL_ERR_IO,
                  "timeout: no progress with rank(s)%s within %.1f s (a rank died or hangs)", who,
                  m->p.timeout_s > 0 ? m->p.timeout_s : 60.0);
     }
-    for (int i = 0; e == OBL_OK && i < n; i++) {
-        const MPI_Status *s = &stv[first[i]];
-        if (rc == MPI_ERR_IN_STATUS && s->MPI_ERROR != MPI_SUCCESS) /* longer than expected */
+    for (int i = 0; e == OBL_OK && i < x->n; i++) {
+        const MPI_Status *st = &x->stv[x->first[i]];
+        if (rc == MPI_ERR_IN_STATUS && st->MPI_ERROR != MPI_SUCCESS) /* longer than expected */
             e = fail(m, OBL_MPI_FAULT_TRUNCATED, OBL_ERR_IO, "message from rank %d rejected: %s",
-                     ops[i].peer, msg_fault_name(MSG_TRUNCATED));
+                     x->ops[i].peer, msg_fault_name(MSG_TRUNCATED));
         else if (rc != MPI_SUCCESS && rc != MPI_ERR_IN_STATUS)
             e = fail(m, OBL_MPI_FAULT_TRANSPORT, OBL_ERR_IO, "MPI_Testall failed (%d)", rc);
-        else if (!ops[i].send) {
+        else if (!x->ops[i].send) {
             int cnt = 0;
-            MPI_Get_count(s, MPI_BYTE, &cnt);
-            ops[i].len = (size_t)cnt;
+            MPI_Get_count(st, MPI_BYTE, &cnt);
+            x->ops[i].len = (size_t)cnt;
             m->st.bytes_recv += (size_t)cnt;
         }
     }
     m->st.last_wait_us += now_us() - t0;
-    free(rq);
-    free(stv);
-    free(first);
+    xfer_free(x);
     return e;
+}
+
+/* Runs the n operations to completion. */
+static obl_err xfer(obl_mpi *m, xop *ops, int n)
+{
+    xfer_state x;
+    obl_err e = xfer_post(m, &x, ops, n);
+    if (e != OBL_OK)
+        return e;
+    return xfer_wait(m, &x);
 }
 
 /* Opens the message received from peer into its plaintext buffer. */
@@ -223,9 +284,20 @@ static void reset_times(obl_mpi *m)
     m->st.last_wait_us = m->st.last_shard_us = m->st.last_shard_crypto_us = 0;
 }
 
-/* Sends every shard rank its sealed payload of `kind` (packed by the caller
- * into m->pt) and, unless stopping, receives and opens the answers. */
-static obl_err bal_exchange(obl_mpi *m, uint32_t kind, int answers)
+/* Makes slot k the one at work. */
+static void use_slot(obl_mpi *m, int k)
+{
+    bal_slot *z = &m->sl[k];
+    m->bal = &z->bal;
+    m->pt = z->pt;
+    m->sealed = z->sealed;
+    m->rbuf = z->rbuf;
+    m->got = z->got;
+}
+
+/* Seals every shard rank's payload of `kind` (packed by the caller into
+ * m->pt) and posts it and, unless stopping, the receive of its answer. */
+static obl_err bal_post(obl_mpi *m, bal_slot *z, uint32_t kind, int answers)
 {
     const mpi_layout *y = &m->y;
     xop *ops = (xop *)calloc(2 * (size_t)y->R, sizeof *ops);
@@ -242,12 +314,33 @@ static obl_err bal_exchange(obl_mpi *m, uint32_t kind, int answers)
             ops[n++] = (xop){peer, 0, m->rbuf[peer], m->rcap[peer]};
     }
     if (e == OBL_OK)
-        e = xfer(m, ops, n);
-    for (int i = 0; e == OBL_OK && i < n; i++)
-        if (!ops[i].send)
-            m->got[ops[i].peer] = ops[i].len;
-    free(ops);
+        e = xfer_post(m, &z->x, ops, n);
+    if (e != OBL_OK) {
+        free(ops);
+        return e;
+    }
+    z->ops = ops;
+    z->nops = n;
+    return OBL_OK;
+}
+
+/* Waits for the slot's exchange; the answers' lengths into m->got. */
+static obl_err bal_collect(obl_mpi *m, bal_slot *z)
+{
+    obl_err e = xfer_wait(m, &z->x);
+    for (int i = 0; e == OBL_OK && i < z->nops; i++)
+        if (!z->ops[i].send)
+            m->got[z->ops[i].peer] = z->ops[i].len;
+    free(z->ops);
+    z->ops = NULL;
     return e;
+}
+
+/* bal_post and bal_collect on slot 0, nothing in flight (build, stop). */
+static obl_err bal_exchange(obl_mpi *m, uint32_t kind, int answers)
+{
+    obl_err e = bal_post(m, &m->sl[0], kind, answers);
+    return e == OBL_OK ? bal_collect(m, &m->sl[0]) : e;
 }
 
 /* Opens shard rank r's answer and reads it; OBL_OK or the rank's error. */
@@ -274,71 +367,113 @@ static obl_err bal_take(obl_mpi *m, unsigned r, uint32_t kind, size_t got, int u
         m->st.last_shard_crypto_us = crypto;
     }
     if (unpack)
-        (void)mpi_bal_unpack(&m->bal, r, a);
+        (void)mpi_bal_unpack(m->bal, r, a);
     if (status != OBL_OK)
         return fail(m, OBL_MPI_FAULT_PEER, (obl_err)status, "shard rank %d failed the epoch: %s",
                     peer, obl_strerror((obl_err)status));
     return OBL_OK;
 }
 
-/* One get or mixed epoch of this balancer. */
-static obl_err bal_epoch(obl_mpi *m, const uint64_t *ops, const unsigned char *keys,
-                         const unsigned char *vin, unsigned char *vout, uint64_t *found)
+/* Starts an epoch in the next slot: the split, the sealed requests posted. */
+static obl_err bal_begin(obl_mpi *m, const uint64_t *ops, const unsigned char *keys,
+                         const unsigned char *vin)
 {
     const mpi_layout *y = &m->y;
-    uint32_t kind = vin ? MSG_MIXED : MSG_GET;
-    m->epoch++;
-    m->fault = OBL_MPI_FAULT_NONE;
-    reset_times(m);
+    int k = (int)((m->last + 1) & 1);
+    bal_slot *z = &m->sl[k];
+    use_slot(m, k);
+    m->epoch = ++m->last;
+    if (!m->nfl) {
+        m->fault = OBL_MPI_FAULT_NONE;
+        reset_times(m);
+    }
+    z->epoch = m->epoch;
+    z->kind = vin ? MSG_MIXED : MSG_GET;
     double t0 = now_us();
-    obl_err es = mpi_bal_split(&m->bal, ops, keys, vin);
-    double t1 = now_us();
+    z->es = mpi_bal_split(m->bal, ops, keys, vin);
+    z->split_us = now_us() - t0;
     for (unsigned r = 0; r < y->R; r++)
-        mpi_bal_pack(&m->bal, r, vin != NULL, (uint64_t)es, m->pt[y->L + r]);
-    obl_err e = bal_exchange(m, kind, 1);
-    obl_err ep = OBL_OK;
+        mpi_bal_pack(m->bal, r, vin != NULL, (uint64_t)z->es, m->pt[y->L + r]);
+    obl_err e = bal_post(m, z, z->kind, 1);
+    m->nfl += e == OBL_OK;
+    return e;
+}
+
+/* Ends the oldest epoch in flight: its answers, routed back to keys. */
+static obl_err bal_end(obl_mpi *m, const unsigned char *keys, unsigned char *vout,
+                       uint64_t *found)
+{
+    const mpi_layout *y = &m->y;
+    int k = (int)((m->last + 1 - m->nfl) & 1);
+    bal_slot *z = &m->sl[k];
+    use_slot(m, k);
+    m->epoch = z->epoch;
+    m->nfl--;
+    obl_err e = bal_collect(m, z), ep = OBL_OK;
     for (unsigned r = 0; r < y->R && e == OBL_OK; r++) {
-        obl_err er = bal_take(m, r, kind, m->got[y->L + r], 1);
+        obl_err er = bal_take(m, r, z->kind, m->got[y->L + r], 1);
         if (er != OBL_OK && m->fault != OBL_MPI_FAULT_PEER)
             e = er;
         else if (er != OBL_OK)
             ep = er;
     }
     double t2 = now_us();
-    if (e == OBL_OK && es == OBL_OK && ep == OBL_OK)
-        e = mpi_bal_join(&m->bal, keys, vout, found);
-    m->st.last_split_us = t1 - t0;
+    if (e == OBL_OK && z->es == OBL_OK && ep == OBL_OK)
+        e = mpi_bal_join(m->bal, keys, vout, found);
+    m->st.last_split_us = z->split_us;
     m->st.last_join_us = now_us() - t2;
     m->st.epochs++;
-    if (e == OBL_OK && es != OBL_OK)
-        return fail(m, OBL_MPI_FAULT_NONE, es, "the balancer's split failed: %s", obl_strerror(es));
+    if (e == OBL_OK && z->es != OBL_OK)
+        e = fail(m, OBL_MPI_FAULT_NONE, z->es, "the balancer's split failed: %s",
+                 obl_strerror(z->es));
+    m->epoch = m->last;
     return e != OBL_OK ? e : ep;
+}
+
+/* see obl/mpi.h */
+obl_err obl_mpi_batch_begin(obl_mpi *m, const uint64_t *ops, const void *keys,
+                            const void *values_in)
+{
+    if (!m || m->role != OBL_MPI_BALANCER || !keys || (values_in && !ops) || m->nfl >= 2)
+        return OBL_ERR_INVALID_ARG;
+    return bal_begin(m, ops, (const unsigned char *)keys, (const unsigned char *)values_in);
+}
+
+/* see obl/mpi.h */
+obl_err obl_mpi_batch_end(obl_mpi *m, const void *keys, void *values_out, uint64_t *found)
+{
+    if (!m || m->role != OBL_MPI_BALANCER || !keys || !values_out || !found || !m->nfl)
+        return OBL_ERR_INVALID_ARG;
+    return bal_end(m, (const unsigned char *)keys, (unsigned char *)values_out, found);
 }
 
 /* see obl/mpi.h */
 obl_err obl_mpi_batch(obl_mpi *m, const uint64_t *ops, const void *keys, const void *values_in,
                       void *values_out, uint64_t *found)
 {
-    if (!m || m->role != OBL_MPI_BALANCER || !keys || !values_out || !found || (values_in && !ops))
+    if (!m || m->role != OBL_MPI_BALANCER || !keys || !values_out || !found ||
+        (values_in && !ops) || m->nfl)
         return OBL_ERR_INVALID_ARG;
-    return bal_epoch(m, ops, (const unsigned char *)keys, (const unsigned char *)values_in,
-                     (unsigned char *)values_out, found);
+    obl_err e = bal_begin(m, ops, (const unsigned char *)keys, (const unsigned char *)values_in);
+    return e != OBL_OK ? e : bal_end(m, (const unsigned char *)keys, (unsigned char *)values_out,
+                                     found);
 }
 
 /* see obl/mpi.h */
 obl_err obl_mpi_build(obl_mpi *m, const void *keys, const void *values, uint64_t n)
 {
     if (!m || m->role != OBL_MPI_BALANCER || (n && (!keys || !values)) || (m->rank != 0 && n) ||
-        n > m->p.capacity)
+        n > m->p.capacity || m->nfl)
         return OBL_ERR_INVALID_ARG;
-    m->epoch++;
+    use_slot(m, 0);
+    m->epoch = ++m->last;
     m->fault = OBL_MPI_FAULT_NONE;
     reset_times(m);
     if (m->rank != 0) /* only balancer 0 deals the pairs */
         return OBL_OK;
     const mpi_layout *y = &m->y;
     unsigned char **out = m->pt + y->L;
-    obl_err e = mpi_bal_build_pack(&m->bal, (const unsigned char *)keys,
+    obl_err e = mpi_bal_build_pack(m->bal, (const unsigned char *)keys,
                                    (const unsigned char *)values, n, out);
     uint64_t st = (uint64_t)e;
     for (unsigned r = 0; r < y->R; r++)
@@ -359,9 +494,10 @@ obl_err obl_mpi_build(obl_mpi *m, const void *keys, const void *values, uint64_t
 /* see obl/mpi.h */
 obl_err obl_mpi_stop(obl_mpi *m)
 {
-    if (!m || m->role != OBL_MPI_BALANCER)
+    if (!m || m->role != OBL_MPI_BALANCER || m->nfl)
         return OBL_ERR_INVALID_ARG;
-    m->epoch++;
+    use_slot(m, 0);
+    m->epoch = ++m->last;
     return bal_exchange(m, MSG_STOP, 0);
 }
 
@@ -544,44 +680,59 @@ static size_t max_req(const mpi_layout *y, unsigned r, int build)
     return a > c ? a : c;
 }
 
-/* Buffers per peer: plaintexts, sealed message, receive buffer. */
-static obl_err make_buffers(obl_mpi *m)
+/* Slot k's buffers per peer: plaintexts, sealed message, receive buffer
+ * (a balancer's slot 1 without room for a build); rcap and apt: slot 0. */
+static obl_err slot_buffers(obl_mpi *m, int k)
 {
     const mpi_layout *y = &m->y;
     size_t n = (size_t)m->size, ov = MPI_MSG_HDR + MPI_MSG_TAG;
-    m->pt = (unsigned char **)calloc(n, sizeof *m->pt);
-    m->apt = (unsigned char **)calloc(n, sizeof *m->apt);
-    m->sealed = (unsigned char **)calloc(n, sizeof *m->sealed);
-    m->rbuf = (unsigned char **)calloc(n, sizeof *m->rbuf);
-    m->rcap = (size_t *)calloc(n, sizeof *m->rcap);
-    m->got = (size_t *)calloc(n, sizeof *m->got);
-    if (!m->pt || !m->apt || !m->sealed || !m->rbuf || !m->rcap || !m->got)
+    bal_slot *z = &m->sl[k];
+    z->pt = (unsigned char **)calloc(n, sizeof *z->pt);
+    z->sealed = (unsigned char **)calloc(n, sizeof *z->sealed);
+    z->rbuf = (unsigned char **)calloc(n, sizeof *z->rbuf);
+    z->got = (size_t *)calloc(n, sizeof *z->got);
+    if (!z->pt || !z->sealed || !z->rbuf || !z->got)
         return OBL_ERR_NOMEM;
     for (int q = 0; q < m->size; q++) {
         size_t req, ans;
         if (m->role == OBL_MPI_BALANCER && q >= (int)y->L) {
             unsigned r = (unsigned)q - y->L;
-            req = max_req(y, r, m->rank == 0);
+            req = max_req(y, r, m->rank == 0 && k == 0);
             ans = lay_ans_len(y, r, MSG_GET);
-            m->pt[q] = (unsigned char *)calloc(1, req > ans ? req : ans);
-            m->sealed[q] = (unsigned char *)calloc(1, req + ov);
+            z->pt[q] = (unsigned char *)calloc(1, req > ans ? req : ans);
+            z->sealed[q] = (unsigned char *)calloc(1, req + ov);
             m->rcap[q] = ans + ov + 1;
         } else if (m->role == OBL_MPI_SHARD && q < (int)y->L) {
             unsigned r = (unsigned)m->rank - y->L;
             req = max_req(y, r, q == 0);
             ans = lay_ans_len(y, r, MSG_GET);
-            m->pt[q] = (unsigned char *)calloc(1, req);
+            z->pt[q] = (unsigned char *)calloc(1, req);
             m->apt[q] = (unsigned char *)calloc(1, ans);
-            m->sealed[q] = (unsigned char *)calloc(1, ans + ov);
+            z->sealed[q] = (unsigned char *)calloc(1, ans + ov);
             m->rcap[q] = req + ov + 1;
         } else {
             continue;
         }
-        m->rbuf[q] = (unsigned char *)calloc(1, m->rcap[q]);
-        if (!m->pt[q] || !m->sealed[q] || !m->rbuf[q] || (m->role == OBL_MPI_SHARD && !m->apt[q]))
+        z->rbuf[q] = (unsigned char *)calloc(1, m->rcap[q]);
+        if (!z->pt[q] || !z->sealed[q] || !z->rbuf[q] || (m->role == OBL_MPI_SHARD && !m->apt[q]))
             return OBL_ERR_NOMEM;
     }
     return OBL_OK;
+}
+
+/* Buffers: two slots on a balancer (pipelined epochs), one on a shard rank. */
+static obl_err make_buffers(obl_mpi *m)
+{
+    size_t n = (size_t)m->size;
+    m->apt = (unsigned char **)calloc(n, sizeof *m->apt);
+    m->rcap = (size_t *)calloc(n, sizeof *m->rcap);
+    if (!m->apt || !m->rcap)
+        return OBL_ERR_NOMEM;
+    obl_err e = slot_buffers(m, 0);
+    if (e == OBL_OK && m->role == OBL_MPI_BALANCER)
+        e = slot_buffers(m, 1);
+    use_slot(m, 0);
+    return e;
 }
 
 /* The rank's own part: a balancer or the shard rank's maps. */
@@ -593,7 +744,9 @@ static obl_err make_role(obl_mpi *m, const obl_mpi_params *p)
     uint64_t seed = p->seed * 0x100000001b3ull + (uint64_t)m->rank;
     obl_err e;
     if (m->role == OBL_MPI_BALANCER) {
-        e = mpi_bal_init(&m->bal, &m->y, rk, seed, p->use_seed, 1);
+        e = mpi_bal_init(&m->sl[0].bal, &m->y, rk, seed, p->use_seed, 1);
+        if (e == OBL_OK) /* the second slot's sorts draw from their own stream */
+            e = mpi_bal_init(&m->sl[1].bal, &m->y, rk, seed ^ 0x736c6f7431ull, p->use_seed, 1);
     } else {
         obl_shard_params sp = {0};
         sp.key_size = p->key_size;
@@ -698,28 +851,35 @@ void obl_mpi_destroy(obl_mpi *m)
 {
     if (!m)
         return;
+    for (int k = 0; k < 2; k++) {
+        bal_slot *z = &m->sl[k];
+        for (int q = 0; q < m->size; q++) {
+            if (z->pt)
+                free(z->pt[q]);
+            if (z->sealed)
+                free(z->sealed[q]);
+            if (z->rbuf)
+                free(z->rbuf[q]);
+        }
+        free(z->pt);
+        free(z->sealed);
+        free(z->rbuf);
+        free(z->got);
+        free(z->ops);
+        xfer_free(&z->x);
+        if (m->role == OBL_MPI_BALANCER)
+            mpi_bal_free(&z->bal);
+    }
     for (int q = 0; q < m->size; q++) {
-        if (m->pt)
-            free(m->pt[q]);
         if (m->apt)
             free(m->apt[q]);
-        if (m->sealed)
-            free(m->sealed[q]);
-        if (m->rbuf)
-            free(m->rbuf[q]);
         if (m->ch)
             msg_chan_free(&m->ch[q]);
     }
-    if (m->role == OBL_MPI_BALANCER)
-        mpi_bal_free(&m->bal);
-    else
+    if (m->role != OBL_MPI_BALANCER)
         mpi_srv_free(&m->srv);
-    free(m->pt);
     free(m->apt);
-    free(m->sealed);
-    free(m->rbuf);
     free(m->rcap);
-    free(m->got);
     free(m->ch);
     if (m->comm != MPI_COMM_NULL)
         MPI_Comm_free(&m->comm);

@@ -29,7 +29,7 @@ typedef struct opts {
     int fault, fault_rank;
     uint64_t fault_epoch;
     uint64_t n, batches, model, seed;
-    int help;
+    int help, pipeline;
 } opts;
 
 static uint64_t mix(uint64_t x)
@@ -127,6 +127,8 @@ static int parse(int argc, char **argv, opts *o)
             o->seed = strtoull(v, NULL, 0), o->p.use_seed = 1;
         else if (!strcmp(a, "--model"))
             o->model = strtoull(v, NULL, 0);
+        else if (!strcmp(a, "--pipeline"))
+            o->pipeline = strtoul(v, NULL, 0) != 0;
         else if (!strcmp(a, "--secret")) {
             size_t n = strlen(v) / 2;
             for (size_t k = 0; k < n && k < 32; k++)
@@ -156,8 +158,10 @@ static void usage(void)
            "  [--batches Q] [--key-bytes K] [--value-bytes V] [--threads T] [--engines E]\n"
            "  [--shard-batch b] [--timeout SECONDS] [--seed X] [--secret HEX]\n"
            "  [--model EPOCHS] [--fault tamper|replay|truncate|kill|silent:RANK:EPOCH]\n"
+           "  [--pipeline 0|1]\n"
            "Ranks 0..L-1 balance, the others hold the S shards. Prints a REPORT line\n"
-           "(UnorderedMap, obl_mpi); --model checks mixed epochs against a model.\n");
+           "(UnorderedMap, obl_mpi); --model checks mixed epochs against a model.\n"
+           "--pipeline 1: two epochs in flight per balancer (obl_mpi_batch_begin/end).\n");
 }
 
 /* Ends the job on a failure: the rank's error, then MPI_Abort. */
@@ -194,7 +198,7 @@ static void add_stats(timing *t, const obl_mpi_stats *st, double lat)
 }
 
 static void print_report(const opts *o, int size, const timing *t, double q, double init,
-                         double bytes, size_t b)
+                         double bytes, size_t b, double qps)
 {
     double L = o->p.balancers, R = size - L, B = (double)o->p.batch, lat = t->lat / q;
     double crypto = (L * (t->seal + t->open) / q + R * t->shard_crypto / q) / (L * B);
@@ -204,10 +208,10 @@ static void print_report(const opts *o, int size, const timing *t, double q, dou
            " | Get_throughput_qps := %.2f | Balancers := %u | Ranks := %d"
            " | Shard_batch := %zu | Bytes_per_query := %.2f | Encrypt_us_per_query := %.4f"
            " | Split_us := %.2f | Join_us := %.2f | Shard_us := %.2f | Wait_us := %.2f"
-           " REPORT_123\n",
+           " | Pipeline := %d REPORT_123\n",
            obl_version(), o->n, o->p.key_size, o->p.value_size, o->p.shards, o->p.batch, init, lat,
-           L * B / lat * 1e6, o->p.balancers, size, b, bytes / (q * B), crypto, t->split / q,
-           t->join / q, t->shard / q, t->wait / q);
+           qps, o->p.balancers, size, b, bytes / (q * B), crypto, t->split / q, t->join / q,
+           t->shard / q, t->wait / q, o->pipeline);
     fflush(stdout);
 }
 
@@ -233,50 +237,102 @@ static double bench_build(obl_mpi *m, const opts *o, int rank)
     return init;
 }
 
+/* One epoch's requests and answers in the benchmark. */
+typedef struct bench_epoch {
+    unsigned char *qk, *out;
+    uint64_t *found, *ids;
+    double t0;
+} bench_epoch;
+
+/* Epoch q's B gets of balancer `rank`: 80% present ids, 20% absent. */
+static void bench_draw(const opts *o, int rank, uint64_t q, bench_epoch *x)
+{
+    uint64_t n = o->n, absent = n / 4 + 1;
+    for (size_t i = 0; i < o->p.batch; i++) {
+        uint64_t r = draw(o->seed, q, rank, i);
+        x->ids[i] = r % 5 < 4 ? (r >> 8) % n : n + (r >> 8) % absent;
+        make_key(x->qk + i * o->p.key_size, o->p.key_size, x->ids[i], o->seed);
+    }
+}
+
+/* Wrong answers of an epoch. */
+static long bench_check(const opts *o, const bench_epoch *x, unsigned char *want)
+{
+    long bad = 0;
+    size_t vs = o->p.value_size;
+    for (size_t i = 0; i < o->p.batch; i++) {
+        int hit = x->ids[i] < o->n;
+        make_value(want, vs, x->ids[i], o->seed);
+        bad += x->found[i] != (uint64_t)hit || (hit && memcmp(x->out + i * vs, want, vs));
+    }
+    return bad;
+}
+
+/* Ends epoch q (obl_mpi_batch_end, or the whole obl_mpi_batch without
+ * --pipeline), checks it and adds its times from q = 1 on. */
+static long bench_finish(obl_mpi *m, const opts *o, uint64_t q, bench_epoch *x, timing *t,
+                         unsigned char *want)
+{
+    obl_err e = o->pipeline ? obl_mpi_batch_end(m, x->qk, x->out, x->found)
+                            : obl_mpi_batch(m, NULL, x->qk, NULL, x->out, x->found);
+    double d = now_us() - x->t0;
+    if (e != OBL_OK)
+        die(m, e, "get epoch");
+    obl_mpi_stats st;
+    obl_mpi_get_stats(m, &st);
+    if (q > 0)
+        add_stats(t, &st, d);
+    return bench_check(o, x, want);
+}
+
+/* The benchmark: epoch 0 untimed, then the timed get epochs; with
+ * --pipeline epoch q+1 begins before epoch q ends. Bytes count the
+ * requests of epochs 1.. and their answers. */
 static int run_bench(obl_mpi *m, const opts *o, int rank, int size)
 {
-    size_t ks = o->p.key_size, vs = o->p.value_size, B = o->p.batch;
-    uint64_t n = o->n, absent = n / 4 + 1;
-    double init = bench_build(m, o, rank);
-    obl_err e;
-    unsigned char *qk = malloc(B * ks), *out = malloc(B * vs), *want = malloc(vs);
-    uint64_t *found = malloc(B * 8), *ids = malloc(B * 8), bytes0 = 0;
+    size_t B = o->p.batch;
+    double init = bench_build(m, o, rank), t1 = 0;
+    bench_epoch x[2];
+    for (int k = 0; k < 2; k++)
+        x[k] = (bench_epoch){malloc(B * o->p.key_size), malloc(B * o->p.value_size),
+                             malloc(B * 8), malloc(B * 8), 0};
+    unsigned char *want = malloc(o->p.value_size);
+    uint64_t sent0 = 0, recv0 = 0;
     long bad = 0;
     timing t = {0};
     obl_mpi_stats st;
     for (uint64_t q = 0; q <= o->batches; q++) {
-        for (size_t i = 0; i < B; i++) {
-            uint64_t r = draw(o->seed, q, rank, i);
-            ids[i] = r % 5 < 4 ? (r >> 8) % n : n + (r >> 8) % absent;
-            make_key(qk + i * ks, ks, ids[i], o->seed);
-        }
+        bench_epoch *c = &x[q & 1];
+        bench_draw(o, rank, q, c);
         obl_mpi_get_stats(m, &st);
         if (q == 1)
-            bytes0 = st.bytes_sent + st.bytes_recv;
-        double a = now_us();
-        e = obl_mpi_batch(m, NULL, qk, NULL, out, found);
-        double d = now_us() - a;
-        if (e != OBL_OK)
-            die(m, e, "get epoch");
-        for (size_t i = 0; i < B; i++) {
-            int hit = ids[i] < n;
-            make_value(want, vs, ids[i], o->seed);
-            bad += found[i] != (uint64_t)hit || (hit && memcmp(out + i * vs, want, vs));
+            sent0 = st.bytes_sent, recv0 = st.bytes_recv, t1 = now_us();
+        c->t0 = now_us();
+        if (o->pipeline && obl_mpi_batch_begin(m, NULL, c->qk, NULL) != OBL_OK)
+            die(m, OBL_ERR_IO, "begin of a get epoch");
+        if (!o->pipeline || q > 0)
+            bad += bench_finish(m, o, o->pipeline ? q - 1 : q, &x[(q - o->pipeline) & 1], &t, want);
+        if (o->pipeline && q == 1) { /* epoch 0's answer arrived after t1 */
+            obl_mpi_get_stats(m, &st);
+            recv0 = st.bytes_recv;
         }
-        obl_mpi_get_stats(m, &st);
-        if (q > 0)
-            add_stats(&t, &st, d);
     }
+    if (o->pipeline)
+        bad += bench_finish(m, o, o->batches, &x[o->batches & 1], &t, want);
+    double elapsed = now_us() - t1;
     obl_mpi_get_stats(m, &st);
-    e = obl_mpi_stop(m);
+    obl_err e = obl_mpi_stop(m);
     if (e != OBL_OK)
         die(m, e, "stop");
     if (bad)
         fprintf(stderr, "obl-mpi: rank %d: %ld wrong answers\n", rank, bad);
     if (rank == 0 && o->batches)
         print_report(o, size, &t, (double)o->batches, init,
-                     (double)(st.bytes_sent + st.bytes_recv - bytes0), st.b);
-    free(qk), free(out), free(want), free(found), free(ids);
+                     (double)(st.bytes_sent - sent0 + st.bytes_recv - recv0), st.b,
+                     (double)o->p.balancers * (double)B * (double)o->batches / elapsed * 1e6);
+    for (int k = 0; k < 2; k++)
+        free(x[k].qk), free(x[k].out), free(x[k].found), free(x[k].ids);
+    free(want);
     return bad ? 1 : 0;
 }
 
@@ -326,7 +382,46 @@ static void model_apply(model *md, const opts *o, const uint64_t *ops, const uin
     }
 }
 
-/* Model mode: build half the ids, then mixed (every fourth: get) epochs. */
+/* One epoch's requests and answers in model mode. */
+typedef struct model_epoch {
+    uint64_t *ops, *ids, *found;
+    unsigned char *qk, *vin, *out;
+} model_epoch;
+
+static void model_epoch_alloc(model_epoch *x, const opts *o)
+{
+    size_t B = o->p.batch;
+    *x = (model_epoch){malloc(B * 8), malloc(B * 8), malloc(B * 8), malloc(B * o->p.key_size),
+                       malloc(B * o->p.value_size), malloc(B * o->p.value_size)};
+}
+
+static void model_epoch_free(model_epoch *x)
+{
+    free(x->ops), free(x->ids), free(x->found), free(x->qk), free(x->vin), free(x->out);
+}
+
+/* Ends epoch q (obl_mpi_batch_end, or all of obl_mpi_batch without
+ * --pipeline), checks its answers against the state before it, then
+ * applies every balancer's requests of q (drawn again into scratch). */
+static long model_finish(obl_mpi *m, model *md, const opts *o, uint64_t q, model_epoch *x,
+                         model_epoch *scratch)
+{
+    int gets = q % 4 == 3;
+    obl_err e = o->pipeline ? obl_mpi_batch_end(m, x->qk, x->out, x->found)
+                            : obl_mpi_batch(m, gets ? NULL : x->ops, x->qk, gets ? NULL : x->vin,
+                                            x->out, x->found);
+    if (e != OBL_OK)
+        die(m, e, gets ? "get epoch" : "mixed epoch");
+    long bad = model_check(md, o, x->ids, x->out, x->found);
+    for (int l = 0; !gets && l < (int)o->p.balancers; l++) {
+        model_reqs(o, q, l, scratch->ops, scratch->ids, scratch->vin);
+        model_apply(md, o, scratch->ops, scratch->ids, scratch->vin);
+    }
+    return bad;
+}
+
+/* Model mode: build half the ids, then mixed (every fourth: get) epochs;
+ * with --pipeline epoch q+1 begins before epoch q ends. */
 static int run_model(obl_mpi *m, const opts *o, int rank, int size)
 {
     size_t ks = o->p.key_size, vs = o->p.value_size, B = o->p.batch, h = o->n / 2;
@@ -341,33 +436,36 @@ static int run_model(obl_mpi *m, const opts *o, int rank, int size)
     obl_err e = obl_mpi_build(m, keys, vals, rank == 0 ? h : 0);
     if (e != OBL_OK)
         die(m, e, "build");
-    uint64_t *ops = malloc(B * 8), *ids = malloc(B * 8), *found = malloc(B * 8);
-    unsigned char *qk = malloc(B * ks), *vin = malloc(B * vs), *out = malloc(B * vs);
-    long bad = 0, checks = 0;
+    model_epoch x[3];
+    for (int k = 0; k < 3; k++)
+        model_epoch_alloc(&x[k], o);
+    long bad = 0;
     for (uint64_t q = 0; q < o->model; q++) {
-        model_reqs(o, q, rank, ops, ids, vin);
+        model_epoch *c = &x[q & 1];
+        model_reqs(o, q, rank, c->ops, c->ids, c->vin);
         for (size_t i = 0; i < B; i++)
-            make_key(qk + i * ks, ks, ids[i], o->seed);
+            make_key(c->qk + i * ks, ks, c->ids[i], o->seed);
         int gets = q % 4 == 3;
-        e = obl_mpi_batch(m, gets ? NULL : ops, qk, gets ? NULL : vin, out, found);
-        if (e != OBL_OK)
-            die(m, e, gets ? "get epoch" : "mixed epoch");
-        bad += model_check(&md, o, ids, out, found);
-        checks += (long)B;
-        for (int l = 0; !gets && l < (int)o->p.balancers; l++) {
-            model_reqs(o, q, l, ops, ids, vin);
-            model_apply(&md, o, ops, ids, vin);
-        }
+        if (o->pipeline &&
+            obl_mpi_batch_begin(m, gets ? NULL : c->ops, c->qk, gets ? NULL : c->vin) != OBL_OK)
+            die(m, OBL_ERR_IO, "begin of an epoch");
+        if (!o->pipeline || q > 0)
+            bad += model_finish(m, &md, o, q - (uint64_t)o->pipeline,
+                                &x[(q - (uint64_t)o->pipeline) & 1], &x[2]);
     }
+    if (o->pipeline && o->model)
+        bad += model_finish(m, &md, o, o->model - 1, &x[(o->model - 1) & 1], &x[2]);
     e = obl_mpi_stop(m);
     if (e != OBL_OK)
         die(m, e, "stop");
-    printf("obl-mpi model: rank %d of %d: %" PRIu64 " epochs, %ld answers checked, %ld wrong "
+    printf("obl-mpi model: rank %d of %d: %" PRIu64 " epochs%s, %ld answers checked, %ld wrong "
            "(seed %" PRIu64 ")\n",
-           rank, size, o->model, checks, bad, o->seed);
+           rank, size, o->model, o->pipeline ? " (pipelined)" : "", (long)(o->model * B), bad,
+           o->seed);
     fflush(stdout);
-    free(ops), free(ids), free(found), free(qk), free(vin), free(out), free(keys), free(vals);
-    free(md.present), free(md.val);
+    for (int k = 0; k < 3; k++)
+        model_epoch_free(&x[k]);
+    free(keys), free(vals), free(md.present), free(md.val);
     return bad ? 1 : 0;
 }
 

@@ -21,6 +21,11 @@ if(TARGET obl-mpi AND NOT OBL_CT_CHECK)
   obl_mpi_test(mpi_np3_model ok "0 wrong" -np 3 ${exe} ${small} --shards 2 --model 12)
   obl_mpi_test(mpi_np4_model_two_balancers ok "rank 1 of 4: 12 epochs.* 0 wrong"
                -np 4 ${exe} ${small} --balancers 2 --shards 3 --model 12)
+  # pipelined epochs (obl_mpi_batch_begin/end): two in flight per balancer
+  obl_mpi_test(mpi_np4_model_pipelined ok "rank 1 of 4: 12 epochs [(]pipelined[)].* 0 wrong"
+               -np 4 ${exe} ${small} --balancers 2 --shards 3 --model 12 --pipeline 1)
+  obl_mpi_test(mpi_tampered_pipelined fail "rejected: tampered"
+               -np 3 ${exe} ${small} --shards 2 --model 6 --pipeline 1 --fault tamper:0:4)
   obl_mpi_test(mpi_np4_report ok "REPORT_123UnorderedMap[|]obl_mpi[|].*Ranks := 4"
                -np 4 ${exe} ${small} --shards 6 --batches 3)
   obl_mpi_test(mpi_tampered fail "rejected: tampered"
@@ -37,4 +42,9 @@ if(TARGET obl-mpi AND NOT OBL_CT_CHECK)
                -np 4 ${exe} ${small} --shards 2 --model 2)
   obl_mpi_test(mpi_bad_shard_batch fail "refused: .*b = 3 too small"
                -np 3 ${exe} ${small} --shards 2 --shard-batch 3 --model 2)
+  # obl-server --backend mpi (docs/mpi.md) refuses a layout it cannot serve
+  if(TARGET obl-server)
+    obl_mpi_test(serve_mpi_bad_shards fail "mpi refused: .*1 shards on 2 shard ranks"
+                 -np 3 $<TARGET_FILE:obl-server> --backend mpi --port 0 --n 100 --shards 1)
+  endif()
 endif()

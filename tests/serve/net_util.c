@@ -43,14 +43,20 @@ static void remember(pid_t pid)
 
 int net_server_start(test_server *s, const char *path, const char *const *args)
 {
-    int p[2];
-    if (pipe(p) != 0)
-        return -1;
     const char *argv[32] = {path, "--port", "0"};
     int n = 3;
     for (int i = 0; args[i] && n < 31; i++)
         argv[n++] = args[i];
     argv[n] = NULL;
+    return net_server_start_argv(s, argv);
+}
+
+int net_server_start_argv(test_server *s, const char *const *argv)
+{
+    const char *path = argv[0];
+    int p[2];
+    if (pipe(p) != 0)
+        return -1;
     s->pid = fork();
     if (s->pid < 0)
         return -1;
@@ -66,8 +72,12 @@ int net_server_start(test_server *s, const char *path, const char *const *args)
     FILE *f = fdopen(p[0], "r");
     char line[256];
     int ok = 0;
+    long sp;
+    s->signal_pid = s->pid;
     while (f && fgets(line, sizeof(line), f)) {
         char *c = strrchr(line, ':');
+        if (sscanf(line, "obl-server: pid %ld", &sp) == 1)
+            s->signal_pid = (pid_t)sp;
         if (strstr(line, "listening on") && c && sscanf(c + 1, "%u", &s->port) == 1) {
             ok = 1;
             break;
@@ -85,7 +95,7 @@ int net_server_start(test_server *s, const char *path, const char *const *args)
 
 int net_server_stop(test_server *s, int sig, double seconds)
 {
-    kill(s->pid, sig);
+    kill(s->signal_pid, sig);
     struct timespec ts = {0, 10000000};
     for (double waited = 0; waited < seconds; waited += 0.01) {
         int st;

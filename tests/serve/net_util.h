@@ -14,15 +14,20 @@
 #include "wire.h"
 
 typedef struct test_server {
-    pid_t pid;
+    pid_t pid;        /* the child started: obl-server, or mpirun */
+    pid_t signal_pid; /* where stop signals go: pid, or the pid the server
+                         printed ("obl-server: pid P": rank 0 under mpirun) */
     unsigned port;
 } test_server;
 
 /* Starts `path` with `args` (NULL-terminated) plus --port 0; 0 on success
  * once it prints its listening line. */
 int net_server_start(test_server *s, const char *path, const char *const *args);
-/* Sends sig and waits up to `seconds`; returns the exit status, or -1 if it
- * did not exit normally in time (then it is killed). */
+/* The same with the whole command line (argv[0] the program; the caller
+ * passes --port 0 where the server's flags go). */
+int net_server_start_argv(test_server *s, const char *const *argv);
+/* Sends sig to signal_pid and waits up to `seconds` for pid; returns the
+ * exit status, or -1 if it did not exit normally in time (then killed). */
 int net_server_stop(test_server *s, int sig, double seconds);
 
 /* A connection with the hello read; -1 on failure. Receives time out after

@@ -2,11 +2,16 @@
 /*
  * obl-server and obl-load over loopback (ephemeral ports): three clients
  * whose every answer is checked against a model while other clients send
- * garbage, unknown ops, short frames, disconnect mid-batch or half-close;
+ * garbage, unknown ops, short frames, disconnect mid-batch or half-close
+ * (batches on the loop's thread, then on the batch thread);
  * the batch-size sequence with padding is the same whatever the keys; an
  * obl-load run checks its answers; SIGTERM under load ends the server
  * cleanly with correct answers to what it had read.
- * Usage: test_serve_net -s SEED --server PATH --load PATH
+ * With --mpirun SCRIPT instead: obl-server in front of an obl_mpi
+ * deployment of three ranks (rank 0 serving, two shard ranks), the model
+ * clients and obl-load against it, idle past the ranks' deadline (the
+ * keep-alive epochs), SIGTERM to rank 0 ends the job with status 0.
+ * Usage: test_serve_net -s SEED --server PATH --load PATH [--mpirun SCRIPT]
  */
 #define _GNU_SOURCE
 #include <inttypes.h>
@@ -68,15 +73,24 @@ typedef struct window {
     unsigned char v[MAX_W][V];
 } window;
 
-/* Client ci sends a window of random requests on its own ids (ci mod 3). */
-static void client_send(client *c, int ci, window *w, test_rng *rng, uint64_t *seq)
+/* Client ci sends a window of random requests on its own ids (ci mod 3);
+ * distinct: no id twice in a window, so that a backend whose batches see
+ * the map as before the batch (shard, mpi) gives the answers of the
+ * sequential model however the server cuts the windows into batches. */
+static void client_send(client *c, int ci, window *w, test_rng *rng, uint64_t *seq, int distinct)
 {
     unsigned char buf[MAX_W * REQ];
     w->w = 1 + test_rng_below(rng, MAX_W);
     for (size_t i = 0; i < w->w; i++) {
         uint64_t r = test_rng_below(rng, 10);
         w->op[i] = r < 5 ? SERVE_OP_GET : r < 8 ? SERVE_OP_PUT : SERVE_OP_ERASE;
-        w->id[i] = test_rng_below(rng, IDS / CLIENTS) * CLIENTS + (uint64_t)ci;
+        int again = 1;
+        while (again) {
+            w->id[i] = test_rng_below(rng, IDS / CLIENTS) * CLIENTS + (uint64_t)ci;
+            again = 0;
+            for (size_t j = 0; distinct && j < i; j++)
+                again |= w->id[j] == w->id[i];
+        }
         w->seq[i] = (*seq)++;
         test_rng_fill(rng, w->v[i], V);
         frame(buf + i * REQ, w->seq[i], w->op[i], w->id[i], w->v[i]);
@@ -177,37 +191,54 @@ static void leaving_clients(unsigned port)
     close(fd);
 }
 
-static void test_model_clients(void)
+/* The model clients: `rounds` windows each (distinct: see client_send),
+ * every answer checked; between a round's sends and its checks,
+ * between(port, round, rng) does what else the test wants. */
+static void model_rounds(unsigned port, int rounds, int distinct,
+                         void (*between)(unsigned, int, test_rng *))
 {
-    test_server s;
-    const char *args[] = {"--n", "1024", NULL};
-    if (net_server_start(&s, server_path, args) != 0) {
-        CHECK(!"obl-server started");
-        return;
-    }
     static client cs[CLIENTS];
     window w[CLIENTS];
     test_rng rng;
     test_rng_seed(&rng, T.seed);
     uint64_t seq[CLIENTS] = {0};
     for (int i = 0; i < CLIENTS; i++)
-        client_init(&cs[i], s.port);
-    for (int round = 0; round < 60 && !T.failures; round++) {
+        client_init(&cs[i], port);
+    for (int round = 0; round < rounds && !T.failures; round++) {
         for (int i = 0; i < CLIENTS; i++)
-            client_send(&cs[i], i, &w[i], &rng, &seq[i]);
-        if (round == 10)
-            garbage_client(s.port, &rng, 0xffffffffu);
-        if (round == 20)
-            garbage_client(s.port, &rng, 5); /* a length shorter than a frame */
-        if (round == 30)
-            bad_op_client(s.port);
-        if (round == 40)
-            leaving_clients(s.port);
+            client_send(&cs[i], i, &w[i], &rng, &seq[i], distinct);
+        between(port, round, &rng);
         for (int i = 0; i < CLIENTS; i++)
             client_check(&cs[i], &w[i]);
     }
     for (int i = 0; i < CLIENTS; i++)
         close(cs[i].fd);
+}
+
+/* Other clients meanwhile: garbage, a bad op, clients that leave. */
+static void misbehave(unsigned port, int round, test_rng *rng)
+{
+    if (round == 10)
+        garbage_client(port, rng, 0xffffffffu);
+    if (round == 20)
+        garbage_client(port, rng, 5); /* a length shorter than a frame */
+    if (round == 30)
+        bad_op_client(port);
+    if (round == 40)
+        leaving_clients(port);
+}
+
+/* batch_thread "on": batches run on the server's second thread while its
+ * loop reads and writes (the path of the mpi backend). */
+static void test_model_clients(const char *batch_thread)
+{
+    test_server s;
+    const char *args[] = {"--n", "1024", "--batch-thread", batch_thread, NULL};
+    if (net_server_start(&s, server_path, args) != 0) {
+        CHECK(!"obl-server started");
+        return;
+    }
+    model_rounds(s.port, 60, 0, misbehave);
     CHECK_EQ_U64(net_server_stop(&s, SIGINT, 10), 0);
 }
 
@@ -363,21 +394,58 @@ static void test_sigterm(void)
     CHECK_EQ_U64(net_server_stop(&s, SIGTERM, 10), 0);
 }
 
+/* Idle past the MPI deployment's 3 s deadline once: keep-alive epochs. */
+static void idle_once(unsigned port, int round, test_rng *rng)
+{
+    (void)port, (void)rng;
+    if (round == 20)
+        sleep(5);
+}
+
+/* obl-server --backend mpi under `mpirun -np 3`: obl-load, then the model
+ * clients (mixed ops, every answer checked), idle past the deadline, and a
+ * clean stop through rank 0. */
+static void test_mpi(const char *mpirun)
+{
+    test_server s;
+    char seed[32];
+    snprintf(seed, sizeof seed, "%" PRIu64, T.seed | 1);
+    const char *argv[] = {"/bin/sh", mpirun, "-np", "3", server_path, "--backend", "mpi",
+                          "--port", "0", "--n", "1024", "--max-batch", "32", "--shards", "3",
+                          "--map-seed", seed, "--mpi-timeout", "3", NULL};
+    if (net_server_start_argv(&s, argv) != 0) {
+        CHECK(!"obl-server --backend mpi started under mpirun");
+        return;
+    }
+    CHECK(s.signal_pid != s.pid); /* rank 0 printed its pid */
+    run_load(s.port);
+    model_rounds(s.port, 40, 1, idle_once);
+    CHECK_EQ_U64(net_server_stop(&s, SIGTERM, 30), 0);
+}
+
 int main(int argc, char **argv)
 {
     test_init(argc, argv, "test_serve_net");
+    const char *mpirun = NULL;
     for (int i = 1; i + 1 < argc; i++) {
         if (!strcmp(argv[i], "--server"))
             server_path = argv[i + 1];
         else if (!strcmp(argv[i], "--load"))
             load_path = argv[i + 1];
+        else if (!strcmp(argv[i], "--mpirun"))
+            mpirun = argv[i + 1];
     }
     if (!server_path || !load_path) {
         fprintf(stderr, "usage: test_serve_net -s SEED --server PATH --load PATH\n");
         return 2;
     }
     signal(SIGPIPE, SIG_IGN);
-    test_model_clients();
+    if (mpirun) {
+        test_mpi(mpirun);
+        return test_done("test_serve_net");
+    }
+    test_model_clients("off");
+    test_model_clients("on");
     test_padding();
     test_sigterm();
     return test_done("test_serve_net");

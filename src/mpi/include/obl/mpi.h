@@ -126,6 +126,21 @@ obl_err obl_mpi_build(obl_mpi *m, const void *keys, const void *values, uint64_t
 obl_err obl_mpi_batch(obl_mpi *m, const uint64_t *ops, const void *keys, const void *values_in,
                       void *values_out, uint64_t *found);
 
+/*
+ * Balancers, collective among them: pipelined epochs (docs/mpi.md). begin
+ * starts an epoch (the split of its B requests, the sealed requests posted)
+ * and returns; end finishes the oldest epoch in flight, with the keys given
+ * to its begin (they must stay until then). At most two epochs are in
+ * flight, so the balancer splits epoch e+1 while the shard ranks answer e.
+ * Semantics and messages as obl_mpi_batch (which is begin then end); the
+ * shard ranks answer the epochs in order. Errors: INVALID_ARG (a third
+ * begin, an end with none in flight; obl_mpi_batch, build and stop with
+ * epochs in flight), then as obl_mpi_batch (end reports the epoch's).
+ */
+obl_err obl_mpi_batch_begin(obl_mpi *m, const uint64_t *ops, const void *keys,
+                            const void *values_in);
+obl_err obl_mpi_batch_end(obl_mpi *m, const void *keys, void *values_out, uint64_t *found);
+
 /* Balancers, collective among them: ends the shard ranks' loops. */
 obl_err obl_mpi_stop(obl_mpi *m);
 
