@@ -12,10 +12,11 @@
 # BENCHMARK_MODE=plan prints the case list instead of running it (steps 1-2
 # still run); BENCHMARK_SELECTOR=cases.txt runs only the cases marked run.
 # Implementations are plug-ins (benchmark/<name>/): obl, the baselines and
-# every peer whose sources are found (OLABS_ORAM_SRC, SIGNAL_ICELAKE_SRC, or a
-# clone when the network allows); a peer that cannot be set up is skipped
-# with its reason. OBL_PEERS=olabs_oram,signal_icelake runs only those peers
-# (and installs their build's packages first), OBL_PEERS=none none.
+# every peer whose sources are found (OLABS_ORAM_SRC, SIGNAL_ICELAKE_SRC with
+# SIGNAL_SIPHASH_SRC, or a clone when the network allows); a peer that cannot
+# be set up is skipped with its reason. OBL_PEERS=olabs_oram,signal_icelake
+# runs only those peers (and installs their build's packages first),
+# OBL_PEERS=none none.
 # Exit status: non-zero if the build or any case failed. See docs/suite.md.
 set -eu
 cd "$(dirname "$0")"

@@ -363,42 +363,23 @@ static void plain_plan(bench_plan *pl, uint64_t n)
     lb_plan_type(pl, n, &bench_lb_baseline, 40.0);
 }
 
-const bench_type bench_lb = {
-    .name = "lb",
-    .report_type = "LOADBALANCE",
-    .impl = "obl",
-    .summary = "oblivious load balancer (obl/lb.h): batches of B requests routed to S shard batches of b entries and answered back",
-    .default_key_bytes = 8,
-    .default_value_bytes = 8,
-    .default_queries = 1 << 20,
-    .default_reps = 5,
-    .extra = lb_flags,
-    .nextra = 2,
-    .check = lb_check,
-    .setup = lb_setup,
-    .run = lb_run,
-    .teardown = lb_teardown,
-    .plan = lb_plan,
-    .n_name = "B",
-    .n_flag = "--batch",
-};
+/* The two types differ only in name, implementation and run. */
+#define LB_TYPE(name_, impl_, summary_, run_, plan_)                                               \
+    {                                                                                              \
+        .name = name_, .report_type = "LOADBALANCE", .impl = impl_, .summary = summary_,           \
+        .default_key_bytes = 8, .default_value_bytes = 8, .default_queries = 1 << 20,              \
+        .default_reps = 5, .extra = lb_flags, .nextra = 2, .check = lb_check, .setup = lb_setup,   \
+        .run = run_, .teardown = lb_teardown, .plan = plan_, .n_name = "B", .n_flag = "--batch",   \
+    }
 
-const bench_type bench_lb_baseline = {
-    .name = "lb-baseline",
-    .report_type = "LOADBALANCE",
-    .impl = "baseline_lb",
-    .summary = "non-oblivious load balancer: hash to a shard, dedupe with a hash table, route back by slot",
-    .default_key_bytes = 8,
-    .default_value_bytes = 8,
-    .default_queries = 1 << 20,
-    .default_reps = 5,
-    .extra = lb_flags,
-    .nextra = 2,
-    .check = lb_check,
-    .setup = lb_setup,
-    .run = plain_run,
-    .teardown = lb_teardown,
-    .plan = plain_plan,
-    .n_name = "B",
-    .n_flag = "--batch",
-};
+const bench_type bench_lb =
+    LB_TYPE("lb", "obl",
+            "oblivious load balancer (obl/lb.h): batches of B requests routed to S shard "
+            "batches of b entries and answered back",
+            lb_run, lb_plan);
+
+const bench_type bench_lb_baseline =
+    LB_TYPE("lb-baseline", "baseline_lb",
+            "non-oblivious load balancer: hash to a shard, dedupe with a hash table, route "
+            "back by slot",
+            plain_run, plain_plan);

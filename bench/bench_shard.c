@@ -19,6 +19,7 @@
  *   Memory_kb               resident memory growth over the build;
  *                           Alloc_kb and Bytes_per_entry through the
  *                           counting allocator
+ *   Parts                   sub-batches of the last batch (obl_shard_stats)
  *   Engine                  the engine the cost model chose (1 per-request,
  *                           2 scan); Est_*_us its estimates per batch;
  *                           Balance_us, Shard_us: the batches' split;
@@ -38,7 +39,7 @@
 
 #include "bench_hashmap.h"
 
-enum { X_SHARDS, X_BATCH, X_THREADS, X_ENGINE };
+enum { X_SHARDS, X_BATCH, X_THREADS, X_ENGINE, X_FILL };
 
 typedef struct sh_state {
     unsigned char *keys, *vals; /* N present pairs, then N/4 absent keys */
@@ -211,6 +212,7 @@ static int sh_batches(bench_case *c, obl_shard *m, const sh_state *s, const uint
     bench_record(c, "Get_burst_throughput_qps", (double)B * k / burst * 1e6);
     bench_record(c, "Get_writeback_latency_us", wb / k);
     bench_record(c, "Engine", (double)st.last_engine);
+    bench_record(c, "Parts", (double)st.last_parts);
     bench_record(c, "Shard_batch_b", (double)st.last_b);
     bench_record(c, "Balance_us", bal / k);
     bench_record(c, "Shard_us", sh / k);
@@ -246,7 +248,6 @@ static int sh_run_with(bench_case *c, void *state, unsigned shards)
     bench_rng_seed(&r, c->p.seed * 131 + c->rep);
     for (size_t t = 0; !failed && t < nbat; t++)
         sh_batch_ids(&r, ids + t * B, B, c->p.n, s->absent);
-    bench_record(c, "fill", 0.8);
     bench_build b;
     bench_build_start(&b);
     obl_err e = failed ? OBL_ERR_NOMEM : obl_shard_build(&m, &sp, s->keys, s->vals, c->p.n);
@@ -291,7 +292,7 @@ static unsigned sh_cores(void)
 static void sh_add(bench_plan *pl, const bench_type *t, uint64_t n, uint64_t kb, uint64_t vb,
                    uint64_t S, uint64_t B, uint64_t engines)
 {
-    uint64_t extra[4] = {S, B, 0, engines};
+    uint64_t extra[5] = {S, B, 0, engines, 80};
     bench_params p = {.n = n, .key_bytes = kb, .value_bytes = vb};
     p.extra[X_BATCH] = B;
     double q = (double)(t->default_queries > B ? t->default_queries : B);
@@ -300,6 +301,7 @@ static void sh_add(bench_plan *pl, const bench_type *t, uint64_t n, uint64_t kb,
 }
 
 /* Default: 8/56 at N = 2^12, 2^16, 2^20, B = 1K and 64K with S = cores;
+ * the peers' S = 15, B = 1K at 2^14, 2^16, 2^18 (and 8/48 at 2^14, 2^16);
  * at 2^20 also B = 4K, S = 15, 8/8 and 32/32; each engine alone for the
  * crossover (against B = 1K, 4K, 64K at 2^20, against N at B = 4K).
  * --large (N = 2^22): B = 1K .. 1M, both S, the three key/value sizes. */
@@ -316,6 +318,12 @@ static void sharded_plan(bench_plan *pl, uint64_t n)
         for (uint64_t e = 1; e <= 2; e++)
             sh_add(pl, t, n, 8, 56, S, 4096, e);
     }
+    /* the peers' sharded maps' workload (15 shards, batches of 1K; olabs
+     * stores 56-byte values, Signal 48), at the sizes they run */
+    if (n == (1u << 14) || n == (1u << 16) || n == (1u << 18))
+        sh_add(pl, t, n, 8, 56, 15, 1024, 0);
+    if (n == (1u << 14) || n == (1u << 16))
+        sh_add(pl, t, n, 8, 48, 15, 1024, 0);
     if (n == (1u << 20)) {
         sh_add(pl, t, n, 8, 56, S, 4096, 0);
         sh_add(pl, t, n, 8, 56, 15, 65536, 0);
@@ -357,10 +365,11 @@ static void batched_plan(bench_plan *pl, uint64_t n)
      {"--batch", "Batch_size", 4096, 1, OBL_SHARD_MAX_BATCH, "requests per batch B"},     \
      {"--threads", "Threads", 0, 0, 1024, "worker threads T (0: the online cores)"},      \
      {"--engines", "Engines", 0, 0, 2,                                                    \
-      "0: both stores, the cost model chooses; 1: per-request only; 2: scan only"}}
+      "0: both stores, the cost model chooses; 1: per-request only; 2: scan only"},       \
+     {"--fill-pct", "fill", 80, 80, 80, "N entries at capacity N * 5/4 (the only fill)"}}
 
-static const bench_extra_flag sharded_flags[4] = SH_FLAGS(15, 1, OBL_SHARD_MAX_SHARDS);
-static const bench_extra_flag batched_flags[4] = SH_FLAGS(1, 1, 1);
+static const bench_extra_flag sharded_flags[5] = SH_FLAGS(15, 1, OBL_SHARD_MAX_SHARDS);
+static const bench_extra_flag batched_flags[5] = SH_FLAGS(1, 1, 1);
 
 const bench_type bench_sharded = {
     .name = "sharded",
@@ -372,7 +381,7 @@ const bench_type bench_sharded = {
     .default_queries = 16384,
     .default_reps = 2,
     .extra = sharded_flags,
-    .nextra = 4,
+    .nextra = 5,
     .check = sh_check,
     .setup = sh_setup,
     .run = sharded_run,
@@ -390,7 +399,7 @@ const bench_type bench_batched = {
     .default_queries = 16384,
     .default_reps = 2,
     .extra = batched_flags,
-    .nextra = 4,
+    .nextra = 5,
     .check = sh_check,
     .setup = sh_setup,
     .run = batched_run,

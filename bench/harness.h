@@ -25,7 +25,7 @@
 
 #define BENCH_MAX_REPS 1000
 #define BENCH_MAX_METRICS 24
-#define BENCH_MAX_EXTRA 4
+#define BENCH_MAX_EXTRA 5
 
 /* A type-specific integer flag, e.g. {"--shards", "P", 4, 1, 1024, "..."}:
  * parsed into bench_params.extra[i], reported as parameter `param`. */

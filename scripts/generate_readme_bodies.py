@@ -90,11 +90,12 @@ def write_file(path, text):
 
 def all_tables(records, noise, root, spread):
     out = tables.measured_tables(records, spread)
-    summary = tables.summary_table(out)
+    run_records = [r for r in records if r.get("origin") != "extra"]
+    ramps = ramp.tables(run_records)
+    summary = tables.summary_table(out + ramps)
     if summary is not None:
         out.append(summary)
-    run_records = [r for r in records if r.get("origin") != "extra"]
-    out += ramp.tables(run_records)
+    out += ramps
     out += mpi.tables(run_records)
     for t in (fits.latency_table(run_records), fits.memory_table(run_records),
               loc.loc_table(root), noise_table(noise)):

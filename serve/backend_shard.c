@@ -3,7 +3,9 @@
  * obl_shard_batch call, answered by the sharded map's balancer and worker
  * threads. Its semantics are the sharded map's: every request of a batch
  * sees the map as it was before the batch, then the batch's writes apply
- * (the last write of a key wins).
+ * (the last write of a key wins). The map keeps the omaps alone (the
+ * per-request engine); get batches of several shards may be cut into
+ * sub-batches balanced in parallel (docs/shard.md).
  */
 #include "backend.h"
 
@@ -60,6 +62,11 @@ obl_err serve_backend_shard(serve_backend *out, const serve_map_params *p, uint3
         sp.value_size = p->value_bytes;
         sp.shards = shards;
         sp.threads = threads;
+        /* The omaps alone: a server's batches (at most --max-batch, 1024 by
+         * default) are where the per-request engine is the cheaper, and a
+         * map keeping the scan store too would answer every writing batch
+         * with a scan of all its entries (docs/server.md, "Backends"). */
+        sp.engines = OBL_SHARD_ENGINES_PER_REQUEST;
         sp.seed = p->map_seed;
         sp.use_seed = p->map_seed != 0; /* 0: getrandom(2) (backend.h) */
         e = obl_shard_build(&s->map, &sp, keys, vals, p->n);

@@ -34,7 +34,7 @@ static void usage(FILE *f)
           "  --n N            entries, e.g. 2^20 (1048576)\n"
           "  --key-bytes K    key size (8)\n"
           "  --value-bytes V  value size (56)\n"
-          "  --max-batch M    largest batch, 1..65536 (256)\n"
+          "  --max-batch M    largest batch, 1..65536 (256; 1024 with --backend shard)\n"
           "  --pad POLICY     none, or pow2: batch sizes rounded up to a power of\n"
           "                   two (or M) with dummy requests (none)\n"
           "  --capacity C     most entries the map may hold (N + N/4)\n"
@@ -45,8 +45,8 @@ static void usage(FILE *f)
           "                   map, a batch at a time; mpi: the sharded map over MPI\n"
           "                   ranks, rank 0 serving, epochs of M requests; the last\n"
           "                   two where built (omap)\n"
-          "  --shards S       shards of the shard backend (4), of the mpi backend\n"
-          "                   (one per shard rank)\n"
+          "  --shards S       shards of the shard backend, 0 = the online cores (0);\n"
+          "                   of the mpi backend (one per shard rank)\n"
           "  --threads T      its worker threads, 0 = the online cores (0); mpi: each\n"
           "                   shard rank's threads, 0 = 1\n"
           "  --ops KIND       all: GET, PUT, ERASE; get: GETs only, the others get\n"
@@ -92,12 +92,12 @@ static int parse_secret(const char *v, opts *o)
 /* 0 ok, 1 --help, 2 bad usage (message printed). */
 static int parse(int argc, char **argv, opts *o)
 {
-    uint64_t port = 7070, mb = 256, conns = 1024, cap = 0;
+    uint64_t port = 7070, mb = 0, conns = 1024, cap = 0;
     o->cfg.host = "127.0.0.1";
     o->map = (serve_map_params){.n = 1u << 20, .key_bytes = 8, .value_bytes = 56,
                                 .key_seed = 1, .map_seed = 0};
     o->backend = "omap";
-    o->shards = 4;
+    o->shards = 0;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         uint64_t kb = o->map.key_bytes, vb = o->map.value_bytes;
@@ -133,8 +133,7 @@ static int parse(int argc, char **argv, opts *o)
         else if (!strcmp(a, "--backend"))
             ok = !strcmp(v, "omap") || !strcmp(v, "shard") || !strcmp(v, "mpi"), o->backend = v;
         else if (!strcmp(a, "--shards"))
-            ok = bench_parse_u64(v, &o->shards) && o->shards >= 1 && o->shards <= 4096,
-            o->shards_set = 1;
+            ok = bench_parse_u64(v, &o->shards) && o->shards <= 4096, o->shards_set = 1;
         else if (!strcmp(a, "--batch-thread"))
             ok = !strcmp(v, "on") || !strcmp(v, "off"), o->cfg.batch_thread = !strcmp(v, "on");
         else if (!strcmp(a, "--mpi-timeout"))
@@ -162,6 +161,12 @@ static int parse(int argc, char **argv, opts *o)
     if (o->map.capacity < o->map.n || o->map.n > serve_key_space(o->map.key_bytes)) {
         fprintf(stderr, "obl-server: need N <= capacity and N keys of K bytes\n");
         return 2;
+    }
+    if (mb == 0) /* the shard backend's balancer pays for itself over larger batches */
+        mb = strcmp(o->backend, "shard") ? 256 : 1024;
+    if (o->shards == 0) {
+        long c = sysconf(_SC_NPROCESSORS_ONLN);
+        o->shards = c < 1 ? 1 : (uint64_t)c;
     }
     o->cfg.port = (unsigned)port;
     o->cfg.max_batch = (uint32_t)mb;
@@ -237,9 +242,14 @@ int main(int argc, char **argv)
     }
     fprintf(stderr,
             "obl-server: %s map of N=%" PRIu64 " (capacity %" PRIu64 "), %zu/%zu bytes, built in "
-            "%.2f s\n",
+            "%.2f s; max batch %u, pad %s",
             be.name, o.map.n, o.map.capacity, o.map.key_bytes, o.map.value_bytes,
-            (double)(serve_now_ns() - t0) / 1e9);
+            (double)(serve_now_ns() - t0) / 1e9, o.cfg.max_batch,
+            o.cfg.pad == SERVE_PAD_POW2 ? "pow2" : "none");
+    if (!strcmp(o.backend, "shard"))
+        fprintf(stderr, ", %" PRIu64 " shards, threads %" PRIu64 " (0: the cores)", o.shards,
+                o.threads);
+    fputc('\n', stderr);
     serve_totals tot = {0};
     rc = serve_run(&o.cfg, &be, stdout, &tot);
     print_totals(&tot);

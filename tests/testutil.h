@@ -19,6 +19,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "test_rng.h"
+
 typedef struct {
     uint64_t seed;
     int ct;          /* running under memcheck: keep sizes small */
@@ -89,9 +91,6 @@ static inline uint64_t test_case_seed(uint64_t seed, const char *name)
         h = (h ^ (unsigned char)*c) * 0x100000001b3ULL;
     return seed ^ h;
 }
-
-typedef struct test_rng test_rng;
-static inline void test_rng_seed(test_rng *r, uint64_t seed);
 
 /* --list-matches: 0 iff the comma-separated names are the cases, in order
  * (the build registers one ctest entry per name it read from the source). */
@@ -178,50 +177,6 @@ static inline int test_run(const char *prog, const test_case *cases, size_t n, t
     } while (0)
 
 #define CHECK_MEM(a, b, n) CHECK(memcmp((a), (b), (n)) == 0)
-
-/* xoshiro256** (Blackman, Vigna 2018): the tests' own reproducible stream,
- * independent of the library's PRG under test. */
-struct test_rng { uint64_t s[4]; };
-
-static inline uint64_t test_rotl(uint64_t x, int k) { return (x << k) | (x >> (64 - k)); }
-
-static inline void test_rng_seed(test_rng *r, uint64_t seed)
-{
-    uint64_t z = seed;
-    for (int i = 0; i < 4; i++) {
-        z += 0x9e3779b97f4a7c15ULL;
-        uint64_t x = z;
-        x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
-        x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
-        r->s[i] = x ^ (x >> 31);
-    }
-}
-
-static inline uint64_t test_rng_next(test_rng *r)
-{
-    uint64_t *s = r->s;
-    uint64_t out = test_rotl(s[1] * 5, 7) * 9, t = s[1] << 17;
-    s[2] ^= s[0];
-    s[3] ^= s[1];
-    s[1] ^= s[2];
-    s[0] ^= s[3];
-    s[2] ^= t;
-    s[3] = test_rotl(s[3], 45);
-    return out;
-}
-
-static inline uint64_t test_rng_below(test_rng *r, uint64_t n)
-{
-    __extension__ typedef unsigned __int128 u128;
-    return (uint64_t)(((u128)test_rng_next(r) * n) >> 64);
-}
-
-static inline void test_rng_fill(test_rng *r, void *buf, size_t len)
-{
-    unsigned char *b = (unsigned char *)buf;
-    for (size_t i = 0; i < len; i++)
-        b[i] = (unsigned char)test_rng_next(r);
-}
 
 /* Allocator that fails after a budget of successful calls: for
  * allocation-failure tests (obl_allocator hook). */

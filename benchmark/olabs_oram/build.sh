@@ -15,8 +15,12 @@ fi
 flags="-std=c++20 -O3 -DNDEBUG -march=native -fopenmp -DBOOST_STACKTRACE_USE_ADDR2LINE -w"
 inc="-I$src/omap -I/usr/include/bearssl"
 mkdir -p "$work/obj"
+# the library's objects only when the source path changed (the driver is the
+# part that changes)
+[ "$(cat "$work/built_from" 2>/dev/null)" = "$src" ] || rm -f "$work/obj/"*.o
 for f in common/encutils.cpp common/tracing/tracer.cpp external_memory/server/serverBackend.cpp; do
-    g++ $flags $inc -c "$src/omap/$f" -o "$work/obj/$(basename "$f" .cpp).o"
+    o=$work/obj/$(basename "$f" .cpp).o
+    [ -f "$o" ] || g++ $flags $inc -c "$src/omap/$f" -o "$o"
 done
 g++ $flags $inc -c "$here/driver.cpp" -o "$work/obj/driver.o"
 g++ -fopenmp -o "$bin" "$work/obj/"*.o -lbearssl -ldl

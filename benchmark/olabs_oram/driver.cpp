@@ -1,6 +1,8 @@
 // obl's driver for obliviouslabs/oram, against its public headers (odsl/).
 //   olabs_bench <TYPE> N=.. Key_bytes=.. Value_bytes=.. [queries=Q] [reps=R]
 //               [method=fixed|public] [Shards=S] [Batch_size=B] [seed=S]
+//   olabs_bench LOADBALANCE B=.. Key_bytes=.. Value_bytes=.. Shards=S Threads=T
+//               [queries=Q] [reps=R] [method=fixed|public]
 // One REPORT line per repetition on stdout (benchmark/common/peer_report.h).
 // method=fixed (default) fixes the public driver's artifacts: addresses and
 // keys uniformly random and drawn before timing, the structure filled with N
@@ -8,6 +10,7 @@
 // their own). method=public repeats the public driver's method (address 0 on
 // every read, no fill, hits and misses averaged) under the name
 // olabs_oram_pubmethod, so the two can be told apart in a table.
+#include <malloc.h>
 #include <stdarg.h>
 #include <stdint.h>
 
@@ -18,6 +21,9 @@
 #include <vector>
 
 #include "odsl/omap.hpp"
+#include "algorithm/bitonic.hpp"
+#include "algorithm/or_compact_shuffle.hpp"
+#include "algorithm/param_select.hpp"
 #include "odsl/par_omap.hpp"
 #include "odsl/recursive_oram.hpp"
 #include "odsl/circuit_oram.hpp"
@@ -277,6 +283,192 @@ void sharded(uint64_t n, uint64_t shards, uint64_t b, uint64_t batches, uint64_t
              wb / 1e3 / batches, rss1 - rss0));
 }
 
+// LOADBALANCE: olabs' oblivious load balancer, the routing of ParOMap's
+// FindBatchDeferWriteBack without its shard queries (the library has no
+// public balancer; the public harness's driver composes the same library
+// primitives: salted hash, ParBitonicSortSepPayload, OrCompactSeparateMark,
+// OrDistributeSeparateMark, obliMove). route() takes a batch of B keys to S
+// shard batches of b keys; answer() takes the S * b answers back to request
+// order, duplicates included. The buffers are allocated at construction,
+// untimed, as obl's balancer allocates at create (ParOMap allocates them in
+// every call).
+template <size_t K, size_t V>
+class OlabsBalancer {
+  using KT = typename Val<K>::type;
+  using VT = typename Val<V>::type;
+  struct KeyInfo {  // ParOMap's sort record: by hash, ties by key
+    KT key;
+    uint64_t hash;
+    uint32_t shard;
+    bool operator<(const KeyInfo& o) const {
+      return (hash < o.hash) | ((hash == o.hash) & (key < o.key));
+    }
+  };
+
+ public:
+  struct Result {  // OHashMap::ValResult's layout
+    VT value;
+    bool found;
+  };
+
+  OlabsBalancer(uint32_t B, uint32_t S, int threads) : B_(B), S_(S), threads_(threads) {
+    read_rand(salt_, sizeof salt_);
+    range_ = (UINT64_MAX - 1) / S + 1;
+    size_t sb = (size_t)S * per_shard(B, S);
+    info_.reserve(B);
+    rec_.reserve(B);
+    pre1_.reserve(B + 1);
+    pre2_.reserve(sb + 1);
+    keys_.reserve(sb);
+    res_.reserve(sb);
+  }
+
+  size_t bytes() const {
+    return info_.capacity() * sizeof(KeyInfo) + (rec_.capacity() + pre1_.capacity() +
+           pre2_.capacity()) * sizeof(uint32_t) + keys_.capacity() * sizeof(KT) +
+           res_.capacity() * sizeof(Result);
+  }
+
+  // ParOMap::maxQueryPerShard at its default failure probability 2^-40.
+  static uint32_t per_shard(uint64_t B, uint64_t S) {
+    auto ok = [&](uint64_t n) { return Algorithm::binomLogSf(n, B, 1.0 / (double)S) < -40; };
+    return (uint32_t)Algorithm::lowerBound(divRoundUp(B, S), B, ok);
+  }
+
+  uint32_t shard_batch() const { return b_; }
+  std::vector<KT>& shard_keys() { return keys_; }
+  std::vector<Result>& shard_answers() { return res_; }
+
+  void route(const KT* q) {
+    info_.assign(B_, KeyInfo{});
+    rec_.resize(B_);
+    for (uint32_t i = 0; i < B_; i++) {
+      info_[i].key = q[i];
+      info_[i].hash = secure_hash_with_salt((uint8_t*)&info_[i].key, sizeof(KT), salt_);
+      info_[i].shard = (uint32_t)(info_[i].hash / range_);
+      rec_[i] = i;
+    }
+    Algorithm::ParBitonicSortSepPayload(info_.begin(), info_.end(), rec_.begin(), threads_);
+    // unique keys per shard, and the prefix sum that compacts them
+    std::vector<uint32_t> load(S_, 0);
+    pre1_.assign(B_ + 1, 0);
+    for (uint32_t i = 0; i < B_; i++) {
+      bool fresh = i == 0 || !(info_[i].key == info_[i - 1].key);  // i is public
+      pre1_[i + 1] = pre1_[i] + fresh;
+#pragma omp simd
+      for (uint32_t j = 0; j < S_; j++) load[j] += (info_[i].shard == j) & fresh;
+    }
+    b_ = per_shard(B_, S_);
+    for (uint32_t l : load) obliMove(l > b_, b_, l);  // overflow: negligible probability
+    keys_.assign((size_t)S_ * b_, KT{});
+    for (uint32_t i = 0; i < B_; i++) keys_[i] = info_[i].key;
+    Algorithm::OrCompactSeparateMark(keys_.begin(), keys_.begin() + B_, pre1_.begin());
+    // shard i's keys to offset i * b
+    pre2_.assign((size_t)S_ * b_ + 1, 0);
+    for (uint32_t i = 0, start = 0; i < S_; start += load[i], i++)
+      for (uint32_t j = 0; j < b_; j++) {
+        uint32_t rank = j + 1;
+        obliMove(rank > load[i], rank, load[i]);
+        pre2_[(size_t)i * b_ + j + 1] = start + rank;
+      }
+    Algorithm::OrDistributeSeparateMark(keys_.begin(), keys_.end(), pre2_.begin());
+    res_.assign((size_t)S_ * b_, Result{});
+  }
+
+  void answer(VT* out, uint8_t* found) {
+    Algorithm::OrCompactSeparateMark(res_.begin(), res_.end(), pre2_.begin());
+    Algorithm::OrDistributeSeparateMark(res_.begin(), res_.begin() + B_, pre1_.begin());
+    for (uint32_t i = 1; i < B_; i++)
+      obliMove(info_[i].key == info_[i - 1].key, res_[i], res_[i - 1]);
+    Algorithm::ParBitonicSortSepPayload(rec_.begin(), rec_.end(), res_.begin(), threads_);
+    for (uint32_t i = 0; i < B_; i++) {
+      out[i] = res_[i].value;
+      found[i] = res_[i].found;
+    }
+  }
+
+ private:
+  uint32_t B_, S_, b_ = 0;
+  int threads_;
+  uint8_t salt_[16];
+  uint64_t range_;
+  std::vector<KeyInfo> info_;
+  std::vector<uint32_t> rec_, pre1_, pre2_;
+  std::vector<KT> keys_;
+  std::vector<Result> res_;
+};
+
+// The model shard engine, untimed (as obl-bench's lb): answers every entry
+// in place, value = key ^ a constant, found = the key's low bit.
+const uint64_t kLbMask = 0x5a5a5a5a5a5a5a5aull;
+template <size_t K, size_t V, class B>
+void lb_engine(B& lb) {
+  auto& keys = lb.shard_keys();
+  auto& res = lb.shard_answers();
+  for (size_t i = 0; i < keys.size(); i++) {
+    uint64_t k = Val<K>::get(keys[i]);
+    res[i].value = Val<V>::make(k ^ kLbMask);
+    res[i].found = k & 1;
+  }
+}
+
+// Batches of B uniformly random keys, up to 8 distinct ones drawn before
+// timing and cycled, max(1, Q / B) batches a repetition; latency per batch,
+// both directions (the harness's Latency_us), every answer checked. The
+// public method: one batch 100 times, the library's thread count (2 S), the
+// two directions back to back with no shard answers.
+template <size_t K, size_t V>
+void loadbalance(uint64_t B, uint64_t S, uint64_t T, uint64_t q, uint64_t* seed) {
+  using KT = typename Val<K>::type;
+  using VT = typename Val<V>::type;
+  uint64_t nb = g_public ? 100 : std::max<uint64_t>(1, q / B);
+  uint64_t ngen = g_public ? 1 : std::min<uint64_t>(nb, 8);
+  std::vector<KT> batches(ngen * B);
+  for (auto& k : batches) {
+    k = Val<K>::make(peer_rand(seed));
+    for (size_t w = 8; w + 8 <= K; w += 8) {
+      uint64_t x = peer_rand(seed);
+      memcpy((uint8_t*)&k + w, &x, 8);
+    }
+  }
+  int threads = (int)(g_public ? 2 * S : T);
+  std::vector<VT> out(B);
+  std::vector<uint8_t> found(B);
+  malloc_trim(0);  // the last repetition's pages back, so that this one's count
+  long rss0 = peer_rss_kb();
+  OlabsBalancer<K, V> lb((uint32_t)B, (uint32_t)S, threads);
+  uint64_t tr = 0, ta = 0, bad = 0;
+  for (uint64_t k = 0; k < nb; k++) {
+    const KT* batch = batches.data() + (k % ngen) * B;
+    uint64_t t0 = peer_now_ns();
+    lb.route(batch);
+    uint64_t t1 = peer_now_ns();
+    if (!g_public) lb_engine<K, V>(lb);
+    uint64_t t2 = g_public ? t1 : peer_now_ns();
+    lb.answer(out.data(), found.data());
+    uint64_t t3 = peer_now_ns();
+    tr += t1 - t0;
+    ta += t3 - t2;
+    for (uint64_t i = 0; i < B && !g_public; i++) {
+      uint64_t key = Val<K>::get(batch[i]);
+      bad += Val<V>::get(out[i]) != Val<V>::get(Val<V>::make(key ^ kLbMask)) ||
+             found[i] != (key & 1);
+    }
+  }
+  long rss1 = peer_rss_kb();
+  if (bad) throw std::runtime_error("LOADBALANCE routed a wrong answer back");
+  double lat = (tr + ta) / 1e3 / nb;
+  report("LOADBALANCE", g_impl,
+         fmt("B := %zu | Key_bytes := %zu | Value_bytes := %zu | Shards := %zu | "
+             "Threads := %zu | Latency_us := %.2f | Throughput_qps := %.2f | "
+             "Throughput_per_core_qps := %.2f | Route_latency_us := %.2f | "
+             "Answer_latency_us := %.2f | Shard_batch_entries := %u | "
+             "Memory_kb := %ld | Allocated_kb := %.2f",
+             (size_t)B, K, V, (size_t)S, (size_t)threads, lat, B * 1e6 / lat,
+             B * 1e6 / lat / threads, tr / 1e3 / nb, ta / 1e3 / nb, lb.shard_batch(),
+             rss1 - rss0, lb.bytes() / 1024.0));
+}
+
 [[noreturn]] void unsupported(const std::string& what) {
   fprintf(stderr, "olabs_bench: unsupported case: %s\n", what.c_str());
   exit(2);
@@ -293,6 +485,14 @@ void run_one(const std::string& type, const Args& a, uint64_t* seed) {
     if (v == 8) return roram<8>(n, q, seed);
     if (v == 32) return roram<32>(n, q, seed);
     if (v == 56) return roram<56>(n, q, seed);
+  } else if (type == "LOADBALANCE") {
+    uint64_t B = a.num("B", 1024), S = a.num("Shards", 15), T = a.num("Threads", 1);
+    if (B < 1 || B > (1u << 24) || S < 1 || S > 64 || T < 1 || T > 64)
+      unsupported("LOADBALANCE needs 1 <= B <= 2^24, 1 <= Shards <= 64, 1 <= Threads <= 64");
+    q = a.num("queries", 1 << 20);
+    if (k == 8 && v == 8) return loadbalance<8, 8>(B, S, T, q, seed);
+    if (k == 8 && v == 56) return loadbalance<8, 56>(B, S, T, q, seed);
+    if (k == 32 && v == 32) return loadbalance<32, 32>(B, S, T, q, seed);
   } else if (type == "UnorderedMap" && a.num("Shards", 0)) {
     uint64_t b = a.num("Batch_size", 1024), batches = a.num("batches", 8);
     if (k == 8 && v == 56) return sharded<8, 56>(n, a.num("Shards", 15), b, batches, seed);

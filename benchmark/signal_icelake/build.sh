@@ -7,13 +7,14 @@ set -eu
 here=$(cd "$(dirname "$0")" && pwd)
 work=${OBL_PLUGIN_WORK:-$here/../../build/plugins/signal_icelake}
 c=$(cat "$work/src_path")/c
-# The sharded table needs the SipHash submodule (c/SipHash): built with it
-# when present, else the sharded cases fail with "unsupported case".
+# The sharded table needs SipHash (setup.sh found it, or not): built with it
+# when present, else the sharded cases fail and say why.
 sharded=""
-if [ -f "$c/SipHash/halfsiphash.c" ]; then
-    sharded="-DSIGNAL_SHARDED -pthread -I$c/SipHash $c/sharded_ohtable/queue.c"
+if [ -f "$work/siphash_path" ]; then
+    sip=$(cat "$work/siphash_path")
+    sharded="-DSIGNAL_SHARDED -pthread -I$sip $c/sharded_ohtable/queue.c"
     sharded="$sharded $c/sharded_ohtable/shard.c $c/sharded_ohtable/sharded_ohtable.c"
-    sharded="$sharded $c/SipHash/halfsiphash.c"
+    sharded="$sharded $sip/halfsiphash.c"
 fi
 # shellcheck disable=SC2086
 clang -O3 -march=native -w -DIS_TEST -I"$here/compat" -iquote "$c" -I"$c" \

@@ -27,3 +27,20 @@ fi
 command -v clang >/dev/null 2>&1 || { echo "clang missing (apt-get install clang)"; exit 1; }
 printf '%s\n' "$(cd "$src" && pwd)" > "$work/src_path"
 echo "signal_icelake C sources at $src"
+# The sharded table's SipHash (the c/SipHash submodule, veorq/SipHash at
+# b655e36): from the sources, else $SIGNAL_SIPHASH_SRC (a checkout), else a
+# clone in $OBL_PLUGIN_WORK/SipHash; without it the sharded cases fail.
+siphash=$src/c/SipHash
+[ -f "$siphash/halfsiphash.c" ] || siphash=${SIGNAL_SIPHASH_SRC:-$work/SipHash}
+if [ ! -f "$siphash/halfsiphash.c" ] && [ -z "${SIGNAL_SIPHASH_SRC:-}" ]; then
+    rm -rf "$work/SipHash"
+    GIT_TERMINAL_PROMPT=0 timeout 120 git clone -q https://github.com/veorq/SipHash "$work/SipHash" 2>/dev/null \
+        && git -C "$work/SipHash" checkout -q b655e36684b241bc6be9e7f7d063a9ffbadf3aa0 2>/dev/null
+fi
+if [ -f "$siphash/halfsiphash.c" ]; then
+    printf '%s\n' "$(cd "$siphash" && pwd)" > "$work/siphash_path"
+    echo "SipHash at $siphash: the sharded table is built"
+else
+    rm -f "$work/siphash_path"
+    echo "note: no SipHash sources (c/SipHash empty, SIGNAL_SIPHASH_SRC unset, no clone): the sharded cases will fail"
+fi

@@ -130,6 +130,10 @@ typedef struct obl_shard_stats {
     /* Time of the last batch in its parts: the balancer (both directions),
      * the shards' answers, and the writes applied after the answers. */
     double last_balance_us, last_shard_us, last_writeback_us;
+    /* Sub-batches of the last batch: a get batch through the omaps may be
+     * cut by position into this many parts, balanced in parallel (public:
+     * chosen from the sizes and the cost model's timings). */
+    uint32_t last_parts;
 } obl_shard_stats;
 
 void obl_shard_get_stats(const obl_shard *m, obl_shard_stats *st);

@@ -45,9 +45,12 @@ def canonical(report_type, impl):
     return TYPE_ALIASES.get(report_type, report_type), impl
 METRIC_SUFFIXES = ("_us", "_ns", "_ms", "_s", "_qps", "_kb", "_mb", "_bytes",
                    "_per_entry", "_per_query", "_ratio")
-# Measured counts without a unit suffix (Ramp-UMAP, obl-load's REPORT lines).
+# Measured counts without a unit suffix (Ramp-UMAP, obl-load's REPORT lines;
+# the balancers' shard batch, obl's and the peers'; the engine obl's sharded
+# map chose).
 METRIC_NAMES = {"Batch_size_avg", "Batch_size_p50", "Batch_size_p99", "Batch_size_max",
-                "Batches", "Requests", "Answered", "Lost", "Errors"}
+                "Batches", "Requests", "Answered", "Lost", "Errors", "Shard_batch_entries",
+                "Shard_batch_b", "Engine"}
 
 SPREAD_KEYS = ("median", "min", "max", "q1", "q3")
 

@@ -11,13 +11,15 @@ A plug-in is a directory with
   build.sh       build; exit 0 when the plug-in can run
   run.sh TYPE k=v ...   run one case, print REPORT lines on stdout
 A case group: {"type": "RORAM", "impl": "olabs_oram", "N": "2^10..2^20" or
-[list], any other parameter as a list ("Key_bytes": [8], "Shards": [15]),
+[list], any other parameter as a list ("Key_bytes": [8], "Shards": [15];
+the value "cores" is the machine's online CPUs, at most 64, as obl-bench's
+plan sets its balancer's Threads),
 "args": {run-control k=v, not part of the case's identity}, "est_us_per_op":
 rough microseconds per timed operation, "ops": timed operations,
 "est_us_per_entry": rough build microseconds per entry}: the case's
 estimate, and so its default timeout (10 x, at least 60 s); "pin": false for
 a multi-threaded implementation (not pinned to the run's one CPU, where its
-threads would wait on each other).
+threads would wait on each other; implied by a Threads parameter other than 1).
 The scripts run with OBL_ROOT (the repository), OBL_PLUGIN_WORK (its build
 directory, build/plugins/<name>/, or $OBL_PLUGINS_WORK/<name>) and OBL_BENCH
 (obl-bench) set.
@@ -143,6 +145,11 @@ def expand_n(spec, max_n):
     return [n for n in ns if max_n is None or n <= max_n]
 
 
+def _value(v):
+    """A manifest parameter value; "cores": the online CPUs, at most 64."""
+    return min(os.cpu_count() or 1, 64) if v == "cores" else v
+
+
 def _product(lists):
     out = [{}]
     for key, values in lists:
@@ -157,8 +164,8 @@ def manifest_cases(plugin, max_n=None):
         rtype, impl = group["type"], group.get("impl", plugin.name)
         row_key = "N" if "N" in group else "B"
         rows = expand_n(group[row_key], max_n)
-        fixed = [(k, v if isinstance(v, list) else [v]) for k, v in group.items()
-                 if k not in GROUP_KEYS]
+        fixed = [(k, [_value(x) for x in (v if isinstance(v, list) else [v])])
+                 for k, v in group.items() if k not in GROUP_KEYS]
         for params0 in _product(fixed):
             for n in rows:
                 params = {row_key: n}
@@ -174,8 +181,8 @@ def manifest_cases(plugin, max_n=None):
                         "report_type": rtype, "impl": impl, "plugin": plugin.name,
                         "args": args, "params": params,
                         "est_memory_bytes": None, "est_seconds": round(est, 1)}
-                if group.get("pin") is False:
-                    case["pin"] = False
+                if group.get("pin") is False or params.get("Threads", 1) != 1:
+                    case["pin"] = False  # as obl-bench's cases (runner.list_cases)
                 cases.append(case)
     return cases
 

@@ -17,7 +17,7 @@ import tempfile
 import time
 
 from . import stats
-from .tables import Table
+from .tables import Table, n_label
 
 REPORT_TYPE = "Ramp-UMAP"
 TIMELINE_TYPE = "Ramp-UMAP-timeline"
@@ -29,9 +29,13 @@ START_TIMEOUT_S = 300.0  # the server builds its map before it listens
 
 # (Rate_from, Rate_to, Seconds, Steps): the default plan's short ramp and
 # the single-query path at 1 K q/s; --large adds the full ones (the large
-# plan holds the default one, as its N grid does).
-DEFAULT_LOADS = ((20000, 200000, 30, 10), (1000, 1000, 10, 1))
-LARGE_LOADS = ((10000, 300000, 120, 30), (1000, 1000, 30, 1))
+# plan holds the default one, as its N grid does). The ramps run past the
+# knee of the faster backend (docs/server.md, "Measured").
+DEFAULT_LOADS = ((20000, 400000, 40, 10), (1000, 1000, 10, 1))
+LARGE_LOADS = ((10000, 500000, 120, 30), (1000, 1000, 30, 1))
+# Backends, each under every load: obl_omap one request at a time, and the
+# sharded map (one shard per core, GETs through its batch get path).
+BACKENDS = ("omap", "shard")
 WARMUP_S = 2
 # Case parameters the server's side alone knows, copied into the records
 # (an MPI deployment's: obllib/mpi.py).
@@ -47,14 +51,22 @@ def binaries(bench_bin):
     return paths if all(os.access(p, os.X_OK) for p in paths) else None
 
 
-def make_case(n, load, key_bytes=8, value_bytes=56, max_batch=256, pad=0):
+def make_case(n, load, key_bytes=8, value_bytes=56, max_batch=None, pad=0, backend="omap"):
+    """One ramp case; the shard backend runs one shard per core with GETs only
+    (obl-load sends GETs), max batch 1024 unless given (omap: 256)."""
     r0, r1, secs, steps = load
-    params = {"N": n, "Key_bytes": key_bytes, "Value_bytes": value_bytes, "Max_batch": max_batch,
-              "Pad": pad, "Connections": CONNECTIONS, "Hit_pct": HIT_PCT, "Rate_from": r0,
-              "Rate_to": r1, "Seconds": secs, "Steps": steps}
+    if max_batch is None:
+        max_batch = 1024 if backend == "shard" else 256
+    params = {"Backend": backend, "N": n, "Key_bytes": key_bytes, "Value_bytes": value_bytes,
+              "Max_batch": max_batch, "Pad": pad, "Connections": CONNECTIONS,
+              "Hit_pct": HIT_PCT, "Rate_from": r0, "Rate_to": r1, "Seconds": secs,
+              "Steps": steps}
     server_args = ["--n", str(n), "--key-bytes", str(key_bytes), "--value-bytes",
                    str(value_bytes), "--max-batch", str(max_batch), "--pad",
                    "pow2" if pad else "none"]
+    if backend == "shard":  # omap is the server's default backend
+        params["Shards"] = os.cpu_count() or 1
+        server_args += ["--backend", "shard", "--shards", str(params["Shards"]), "--ops", "get"]
     load_args = ["--ramp", f"{r0}:{r1}:{secs}:{steps}", "--warmup", str(WARMUP_S),
                  "--connections", str(CONNECTIONS), "--hit-ratio", str(HIT_PCT / 100),
                  "--seed", "1"]
@@ -70,8 +82,10 @@ def cases(bench_bin, max_n=None, large=False):
     if binaries(bench_bin) is None:
         return []
     n = min(TARGET_N, max_n) if max_n else TARGET_N
-    loads = DEFAULT_LOADS + (LARGE_LOADS if large else ())
-    return [make_case(n, load) for load in loads]
+    plan = [make_case(n, load, backend=b) for b in BACKENDS for load in DEFAULT_LOADS]
+    if large:
+        plan += [make_case(n, load, backend=b) for b in BACKENDS for load in LARGE_LOADS]
+    return plan
 
 
 def _read_listen_line(proc, deadline, pid_out=None):
@@ -233,12 +247,15 @@ def describe(params):
     else:
         load = f"constant {p.get('Rate_from', 0):,} q/s for {p.get('Seconds')} s"
     pad = ", padded to powers of two" if p.get("Pad") else ""
+    backend = p.get("Backend", "omap")
+    backend = (f"backend shard ({p.get('Shards')} shards)" if backend == "shard"
+               else f"backend {backend}")
     mpi = ""
     if p.get("Backend") == "mpi":
         mpi = (f"; MPI: {p.get('Ranks')} ranks (rank 0 server and balancer, "
                f"{p.get('Ranks', 1) - 1} shard ranks, {p.get('Shards')} shards), get epochs "
                f"of {p.get('Max_batch')} requests")
-    return (f"N = {n_text}, {p.get('Key_bytes')}/{p.get('Value_bytes')} B, {load}, "
+    return (f"{backend}, N = {n_text}, {p.get('Key_bytes')}/{p.get('Value_bytes')} B, {load}, "
             f"{p.get('Hit_pct')} % hits, {p.get('Connections')} connections, max batch "
             f"{p.get('Max_batch')}{pad}{mpi}")
 
@@ -281,8 +298,15 @@ def tables(records):
             note += (f" Knee (highest offered rate with p99 < 10 ms): {rate:,.0f} q/s, p50 there "
                      f"{stats.fmt(_med(at, 'Latency_p50_us'))} µs." if at else
                      " No step kept p99 under 10 ms.")
-        out.append(Table(f"{REPORT_TYPE} | {describe(params)}", "Ramp-UMAP (lookups over TCP)",
-                         "", describe(params), header, rows, note))
+        t = Table(f"{REPORT_TYPE} | {describe(params)}", "Ramp-UMAP (lookups over TCP)", "",
+                  describe(params), header, rows, note)
+        if params.get("Steps", 1) > 1:
+            t.headline = (f"Ramp-UMAP {params.get('Key_bytes')}/{params.get('Value_bytes')} "
+                          "over TCP, knee: highest offered rate with p99 < 10 ms (q/s)",
+                          n_label(params.get("N", 0)),
+                          f"{rate:,.0f}" if at else
+                          f"none: p99 ≥ 10 ms from {params.get('Rate_from'):,} q/s")
+        out.append(t)
     return out
 
 
@@ -298,7 +322,8 @@ def figures(records, out_dir):
         params = dict(key)
         if params.get("Steps", 1) < 2:
             continue
-        tag = (f"{params['N']}_{params['Key_bytes']}_{params['Value_bytes']}_"
+        tag = (f"{params.get('Backend', 'omap')}_{params['N']}_{params['Key_bytes']}_"
+               f"{params['Value_bytes']}_"
                f"{params['Rate_from']}-{params['Rate_to']}_{params['Seconds']}s_pad{params['Pad']}")
         fig, ax = plt.subplots(figsize=(7, 4.5), dpi=110)
         xs = [_med(r, "Offered_qps") for r in steps]

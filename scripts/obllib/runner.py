@@ -113,6 +113,11 @@ def list_cases(bench_bin, max_n=None, large=False):
         for key in ("bench", "impl", "args", "params"):
             if key not in case:
                 raise RuntimeError(f"list-cases line {number} lacks {key!r}")
+        # more than one thread (Threads 0: every core): not pinned to the run's
+        # one CPU, where the threads would wait on each other (as a plug-in's
+        # "pin": false)
+        if case["params"].get("Threads", 1) != 1:
+            case["pin"] = False
         cases.append(case)
     # Ramp-UMAP runs obl-server and obl-load, not an obl-bench subcommand
     return cases + ramp.cases(bench_bin, max_n, large)
@@ -175,7 +180,8 @@ def plugin_preexec(extra_args):
 
 def unpinned(extra_args, case):
     """extra_args without --cpu K for a case that must not be pinned to one
-    CPU (its threads compare with MPI ranks on every core: obllib/mpi.py)."""
+    CPU: more than one thread (list_cases), or threads that compare with MPI
+    ranks on every core (obllib/mpi.py)."""
     args = list(extra_args)
     if case.get("pin", True) or "--cpu" not in args[:-1]:
         return args

@@ -140,10 +140,21 @@ def grouping_names(records):
     return names
 
 
+# obl's batched map's own parameters at their defaults (Threads 0: every core;
+# Engines 0: its cost model picks the store). A peer's batched map (a record
+# with a Batch_size) has neither: it runs on every core with its one store,
+# so it joins the tables of those defaults.
+BATCHED_DEFAULTS = {"Threads": 0, "Engines": 0}
+
+
 def table_params(rec, names):
     keep = names.get(rec["report_type"], {"Key_bytes", "Value_bytes"})
-    row = row_key(rec["params"])
-    return {k: v for k, v in rec["params"].items() if k in keep and k != row}
+    params = dict(rec["params"])
+    if "Batch_size" in params and not is_ours(rec["impl"]):
+        for k, v in BATCHED_DEFAULTS.items():
+            params.setdefault(k, v)
+    row = row_key(params)
+    return {k: v for k, v in params.items() if k in keep and k != row}
 
 
 def cell(summary, spread):
@@ -174,9 +185,13 @@ OWN_TABLE_IMPLS = ("obl_mpi",)
 
 
 class Table:
+    """params: a measured table's fixed parameters (summary_table finds its
+    rows by them); headline: (label, N, cell) of a row the summary takes as
+    it is (Ramp-UMAP's knee), or None."""
     def __init__(self, key, section, subsection, title, header, rows, note=""):
         self.key, self.section, self.subsection = key, section, subsection
         self.title, self.header, self.rows, self.note = title, header, rows, note
+        self.params, self.headline = None, None
 
     def markdown_rows(self, header=None):
         header = header or self.header
@@ -304,9 +319,10 @@ def measured_tables(records, spread="minmax"):
         if any(o == "extra" for o in g["origins"].values()):
             peers = sorted(i for i, o in g["origins"].items() if o == "extra")
             note += f"; {', '.join(peers)}: from other logs (other machine or run)"
-        tables.append(Table(f"{rtype} | {gtext} | {metric}",
-                            TYPE_TITLES.get(rtype, rtype), group_title(g["params"]),
-                            metric_title(metric), header, rows, note + "."))
+        t = Table(f"{rtype} | {gtext} | {metric}", TYPE_TITLES.get(rtype, rtype),
+                  group_title(g["params"]), metric_title(metric), header, rows, note + ".")
+        t.params = g["params"]
+        tables.append(t)
     return tables
 
 
@@ -421,69 +437,98 @@ def refresh(text, tables, env=""):
 
 SUMMARY_KEY = "SUMMARY"
 MAP_TYPES = ("UMAP", "UnorderedMap")
-# (report types, fixed parameters, metric, row label[, metric whose baseline
-# applies]): the plain caller's NRORAM read first, as the headline
-# (docs/bench.md, "The caller's positions"); the array baseline has no plain
-# caller metric, its plain read is the comparison.
+# Parameters a headline row leaves free: the machine's core count.
+SUMMARY_FREE_PARAMS = ("Threads",)
+MAP_856 = {"Key_bytes": 8, "Value_bytes": 56, "fill": 0.8}
+BATCHED = {"Batch_size": 1024, "Engines": 0}
+# (report types, fixed parameters, metric, row label, our implementation[,
+# metric whose baseline applies]): the plain caller's NRORAM read first, as
+# the headline (docs/bench.md, "The caller's positions"); the array baseline
+# has no plain caller metric, its plain read is the comparison. The batched
+# rows are the peers' sharded workload (15 shards, batches of 1K; Signal's
+# records hold 48-byte values) and obl's one-shard batched map.
 SUMMARY_ROWS = (
-    (("NRORAM",), "Key_bytes=8,Value_bytes=8", "Read_latency_plain_caller_us",
-     "NRORAM 8/8 read, plain caller (us)", "Read_latency_us"),
-    (("NRORAM",), "Key_bytes=8,Value_bytes=8", "Read_latency_us",
-     "NRORAM 8/8 read, positions prefetched (us)"),
-    (("RORAM",), "Key_bytes=8,Value_bytes=8", "Read_latency_us", "RORAM 8/8 read (us)"),
-    (("RORAM",), "Key_bytes=8,Value_bytes=56", "Read_latency_us", "RORAM 8/56 read (us)"),
-    (MAP_TYPES, "Key_bytes=8,Value_bytes=56,fill=0.8", "Get_latency_us",
-     "UnorderedMap 8/56 get, fill 0.8 (us)"),
-    (MAP_TYPES, "Key_bytes=8,Value_bytes=56,fill=0.8", "Initialization_time_us",
-     "UnorderedMap 8/56 bulk build, fill 0.8 (us)"),
+    (("NRORAM",), {"Key_bytes": 8, "Value_bytes": 8}, "Read_latency_plain_caller_us",
+     "NRORAM 8/8 read, plain caller (us)", "obl", "Read_latency_us"),
+    (("NRORAM",), {"Key_bytes": 8, "Value_bytes": 8}, "Read_latency_us",
+     "NRORAM 8/8 read, positions prefetched (us)", "obl"),
+    (("RORAM",), {"Key_bytes": 8, "Value_bytes": 8}, "Read_latency_us", "RORAM 8/8 read (us)",
+     "obl"),
+    (("RORAM",), {"Key_bytes": 8, "Value_bytes": 56}, "Read_latency_us", "RORAM 8/56 read (us)",
+     "obl"),
+    (MAP_TYPES, MAP_856, "Get_latency_us", "UnorderedMap 8/56 get, fill 0.8 (us)", "obl"),
+    (MAP_TYPES, MAP_856, "Initialization_time_us",
+     "UnorderedMap 8/56 bulk build, fill 0.8 (us)", "obl"),
+    (MAP_TYPES, dict(MAP_856, Shards=15, **BATCHED), "Get_latency_us",
+     "Sharded UnorderedMap 8/56, 15 shards, batch of 1K, fill 0.8 (us/batch)", "obl_sharded"),
+    (MAP_TYPES, dict(MAP_856, Value_bytes=48, Shards=15, **BATCHED), "Get_latency_us",
+     "Sharded UnorderedMap 8/48, 15 shards, batch of 1K, fill 0.8 (us/batch)", "obl_sharded"),
+    (MAP_TYPES, dict(MAP_856, Shards=1, **BATCHED), "Get_latency_us",
+     "Batched UnorderedMap 8/56, one shard, batch of 1K, fill 0.8 (us/batch)", "obl_batched"),
+    (("LOADBALANCE",), {"Key_bytes": 8, "Value_bytes": 8, "Shards": 15}, "Latency_us",
+     "LOADBALANCE 8/8, 15 shards, both directions (us/batch; N is B)", "obl"),
 )
 
 
+def find_table(tables, types, params, metric):
+    """The measured table of one of types with exactly params (but for
+    SUMMARY_FREE_PARAMS) and metric, or None."""
+    for ty in types:
+        for t in tables:
+            tp = t.params
+            if (tp is None or not t.key.startswith(ty + " | ")
+                    or not t.key.endswith(" | " + metric)):
+                continue
+            if (all(tp.get(k) == v for k, v in params.items())
+                    and all(k in params or k in SUMMARY_FREE_PARAMS for k in tp)):
+                return t
+    return None
+
+
 def summary_table(tables):
-    """One row per SUMMARY_ROWS entry found, at the largest N obl measured:
-    obl's cell, the peers' cells of the same row, the baseline and the ratio.
-    None when no entry is found."""
-    by_key = {t.key: t for t in tables}
-
-    def find(types, params, metric):
-        return next((by_key[k] for k in (f"{ty} | {params} | {metric}" for ty in types)
-                     if k in by_key), None)
-
+    """One row per SUMMARY_ROWS entry found, at the largest N our
+    implementation measured: its cell, the peers' cells of the same row, the
+    baseline and the ratios; then the headline rows other tables offer
+    (Ramp-UMAP's knee). None when nothing is found."""
     picked, peers = [], []
-    for types, params, metric, label, *base_metric in SUMMARY_ROWS:
-        t = find(types, params, metric)
-        if t is None or "obl" not in t.header:
+    for types, params, metric, label, ours, *base_metric in SUMMARY_ROWS:
+        t = find_table(tables, types, params, metric)
+        if t is None or ours not in t.header:
             continue
-        rows = [r for r in t.rows if r[t.header.index("obl")]]
+        rows = [r for r in t.rows if r[t.header.index(ours)]]
         if not rows:
             continue
-        bt = find(types, params, base_metric[0]) if base_metric else t
-        picked.append((label, t, rows[-1], bt))
-        peers += [h for h in t.header[1:] if h != "obl" and is_peer(h) and "÷" not in h
+        bt = find_table(tables, types, params, base_metric[0]) if base_metric else t
+        picked.append((label, t, rows[-1], bt, ours))
+        peers += [h for h in t.header[1:] if not is_ours(h) and is_peer(h) and "÷" not in h
                   and not h.endswith(PUBLIC_METHOD_SUFFIX) and h not in peers]
-    if not picked:
+    extra = [t.headline for t in tables if t.headline]
+    if not picked and not extra:
         return None
-    best = any("obl ÷ best peer" in t.header for _, t, _, _ in picked)
+    best = any(f"{ours} ÷ best peer" in t.header for _, t, _, _, ours in picked)
     header = (["Benchmark", "N", "obl"] + peers + ["non-oblivious baseline", "obl ÷ baseline"]
               + (["obl ÷ best peer"] if best else []))
     out = []
-    for label, t, row, bt in picked:
+    for label, t, row, bt, ours in picked:
         col = {h: i for i, h in enumerate(t.header)}
         base = ""
         if bt is not None:
             brow = next((r for r in bt.rows if r[0] == row[0]), None)
             base = next((brow[bt.header.index(b)] for b in BASELINES
                          if brow and b in bt.header), "")
-        ratio = next((row[i] for h, i in col.items() if h.startswith("obl ÷ baseline")), "")
+        ratio = next((row[i] for h, i in col.items() if h.startswith(f"{ours} ÷ baseline")), "")
         if base and bt is not t:
-            ratio = stats.fmt(float(row[col["obl"]].split()[0]) / float(base.split()[0]), 3)
-        out.append([label, row[0], row[col["obl"]]] + [row[col[p]] if p in col else ""
-                                                        for p in peers] + [base, ratio]
-                   + ([row[col["obl ÷ best peer"]] if "obl ÷ best peer" in col else ""]
-                      if best else []))
+            ratio = stats.fmt(float(row[col[ours]].split()[0]) / float(base.split()[0]), 3)
+        best_col = f"{ours} ÷ best peer"
+        out.append([label, row[0], row[col[ours]]] + [row[col[p]] if p in col else ""
+                                                       for p in peers] + [base, ratio]
+                   + ([row[col[best_col]] if best_col in col else ""] if best else []))
+    for label, n, cell_text in extra:
+        out.append([label, n, cell_text] + [""] * (len(header) - 3))
     return Table(SUMMARY_KEY, "Summary", "", "Summary at the largest N", header, out,
-                 "median (min–max) of the run's repetitions; ratio of medians to the "
-                 "non-oblivious baseline of the same run"
+                 "median (min–max) of the run's repetitions; obl's column holds the "
+                 "implementation the row names (obl, obl_sharded, obl_batched); ratio of medians "
+                 "to the non-oblivious baseline of the same run"
                  + ("; `obl ÷ best peer`: to the best peer of the same run at that N, named"
                     if best else "") + ".")
 

@@ -19,6 +19,8 @@ typedef struct sb_job {
     int apply;       /* per-request: 0 answer with gets, 1 apply the ops */
     unsigned parts;  /* scan slices per shard */
     obl_pool *pool;  /* for a shard's split scan, else NULL */
+    unsigned char *mem; /* bf's allocation (none for direct gets, sub-batches) */
+    size_t mem_bytes;
 } sb_job;
 
 static shard_batch shard_view(const sb_job *j, size_t s)
@@ -31,32 +33,37 @@ static shard_batch shard_view(const sb_job *j, size_t s)
     return bt;
 }
 
-/* Shard s through its omap: b accesses, dummies as gets. */
-static obl_err task_per_request(void *arg, size_t s)
+/* see shard_map.h */
+obl_err shard_omap_requests(const obl_shard *m, size_t s, const shard_batch *bt, int apply)
 {
-    const sb_job *j = (const sb_job *)arg;
-    const obl_shard *m = j->m;
-    shard_batch bt = shard_view(j, s);
     size_t ks = m->p.key_size, vs = m->p.value_size;
     obl_err first = OBL_OK;
-    for (size_t i = 0; i < j->b; i++) {
-        uint64_t d = bt.dummy[i] & 1, found = 0;
-        uint64_t op = j->apply ? obl_ct_select64(d, OBL_OMAP_GET, bt.op[i]) : OBL_OMAP_GET;
-        unsigned char *out = j->apply ? NULL : bt.vout + i * vs;
-        obl_err e = obl_omap_access(m->om[s], op, bt.keys + i * ks,
-                                    bt.vin ? bt.vin + i * vs : NULL, out, &found);
+    for (size_t i = 0; i < bt->b; i++) {
+        uint64_t d = bt->dummy[i] & 1, found = 0;
+        uint64_t op = apply ? obl_ct_select64(d, OBL_OMAP_GET, bt->op[i]) : OBL_OMAP_GET;
+        unsigned char *out = apply ? NULL : bt->vout + i * vs;
+        obl_err e = obl_omap_access(m->om[s], op, bt->keys + i * ks,
+                                    bt->vin ? bt->vin + i * vs : NULL, out, &found);
         /* A write-back goes on past a capacity event, so that no later
          * write of the batch is dropped; the first error is returned. */
         if (e != OBL_OK && first == OBL_OK)
             first = e;
-        if (e != OBL_OK && !j->apply)
+        if (e != OBL_OK && !apply)
             return e;
-        if (!j->apply) {
+        if (!apply) {
             obl_ct_czero(d, out, vs);
-            bt.found[i] = found & (d ^ 1);
+            bt->found[i] = found & (d ^ 1);
         }
     }
     return first;
+}
+
+/* Shard s through its omap: b accesses, dummies as gets. */
+static obl_err task_per_request(void *arg, size_t s)
+{
+    const sb_job *j = (const sb_job *)arg;
+    shard_batch bt = shard_view(j, s);
+    return shard_omap_requests(j->m, s, &bt, j->apply);
 }
 
 static obl_err task_scan_begin(void *arg, size_t s)
@@ -116,24 +123,31 @@ static uint64_t per_request_fits(const sb_job *j, uint64_t *next)
     return ok;
 }
 
-/* The engine of a batch: a writing batch uses the scan store if kept; a
- * get batch with both stores the cheaper by the cost model. With one shard
- * a get batch through the omaps needs no balancer (duplicates are
- * harmless to gets), so the scan's side is charged with it. Public. */
-static obl_err choose_engine(obl_shard *m, size_t B, size_t b, int writes, unsigned *engine)
+/* The engine of a batch and its sub-batch count: a writing batch uses the
+ * scan store if kept; a get batch with both stores the cheaper by the cost
+ * model, which also decides whether a get batch through the omaps of
+ * several shards is cut into sub-batches. With one shard a get batch
+ * through the omap needs no balancer (duplicates are harmless to gets), so
+ * the scan's side is charged with it. Public. */
+static obl_err choose_engine(obl_shard *m, size_t B, size_t b, int writes, unsigned *engine,
+                             unsigned *parts)
 {
+    int both = m->keep_scan && m->keep_omap;
+    int cut = !writes && m->keep_omap && m->S > 1 && (m->threads > 1 || shard_parts_force(m));
+    if (!writes && (both || cut) && !m->calibrated) { /* the constants, at first use */
+        obl_err c = shard_calibrate(m);
+        if (c != OBL_OK)
+            return c;
+        m->calibrated = 1;
+    }
+    unsigned P = cut ? shard_choose_parts(m, B) : 1;
     int scan = m->keep_scan;
-    if (!writes && m->keep_scan && m->keep_omap) {
-        if (!m->calibrated) { /* the cost model's constants, at first use */
-            obl_err c = shard_calibrate(m);
-            if (c != OBL_OK)
-                return c;
-            m->calibrated = 1;
-        }
+    if (!writes && both) {
         double bal = m->S == 1 ? shard_est_balance(m, B, b) : 0;
-        scan = shard_est_scan(m, b) + bal < shard_est_per_request(m, b);
+        scan = shard_est_scan(m, b) + bal < shard_est_per_request(m, B, b, P);
     }
     *engine = scan ? OBL_SHARD_ENGINE_SCAN : OBL_SHARD_ENGINE_PER_REQUEST;
+    *parts = scan ? 1 : P;
     return OBL_OK;
 }
 
@@ -187,13 +201,15 @@ static obl_err write_back(sb_job *j, const uint64_t *next)
     return e;
 }
 
-/* The S * b arrays of one batch, in one allocation. */
-static unsigned char *bufs_alloc(obl_shard *m, size_t sb, int writes, shard_bufs *bf,
-                                 size_t *bytes)
+/* see shard_map.h */
+unsigned char *shard_bufs_alloc(obl_shard *m, size_t sb, int writes, shard_bufs *bf,
+                                size_t *bytes)
 {
     size_t ks = m->p.key_size, vs = m->p.value_size, per = 24 + ks + vs + (writes ? vs : 0);
-    if (!obl_mul_ok(sb, per, bytes))
+    if (!obl_mul_ok(sb, per, bytes)) {
+        *bytes = 0;
         return NULL;
+    }
     unsigned char *a = (unsigned char *)obl_alloc(&m->ac, *bytes, 64);
     if (!a)
         return NULL;
@@ -206,42 +222,64 @@ static unsigned char *bufs_alloc(obl_shard *m, size_t sb, int writes, shard_bufs
     return a;
 }
 
-/* The batch, timed in its parts. */
-static obl_err run_batch(obl_shard *m, sb_job *j, size_t B, const uint64_t *ops,
-                         const unsigned char *keys, const unsigned char *vin,
-                         unsigned char *vout, uint64_t *found)
+/* The answers of a batch: the sub-batches, the one shard's direct gets,
+ * or balancer, shards, balancer back; t (3 doubles): the phases' times. */
+static obl_err answers(obl_shard *m, sb_job *j, size_t B, unsigned engine, unsigned parts,
+                       const uint64_t *ops, const unsigned char *keys,
+                       const unsigned char *vin, unsigned char *vout, uint64_t *found,
+                       uint64_t *next, double t[3])
 {
-    uint64_t next[OBL_SHARD_MAX_SHARDS];
-    unsigned engine = 0;
-    obl_err e = choose_engine(m, B, j->b, j->writes, &engine);
-    if (e != OBL_OK)
-        return e;
+    if (parts > 1)
+        return shard_parts_get(m, B, parts, keys, vout, found, t);
     int direct = m->S == 1 && !j->writes && engine == OBL_SHARD_ENGINE_PER_REQUEST;
+    size_t sb;
+    if (!direct && !obl_mul_ok(j->b, m->S, &sb))
+        return OBL_ERR_TOO_LARGE;
+    if (!direct && !(j->mem = shard_bufs_alloc(m, sb, j->writes, &j->bf, &j->mem_bytes)))
+        return j->mem_bytes ? OBL_ERR_NOMEM : OBL_ERR_TOO_LARGE;
     double t0 = shard_now_us();
-    if (!direct)
-        e = shard_route_split(&m->rt, B, j->b, ops, keys, vin, &j->bf);
+    obl_err e = direct ? OBL_OK : shard_route_split(&m->rt, B, j->b, ops, keys, vin, &j->bf);
     double t1 = shard_now_us();
     if (e == OBL_OK)
         e = direct ? direct_gets(m, B, keys, vout, found) : answer(j, engine, next);
     double t2 = shard_now_us();
     if (e == OBL_OK && !direct)
         e = shard_route_join(&m->rt, B, j->b, keys, &j->bf, vout, found);
-    double t3 = shard_now_us();
+    t[0] = t1 - t0;
+    t[1] = t2 - t1;
+    t[2] = shard_now_us() - t2;
+    return e;
+}
+
+/* The batch, timed in its parts. */
+static obl_err run_batch(obl_shard *m, sb_job *j, size_t B, const uint64_t *ops,
+                         const unsigned char *keys, const unsigned char *vin,
+                         unsigned char *vout, uint64_t *found)
+{
+    uint64_t next[OBL_SHARD_MAX_SHARDS];
+    unsigned engine = 0, parts = 1;
+    obl_err e = choose_engine(m, B, j->b, j->writes, &engine, &parts);
+    if (e != OBL_OK)
+        return e;
+    double t[3];
+    e = answers(m, j, B, engine, parts, ops, keys, vin, vout, found, next, t);
     if (e != OBL_OK) {
         if (m->keep_scan)
             scan_abort_all(m);
         return e;
     }
+    double t3 = shard_now_us();
     if (j->writes)
         e = write_back(j, next);
     double t4 = shard_now_us();
     m->st.batches++;
     m->st.last_engine = engine;
     m->st.last_b = j->b;
-    m->st.est_per_request_us = m->calibrated ? shard_est_per_request(m, j->b) : 0;
-    m->st.est_scan_us = m->calibrated ? shard_est_scan(m, j->b) : 0;
-    m->st.last_balance_us = (t1 - t0) + (t3 - t2);
-    m->st.last_shard_us = t2 - t1;
+    m->st.last_parts = parts;
+    m->st.est_per_request_us = m->calibrated ? shard_est_per_request(m, B, j->b, parts) : 0;
+    m->st.est_scan_us = m->calibrated && m->keep_scan ? shard_est_scan(m, j->b) : 0;
+    m->st.last_balance_us = t[0] + t[2];
+    m->st.last_shard_us = t[1];
     m->st.last_writeback_us = t4 - t3;
     return e;
 }
@@ -253,20 +291,10 @@ obl_err obl_shard_batch(obl_shard *m, size_t B, const uint64_t *ops, const void 
     if (!m || !keys || !values_out || !found || B == 0 || B > OBL_SHARD_MAX_BATCH ||
         (values_in && !ops))
         return OBL_ERR_INVALID_ARG;
-    if (m->last_B != B) { /* public */
-        m->last_b = shard_route_b(B, m->S, m->lambda);
-        m->last_B = B;
-    }
-    sb_job j = {m, m->last_b, {0}, values_in != NULL, 0, 1, NULL};
-    size_t sb, bytes = 0;
-    if (!obl_mul_ok(j.b, m->S, &sb))
-        return OBL_ERR_TOO_LARGE;
-    unsigned char *a = bufs_alloc(m, sb, j.writes, &j.bf, &bytes);
-    if (!a)
-        return bytes ? OBL_ERR_NOMEM : OBL_ERR_TOO_LARGE;
+    sb_job j = {m, shard_part_b(m, B, 1), {0}, values_in != NULL, 0, 1, NULL, NULL, 0};
     obl_err e = run_batch(m, &j, B, ops, (const unsigned char *)keys,
                           (const unsigned char *)values_in, (unsigned char *)values_out, found);
-    obl_free(&m->ac, a, bytes);
+    obl_free(&m->ac, j.mem, j.mem_bytes);
     return e;
 }
 

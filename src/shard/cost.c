@@ -5,9 +5,11 @@
  * parallel, one thread each); scan: per shard, every entry hashed and
  * compared with z slots, plus three sorts of the table's records
  * (shard_scan_table_shape gives nb and z), the shards in parallel or, with
- * fewer shards than threads, each scan split over the threads. Its
- * constants are timed (thread CPU time) at the first get batch on the
- * map's own stores (docs/shard.md, "Cost model").
+ * fewer shards than threads, each scan split over the threads; and for
+ * the per-request engine whether a get batch is cut into T sub-batches
+ * (parts.c), from the balancer's n lg^2 n work. Its constants are timed
+ * (thread CPU time) at the first get batch on the map's own stores
+ * (docs/shard.md, "Cost model").
  */
 #include <math.h>
 #include <string.h>
@@ -28,9 +30,18 @@ static double rounds(const obl_shard *m)
     return ceil((double)m->S / (double)m->threads);
 }
 
-/* see shard_map.h */
-double shard_est_per_request(const obl_shard *m, size_t b)
+/* The balancer's work for n = B + S b records, n lg(n)^2 (its networks). */
+static double bal_units(size_t B, size_t b, unsigned S)
 {
+    double n = (double)B + (double)S * (double)b, lg = log2(n + 1);
+    return n * lg * lg;
+}
+
+/* see shard_map.h */
+double shard_est_per_request(obl_shard *m, size_t B, size_t b, unsigned P)
+{
+    if (P > 1) /* the sub-batches, less the one balancer the scan's side has too */
+        return shard_est_parts(m, B, P) - m->cost.bal_us * bal_units(B, b, m->S);
     return rounds(m) * (double)b * m->cost.access_us;
 }
 
@@ -55,6 +66,30 @@ double shard_est_balance(const obl_shard *m, size_t B, size_t b)
 {
     double n = (double)(B + (size_t)m->S * b);
     return 5.0 * m->cost.ce_us * n * log2(n + 1);
+}
+
+/* see shard_map.h */
+double shard_est_parts(obl_shard *m, size_t B, unsigned P)
+{
+    if (m->S == 1) /* one shard answers gets without a balancer */
+        return (double)B * m->cost.access_us;
+    size_t q = B / P, r = B % P, bq = shard_part_b(m, q, P);
+    size_t bq1 = r ? shard_part_b(m, q + 1, P) : bq;
+    double per_shard = (double)(P - r) * (double)bq + (double)r * (double)bq1;
+    double bal = m->cost.bal_us * bal_units(q + (r != 0), bq1, m->S);
+    return rounds(m) * per_shard * m->cost.access_us + ceil((double)P / m->threads) * bal;
+}
+
+/* see shard_map.h */
+unsigned shard_choose_parts(obl_shard *m, size_t B)
+{
+    unsigned P = m->threads < SHARD_MAX_PARTS ? m->threads : SHARD_MAX_PARTS;
+    if (shard_parts_force(m))
+        P = shard_parts_force(m);
+    else if (m->S == 1 || P < 2 || B < 2 * (size_t)P ||
+             shard_est_parts(m, B, P) >= shard_est_parts(m, B, 1))
+        P = 1;
+    return P <= B ? P : (unsigned)B;
 }
 
 /* CPU time of the calling thread (us): the constants measure work, which
@@ -123,11 +158,42 @@ static obl_err calibrate_scan(obl_shard *m)
     return OBL_OK;
 }
 
+/* The balancer's constant: one split and join of a get batch of 512 on
+ * the map's balancer, per bal_units. */
+static obl_err calibrate_balance(obl_shard *m)
+{
+    enum { CAL_B = 512 };
+    size_t b = shard_part_b(m, CAL_B, 1), ks = m->p.key_size, vs = m->p.value_size;
+    size_t bytes = CAL_B * (ks + vs + 8), bb = 0;
+    shard_bufs bf;
+    unsigned char *mem = shard_bufs_alloc(m, (size_t)m->S * b, 0, &bf, &bb);
+    obl_alloc_ctx c = m->ac;
+    unsigned char *keys = (unsigned char *)obl_alloc(&c, bytes, 64);
+    obl_err e = mem && keys ? OBL_OK : OBL_ERR_NOMEM;
+    if (e == OBL_OK) { /* a batch of one key: the balancer's work is the same */
+        unsigned char *vout = keys + CAL_B * ks;
+        uint64_t *found = (uint64_t *)(vout + CAL_B * vs);
+        double t0 = cpu_now_us();
+        e = shard_route_split(&m->rt, CAL_B, b, NULL, keys, NULL, &bf);
+        if (e == OBL_OK)
+            e = shard_route_join(&m->rt, CAL_B, b, keys, &bf, vout, found);
+        m->cost.bal_us = (cpu_now_us() - t0) / bal_units(CAL_B, b, m->S);
+    }
+    obl_free(&c, keys, bytes);
+    obl_free(&m->ac, mem, bb);
+    return e;
+}
+
 /* see shard_map.h */
 obl_err shard_calibrate(obl_shard *m)
 {
     m->cost.access_us = INFINITY;
-    m->cost.entry_us = m->cost.slot_us = m->cost.ce_us = INFINITY;
+    m->cost.entry_us = m->cost.slot_us = m->cost.ce_us = m->cost.bal_us = INFINITY;
+    if (m->S > 1) {
+        obl_err e = calibrate_balance(m);
+        if (e != OBL_OK)
+            return e;
+    }
     if (m->keep_omap) {
         unsigned char key[OBL_SHARD_MAX_KEY_SIZE] = {0}, val[OBL_SHARD_MAX_VALUE_SIZE];
         uint64_t found;
@@ -140,5 +206,5 @@ obl_err shard_calibrate(obl_shard *m)
         }
         m->cost.access_us = (cpu_now_us() - t0) / 32;
     }
-    return m->keep_scan ? calibrate_scan(m) : OBL_OK;
+    return m->keep_scan && m->keep_omap ? calibrate_scan(m) : OBL_OK;
 }

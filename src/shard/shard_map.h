@@ -20,7 +20,12 @@ typedef struct shard_costs {
     double entry_us;   /* the scan: per entry, hashing and loop */
     double slot_us;    /* the scan: per entry and table slot */
     double ce_us;      /* a sort of table records, per record and level */
+    double bal_us;     /* the balancer (split and join of a get batch), per
+                        * record n and lg(n)^2, n = B + S b */
 } shard_costs;
+
+/* Most sub-batches a get batch is cut into (shard_parts_get). */
+#define SHARD_MAX_PARTS 16u
 
 struct obl_shard {
     obl_alloc_ctx raw;       /* the caller's allocator: the map itself */
@@ -40,9 +45,26 @@ struct obl_shard {
     shard_costs cost;
     int calibrated;          /* cost measured (at the first get batch) */
     size_t shape_b, shape_nb, shape_z; /* the scan table's shape for b */
-    size_t last_B, last_b;   /* the balancer's b for B, reused */
+#ifdef OBL_TESTING
+    unsigned parts_force;    /* this many sub-batches (0: the model's choice) */
+#endif
+    /* b of recent (n, P), a tail sum of tens of us that a server's varying
+     * batch sizes would pay per batch (shard_part_b) */
+    struct { size_t n, b; unsigned P; } bmemo[64];
     obl_shard_stats st;
 };
+
+/* The test build's forced sub-batch count, 0 (the model's choice) elsewhere
+ * (src/common/testing.h). */
+static inline unsigned shard_parts_force(const obl_shard *m)
+{
+#ifdef OBL_TESTING
+    return m->parts_force;
+#else
+    (void)m;
+    return 0;
+#endif
+}
 
 /* Entries per shard: the least c with P[some shard gets more than c of
  * `capacity` keys] <= 2^-lambda. Public. */
@@ -57,12 +79,50 @@ obl_err shard_alloc(obl_shard **out, const obl_shard_params *p);
 /* Measures the cost model's constants on the map's own stores (both kept). */
 obl_err shard_calibrate(obl_shard *m);
 
-/* The model's estimates (us) for a get batch of b per shard. */
-double shard_est_per_request(const obl_shard *m, size_t b);
+/* The model's estimates (us) for a get batch of B, b per shard: the
+ * omaps' in P sub-batches (P = 1: the shards' work alone; P > 1: plus the
+ * difference of the P balancers from one), and the scan's. */
+double shard_est_per_request(obl_shard *m, size_t B, size_t b, unsigned P);
 double shard_est_scan(obl_shard *m, size_t b);
 
 /* The balancer's estimate (us) for B requests, b per shard. */
 double shard_est_balance(const obl_shard *m, size_t B, size_t b);
+
+/* The S * b arrays of one batch (sb = S * b entries; vin only if writes)
+ * in one allocation through m->ac, every field of bf set; bytes: its size,
+ * 0 if it overflows. NULL: NOMEM, or TOO_LARGE with bytes 0. */
+unsigned char *shard_bufs_alloc(obl_shard *m, size_t sb, int writes, shard_bufs *bf,
+                                size_t *bytes);
+
+/* Answers shard s's batch bt through its omap: b accesses, dummies as
+ * gets; apply = 0 answers with gets (vout, found), 1 applies the ops (the
+ * write-back, which goes on past a capacity event and returns the first). */
+obl_err shard_omap_requests(const obl_shard *m, size_t s, const shard_batch *bt, int apply);
+
+/*
+ * A get batch of B through the omaps, cut by position into P near-equal
+ * sub-batches (2 <= P <= SHARD_MAX_PARTS, P <= B), each balanced on its
+ * own (docs/shard.md, "Sub-batches"): the P balancers run in parallel,
+ * then every shard answers its P padded sub-batches, then the P joins.
+ * t (3 doubles) receives the phases' wall times in us.
+ * Public: B, P, the sizes, the error. Errors: NOMEM, FULL (a sub-batch's
+ * balancer overflowed); the map is unchanged either way.
+ */
+obl_err shard_parts_get(obl_shard *m, size_t B, unsigned P, const unsigned char *keys,
+                        unsigned char *vout, uint64_t *found, double t[3]);
+
+/* The per-shard batch size of a sub-batch of n requests, one of P: the
+ * balancer's b with lambda + ceil(lg P). Public. */
+size_t shard_part_b(obl_shard *m, size_t n, unsigned P);
+
+/* The cost model's estimate (us) of a get batch of B through the omaps in
+ * P sub-batches: the shards' accesses plus the P balancers (none for one
+ * shard). */
+double shard_est_parts(obl_shard *m, size_t B, unsigned P);
+
+/* The sub-batch count of a get batch of B through the omaps: 1, or the
+ * thread count when the model finds it cheaper. Needs the calibration. */
+unsigned shard_choose_parts(obl_shard *m, size_t B);
 
 /* Microseconds since an arbitrary origin (CLOCK_MONOTONIC). */
 double shard_now_us(void);

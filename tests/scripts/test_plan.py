@@ -192,6 +192,24 @@ class TestCpuChoice(unittest.TestCase):
         self.assertEqual(runner.choose_cpu(helpers.FAKE, "1", log), 1)
         self.assertEqual([e["cpu"] for e in log.events], [None, 1])
 
+    def test_threaded_cases_are_not_pinned(self):
+        """A case with Threads != 1 (obl-bench's or a plug-in's) runs on every CPU."""
+        self.assertEqual(runner.unpinned(["--x", "--cpu", "1", "--y"], {"pin": False}),
+                         ["--x", "--y"])
+        case = json.loads(runner.bench_output(helpers.FAKE, ["list-cases", "--max-n", "1024"])
+                          .splitlines()[0])
+        argv = runner.run_case(helpers.FAKE, case, 30, extra_args=["--cpu", "0"])["argv"]
+        self.assertIn("--cpu", argv)
+        argv = runner.run_case(helpers.FAKE, dict(case, pin=False), 30,
+                               extra_args=["--cpu", "0"])["argv"]
+        self.assertNotIn("--cpu", argv)
+        from obllib import plugins
+        p = plugins.Plugin("/nonexistent", {"name": "p", "cases": [
+            {"type": "LOADBALANCE", "B": [1024], "Threads": ["cores", 1]}]})
+        cases = plugins.manifest_cases(p)
+        self.assertEqual([(c["params"]["Threads"], c.get("pin", True)) for c in cases],
+                         [(min(os.cpu_count(), 64), os.cpu_count() == 1), (1, True)])
+
     def test_bad_value_is_a_usage_error(self):
         for bad in ("fast", "-1", "99999"):
             r = helpers.script("run.py", "--cpu", bad, env={"OBL_BENCH": helpers.FAKE})

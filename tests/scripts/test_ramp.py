@@ -74,12 +74,19 @@ class RampTest(unittest.TestCase):
         self.assertEqual(ramp.cases(self.bench), [])  # not built: no case
         self.install()
         default = ramp.cases(self.bench)
-        self.assertEqual([c["params"]["Steps"] for c in default], [10, 1])
+        self.assertEqual([c["params"]["Steps"] for c in default], [10, 1, 10, 1])
+        self.assertEqual([c["params"]["Backend"] for c in default],
+                         ["omap", "omap", "shard", "shard"])
         self.assertEqual(default[0]["params"]["N"], 2 ** 20)
+        shard = default[2]["server_args"]
+        self.assertEqual(shard[shard.index("--backend") + 1], "shard")
+        self.assertEqual(shard[shard.index("--shards") + 1], str(default[2]["params"]["Shards"]))
+        self.assertEqual(shard[shard.index("--max-batch") + 1], "1024")
+        self.assertIn("backend shard", ramp.describe(default[2]["params"]))
         self.assertEqual(ramp.cases(self.bench, max_n=4096)[0]["params"]["N"], 4096)
         large = ramp.cases(self.bench, large=True)
-        self.assertEqual(len(large), 4)
-        self.assertEqual(large[:2], default)  # the large plan holds the default one
+        self.assertEqual(len(large), 8)
+        self.assertEqual(large[:4], default)  # the large plan holds the default one
         self.assertIn("--ramp", default[0]["args"])
         self.assertEqual(default[0]["driver"], ramp.DRIVER)
 
@@ -120,6 +127,10 @@ class RampTest(unittest.TestCase):
         self.assertEqual([r[0] for r in tabs[0].rows], ["1", "2", "3", "4"])
         self.assertIn("3,000 q/s", tabs[0].note)
         self.assertIn("1:10 4+:2", tabs[0].rows[0])
+        self.assertEqual(tabs[0].headline[1:], ("$2^{10}$", "3,000"))  # the summary's row
+        self.assertEqual(ramp.tables(steps[3:])[0].headline[2], "none: p99 ≥ 10 ms from 1,000 q/s")
+        self.assertIsNone(ramp.tables([dict(steps[0], params=dict(steps[0]["params"], Steps=1))])[0]
+                          .headline)  # a constant rate has no knee
         out = os.path.join(self.tmp.name, "fig")
         paths = ramp.figures(steps + [second_record(s, 400.0 * (s + 1)) for s in range(5)], out)
         self.assertEqual(len(paths), 2)

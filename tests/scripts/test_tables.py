@@ -216,6 +216,67 @@ class TestSummary(unittest.TestCase):
         self.assertIn("| NRORAM 8/8 read, plain caller (us) | $2^{11}$ |", new)
 
 
+def batched_records():
+    """obl's sharded and batched maps and the load balancer against the peers'
+    (whose batched maps have no Threads or Engines)."""
+    recs = []
+    for n in (16384, 65536):
+        for impl, shards, lat in (("obl_sharded", 15, 20000.0), ("obl_batched", 1, 9000.0)):
+            r = record("UnorderedMap", impl, n, v=56, Get_latency_us=lat)
+            r["params"].update(Shards=shards, Batch_size=1024, Threads=0, Engines=0, fill=0.8)
+            recs.append(r)
+        r = record("UnorderedMap", "obl_sharded", n, v=56, Get_latency_us=1.0)  # another engine
+        r["params"].update(Shards=15, Batch_size=1024, Threads=0, Engines=2, fill=0.8)
+        recs.append(r)
+        r = record("UnorderedMap", "olabs_oram_sharded", n, v=56, Get_latency_us=40000.0)
+        r["params"].update(Shards=15, Batch_size=1024, fill=0.8)
+        recs.append(r)
+        r = record("UnorderedMap", "obl", n, v=56, Get_latency_us=5.0)  # the plain map
+        r["params"]["fill"] = 0.8
+        recs.append(r)
+    for b in (1024, 4096):
+        for impl, lat in (("obl", 300.0), ("olabs_oram", 900.0), ("baseline_lb", 30.0)):
+            r = record("LOADBALANCE", impl, b, Latency_us=lat * b / 1024)
+            r["params"].update(Shards=15, Threads=2)
+            recs.append(r)
+    return recs
+
+
+class TestBatchedSummary(unittest.TestCase):
+    def test_peers_batched_maps_join_obl_defaults(self):
+        tabs = {t.key: t for t in tables.measured_tables(batched_records())}
+        key = ("UnorderedMap | Key_bytes=8,Value_bytes=56,Batch_size=1024,Engines=0,Shards=15,"
+               "Threads=0,fill=0.8 | Get_latency_us")
+        t = tabs[key]
+        self.assertEqual(t.header, ["N", "obl_sharded", "olabs_oram_sharded",
+                                    "obl_sharded ÷ best peer"])
+        self.assertEqual(t.rows[1][-1], "0.500 (olabs_oram_sharded)")
+        # the scan engine's table and the plain map's have no peer column
+        self.assertNotIn("olabs_oram_sharded", tabs[key.replace("Engines=0", "Engines=2")].header)
+        self.assertEqual(tabs["UnorderedMap | Key_bytes=8,Value_bytes=56,fill=0.8 | "
+                              "Get_latency_us"].header, ["N", "obl"])
+
+    def test_summary_rows_of_batched_maps_balancer_and_ramp(self):
+        from test_ramp import step_record
+        from obllib import ramp
+        steps = [step_record(i + 1, r, p) for i, (r, p) in
+                 enumerate(((1000, 300.0), (2000, 900.0), (3000, 9000.0), (4000, 50000.0)))]
+        t = tables.summary_table(tables.measured_tables(batched_records()) + ramp.tables(steps))
+        self.assertEqual(t.header, ["Benchmark", "N", "obl", "olabs_oram_sharded", "olabs_oram",
+                                    "non-oblivious baseline", "obl ÷ baseline",
+                                    "obl ÷ best peer"])
+        rows = {r[0].split(",")[0]: r for r in t.rows}
+        self.assertEqual(rows["UnorderedMap 8/56 get"][1:4], ["$2^{16}$", "5.000 (4.900–5.100)", ""])
+        sharded = rows["Sharded UnorderedMap 8/56"]
+        self.assertEqual(sharded[2:4], ["20000 (19600–20400)", "40000 (39200–40800)"])
+        self.assertEqual(sharded[-1], "0.500 (olabs_oram_sharded)")
+        self.assertEqual(rows["Batched UnorderedMap 8/56"][2], "9000 (8820–9180)")
+        lb = rows["LOADBALANCE 8/8"]
+        self.assertEqual(lb[1:], ["$2^{12}$", "1200 (1176–1224)", "", "3600 (3528–3672)",
+                                  "120.0 (117.6–122.4)", "10.0", "0.333 (olabs_oram)"])
+        self.assertEqual(rows["Ramp-UMAP 8/56 over TCP"][1:3], ["$2^{10}$", "3,000"])
+
+
 class TestResultsFile(unittest.TestCase):
     def test_write_results_writes_every_table(self):
         with tempfile.TemporaryDirectory() as d:

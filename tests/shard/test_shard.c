@@ -2,7 +2,8 @@
 /*
  * Tests of the sharded map (obl/shard.h) against a plain model (a list of
  * pairs): seeded streams of get, put, erase and mixed batches with
- * duplicates and misses, for S = 1, 2, 3, 15, 64, each engine set, batch
+ * duplicates and misses, for S = 1, 2, 3, 15, 64, each engine set, get
+ * batches cut into 2 and 3 sub-batches (parts.c, forced), batch
  * sizes 1 .. 2^16 (small ones under memcheck, up to 4K under the
  * sanitizers), a bulk build, all keys in
  * one shard, empty and full maps; bad input and allocation failure leave
@@ -116,6 +117,9 @@ static void fill_batch(test_rng *r, bufs *b, size_t B, int kind, uint64_t univer
 /* Threads under memcheck (which serialises them): 1, and 2 for one stream. */
 static unsigned ct_threads = 1;
 
+/* Sub-batches of the get batches through the omaps (0: the cost model's). */
+static unsigned force_parts = 0;
+
 static obl_shard_params params(uint64_t cap, unsigned S, unsigned engines, unsigned threads)
 {
     obl_shard_params p = {0};
@@ -168,6 +172,7 @@ static void stream(uint64_t cap, unsigned S, unsigned engines, const size_t *Bs,
     OBL_DECLASSIFY(m.v, n0 * VS);
     if (!s)
         return;
+    s->parts_force = force_parts;
     for (int it = 0; it < rounds; it++) {
         size_t B = Bs[it % nB];
         bufs b;
@@ -208,6 +213,7 @@ static void one_shard(unsigned engines)
             ks[nk++] = k;
     }
     CHECK(nk > b && b < B);
+    s->parts_force = 1; /* the whole batch's bound; sub-batches below */
     model m = model_new(400, VS);
     bufs bb;
     bufs_init(&bb, B);
@@ -223,6 +229,20 @@ static void one_shard(unsigned engines)
     for (size_t i = 0; i < B; i++)
         bb.keys[i] = ks[i % (b - 1)];
     CHECK(do_batch(s, &m, &bb, B, 0) == OBL_OK); /* unchanged */
+    if (engines == OBL_SHARD_ENGINES_PER_REQUEST) { /* gets in two sub-batches */
+        s->parts_force = 2;
+        size_t b2 = shard_part_b(s, B / 2, 2);
+        CHECK(b2 < B / 2);
+        for (size_t i = 0; i < B; i++) /* each half: b2 distinct keys, shared */
+            bb.keys[i] = ks[i % b2];
+        CHECK(do_batch(s, &m, &bb, B, 0) == OBL_OK);
+        obl_shard_stats st;
+        obl_shard_get_stats(s, &st);
+        CHECK(st.last_parts == 2 && st.last_engine == OBL_SHARD_ENGINE_PER_REQUEST);
+        for (size_t i = 0; i < B; i++) /* the second half: more than b2 */
+            bb.keys[i] = ks[i < B / 2 ? 0 : i];
+        CHECK(do_batch(s, &m, &bb, B, 0) == OBL_ERR_FULL);
+    }
     bufs_free(&bb);
     model_free(&m);
     obl_shard_destroy(s);
@@ -269,6 +289,29 @@ static void bad_input(void)
     obl_shard_destroy(NULL);
 }
 
+/* Batches of 8 (kind as do_batch, keys offset + 1 .. offset + universe)
+ * with the allocator failing after 0, 1, ... allocations until one goes
+ * through: NOMEM until then, and the map as it was (the model checks). */
+static void failing_batches(obl_shard *s, model *m, test_failing_alloc *fa, int kind,
+                            uint64_t universe, uint64_t offset)
+{
+    for (long b2 = 0, ok = 0; !ok; b2++) {
+        fa->budget = b2;
+        bufs bb;
+        bufs_init(&bb, 8);
+        test_rng r;
+        test_rng_seed(&r, (uint64_t)b2);
+        fill_batch(&r, &bb, 8, kind, universe);
+        for (size_t i = 0; i < 8; i++)
+            bb.keys[i] += offset;
+        obl_err e = do_batch(s, m, &bb, 8, kind);
+        CHECK(e == OBL_OK || e == OBL_ERR_NOMEM);
+        ok = e == OBL_OK;
+        bufs_free(&bb);
+        fa->budget = -1;
+    }
+}
+
 /* Every allocation of create, build and a batch fails in turn: an error,
  * nothing leaked, and a failed batch leaves the map as it was. */
 static void alloc_failure(unsigned engines)
@@ -293,22 +336,9 @@ static void alloc_failure(unsigned engines)
         m.n = 20;
         memcpy(m.k, keys, sizeof keys);
         memcpy(m.v, vals, sizeof vals);
-        int done = 0;
-        for (long b2 = 0; !done; b2++) {
-            fa.budget = b2;
-            bufs bb;
-            bufs_init(&bb, 8);
-            test_rng r;
-            test_rng_seed(&r, (uint64_t)b2);
-            fill_batch(&r, &bb, 8, 3, 30);
-            for (size_t i = 0; i < 8; i++)
-                bb.keys[i] += 99;
-            e = do_batch(s, &m, &bb, 8, 3);
-            CHECK(e == OBL_OK || e == OBL_ERR_NOMEM);
-            done = e == OBL_OK;
-            bufs_free(&bb);
-            fa.budget = -1;
-        }
+        failing_batches(s, &m, &fa, 3, 30, 99);
+        s->parts_force = engines == OBL_SHARD_ENGINES_SCAN ? 0 : 2; /* gets in parts */
+        failing_batches(s, &m, &fa, 0, 140, 0);
         obl_shard_destroy(s);
         CHECK(fa.live == 0);
         model_free(&m);
@@ -334,10 +364,17 @@ int main(int argc, char **argv)
         one_shard(e);
         alloc_failure(e);
     }
+    for (force_parts = 2; force_parts <= 3; force_parts++) /* gets in sub-batches */
+        stream(T.ct ? 64 : 200, force_parts, OBL_SHARD_ENGINES_PER_REQUEST, small, 5,
+               T.ct ? 60 : 180, T.ct ? 8 : 16);
+    force_parts = 0;
     if (T.ct) { /* the pool's threads under memcheck too */
         ct_threads = 2;
         stream(64, 3, 0, small, 5, 60, 4);
         stream(64, 1, 2, small, 5, 60, 4);
+        force_parts = 2; /* the sub-batches' balancers on two threads */
+        stream(64, 2, OBL_SHARD_ENGINES_PER_REQUEST, small, 5, 60, 4);
+        force_parts = 0;
     }
     if (!T.ct && !SHARD_SANITIZE) { /* large batches, both engines */
         stream(1u << 15, 15, 0, big, 3, 1u << 15, 3);

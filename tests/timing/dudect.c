@@ -11,39 +11,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-void dd_rng_seed(dd_rng *r, uint64_t seed)
-{
-    uint64_t z = seed;
-    for (int i = 0; i < 4; i++) {
-        z += 0x9e3779b97f4a7c15ULL;
-        uint64_t x = z;
-        x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
-        x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
-        r->s[i] = x ^ (x >> 31);
-    }
-}
-
-static inline uint64_t dd_rotl(uint64_t x, int k) { return (x << k) | (x >> (64 - k)); }
-
-uint64_t dd_rng_next(dd_rng *r)
-{
-    uint64_t *s = r->s;
-    uint64_t out = dd_rotl(s[1] * 5, 7) * 9, t = s[1] << 17;
-    s[2] ^= s[0];
-    s[3] ^= s[1];
-    s[1] ^= s[2];
-    s[0] ^= s[3];
-    s[2] ^= t;
-    s[3] = dd_rotl(s[3], 45);
-    return out;
-}
-
-uint64_t dd_rng_below(dd_rng *r, uint64_t n)
-{
-    __extension__ typedef unsigned __int128 u128;
-    return (uint64_t)(((u128)dd_rng_next(r) * n) >> 64);
-}
-
 /* Welford: running mean and sum of squared deviations, per class. */
 typedef struct {
     double mean[2], m2[2];
@@ -75,11 +42,11 @@ static int cmp_u64(const void *a, const void *b)
 
 /* One batch: classes and inputs drawn first, then the calls timed in
  * order. */
-static void dd_batch(const dd_op *op, void *st, dd_rng *r, uint64_t batch, unsigned char *in,
+static void dd_batch(const dd_op *op, void *st, test_rng *r, uint64_t batch, unsigned char *in,
                      uint8_t *cls, uint64_t *cyc)
 {
     for (uint64_t i = 0; i < batch; i++) {
-        cls[i] = (uint8_t)(dd_rng_next(r) & 1);
+        cls[i] = (uint8_t)(test_rng_next(r) & 1);
         op->gen(st, cls[i], in + i * op->in_size, r);
     }
     for (uint64_t i = 0; i < batch; i++)
@@ -93,8 +60,8 @@ dd_result dd_run(const dd_op *op, uint64_t seed, uint64_t batch, uint64_t batche
 {
     dd_result res;
     memset(&res, 0, sizeof(res));
-    dd_rng r;
-    dd_rng_seed(&r, seed);
+    test_rng r;
+    test_rng_seed(&r, seed);
     void *st = op->setup(seed);
     unsigned char *in = (unsigned char *)calloc(batch, op->in_size);
     uint8_t *cls = (uint8_t *)calloc(batch, 1);

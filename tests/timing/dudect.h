@@ -23,6 +23,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "../test_rng.h" /* the test's reproducible random stream */
+
 #if defined(__x86_64__) || defined(__i386__)
 #include <x86intrin.h>
 /* lfence orders rdtsc after the loads before it (the call's arguments);
@@ -55,17 +57,12 @@ static inline uint64_t dd_t0(void) { return dd_now_ns(); }
 static inline uint64_t dd_t1(void) { return dd_now_ns(); }
 #endif
 
-/* The test's reproducible random stream (xoshiro256**). */
-typedef struct { uint64_t s[4]; } dd_rng;
-void dd_rng_seed(dd_rng *r, uint64_t seed);
-uint64_t dd_rng_next(dd_rng *r);
-uint64_t dd_rng_below(dd_rng *r, uint64_t n);
 
 typedef struct dd_op {
     const char *name;
     size_t in_size;                          /* bytes of one input */
     void *(*setup)(uint64_t seed);           /* NULL on failure */
-    void (*gen)(void *st, int cls, void *in, dd_rng *r);
+    void (*gen)(void *st, int cls, void *in, test_rng *r);
     uint64_t (*measure)(void *st, void *in); /* cycles of one call */
     uint64_t (*errors)(const void *st);      /* calls that returned an error */
     void (*teardown)(void *st);

@@ -99,31 +99,31 @@ static void nr_teardown(void *st)
  * table into the cache and push the same amount of the ORAM out of it
  * (without the second line the random class measured 4-5 cycles slower:
  * |t| 15-40). */
-static void nr_touch(nr_input *x, int cls, dd_rng *r)
+static void nr_touch(nr_input *x, int cls, test_rng *r)
 {
-    uint64_t t = dd_rng_below(r, 2 * NR_CAP);
+    uint64_t t = test_rng_below(r, 2 * NR_CAP);
     x->touch = cls ? x->id : t;
 }
 
 /* Class 0: read id 0 (stored). Class 1: any op on any id of 1 .. NR_CAP - 1
  * (stored or not): at most NR_CAP ids are ever stored. */
-static void nr_gen_access(void *st, int cls, void *in, dd_rng *r)
+static void nr_gen_access(void *st, int cls, void *in, test_rng *r)
 {
     (void)st;
     nr_input *x = (nr_input *)in;
-    x->value = dd_rng_next(r);
-    x->id = cls ? 1 + dd_rng_below(r, NR_CAP - 1) : 0;
-    x->op = cls ? dd_rng_below(r, 3) : OBL_ORAM_READ;
+    x->value = test_rng_next(r);
+    x->id = cls ? 1 + test_rng_below(r, NR_CAP - 1) : 0;
+    x->op = cls ? test_rng_below(r, 3) : OBL_ORAM_READ;
     nr_touch(x, cls, r);
 }
 
 /* Class 0: read id 0 (a hit). Class 1: read an id never stored (a miss). */
-static void nr_gen_hit(void *st, int cls, void *in, dd_rng *r)
+static void nr_gen_hit(void *st, int cls, void *in, test_rng *r)
 {
     (void)st;
     nr_input *x = (nr_input *)in;
-    x->value = dd_rng_next(r);
-    x->id = cls ? NR_CAP + dd_rng_below(r, NR_CAP) : 0;
+    x->value = test_rng_next(r);
+    x->id = cls ? NR_CAP + test_rng_below(r, NR_CAP) : 0;
     x->op = OBL_ORAM_READ;
     nr_touch(x, cls, r);
 }
@@ -209,13 +209,13 @@ static void ro_teardown(void *st)
 }
 
 /* Class 0: read index 0. Class 1: read or write any index. */
-static void ro_gen(void *st, int cls, void *in, dd_rng *r)
+static void ro_gen(void *st, int cls, void *in, test_rng *r)
 {
     (void)st;
     ro_input *x = (ro_input *)in;
-    x->value = dd_rng_next(r);
-    x->index = cls ? dd_rng_below(r, RO_N) : 0;
-    x->is_write = cls ? dd_rng_below(r, 2) : 0;
+    x->value = test_rng_next(r);
+    x->index = cls ? test_rng_below(r, RO_N) : 0;
+    x->is_write = cls ? test_rng_below(r, 2) : 0;
 }
 
 static uint64_t ro_measure(void *st, void *in)
@@ -285,25 +285,25 @@ static void map_teardown(void *st)
 
 /* Class 0: get key 0 (stored). Class 1: get, put or erase of any key but
  * key 0 that may be stored (hit or miss). */
-static void map_gen_access(void *st, int cls, void *in, dd_rng *r)
+static void map_gen_access(void *st, int cls, void *in, test_rng *r)
 {
     (void)st;
     map_input *x = (map_input *)in;
     for (int w = 0; w < 8; w++) {
-        uint64_t v = dd_rng_next(r);
+        uint64_t v = test_rng_next(r);
         memcpy(x->value + 8 * w, &v, 8);
     }
-    x->key = dd_mix(cls ? 1 + dd_rng_below(r, MAP_CAP - 1) : 0);
-    x->op = cls ? dd_rng_below(r, 3) : OBL_OMAP_GET;
+    x->key = dd_mix(cls ? 1 + test_rng_below(r, MAP_CAP - 1) : 0);
+    x->op = cls ? test_rng_below(r, 3) : OBL_OMAP_GET;
 }
 
 /* Class 0: get key 0 (a hit). Class 1: get a key never stored (a miss). */
-static void map_gen_hit(void *st, int cls, void *in, dd_rng *r)
+static void map_gen_hit(void *st, int cls, void *in, test_rng *r)
 {
     (void)st;
     map_input *x = (map_input *)in;
     memset(x->value, 0, sizeof(x->value));
-    x->key = dd_mix(cls ? MAP_CAP + dd_rng_below(r, MAP_CAP) : 0);
+    x->key = dd_mix(cls ? MAP_CAP + test_rng_below(r, MAP_CAP) : 0);
     x->op = OBL_OMAP_GET;
 }
 
@@ -349,24 +349,24 @@ static uint64_t sort_errors(const void *st) { return ((const sort_state *)st)->e
 
 static void sort_teardown(void *st) { free(st); }
 
-static void sort_gen(void *st, int cls, void *in, dd_rng *r)
+static void sort_gen(void *st, int cls, void *in, test_rng *r)
 {
     (void)st;
     sort_input *x = (sort_input *)in;
     x->cls = (uint64_t)cls;
-    x->seed = dd_rng_next(r);
+    x->seed = test_rng_next(r);
 }
 
 /* The records and flags of an input (untimed). */
 static void sort_fill(sort_state *s, const sort_input *x)
 {
-    dd_rng r;
-    dd_rng_seed(&r, x->seed);
+    test_rng r;
+    test_rng_seed(&r, x->seed);
     uint64_t keep = 0 - x->cls; /* class 0: zeros */
     for (size_t i = 0; i < 2 * SORT_N; i++)
-        s->recs[i] = dd_rng_next(&r) & keep;
+        s->recs[i] = test_rng_next(&r) & keep;
     for (size_t i = 0; i < SORT_N; i++)
-        s->flags[i] = (uint8_t)(dd_rng_next(&r) & keep & 1);
+        s->flags[i] = (uint8_t)(test_rng_next(&r) & keep & 1);
 }
 
 static const obl_sort_params sort_params = {16, 8, 1, NULL, NULL, NULL};
