@@ -4,7 +4,10 @@
  * this library holds and this CPU runs is forced in turn (OBL_CT_VARIANT)
  * and checked against plain reference models: NRORAM (32- and 64-bit
  * metadata, block sizes that take the register, whole-bucket and generic
- * paths), RORAM and the map (word and generic layouts). Then the variants
+ * paths), RORAM and the map (word and generic layouts), the sorts (record
+ * and column networks, one- and two-word keys), compaction and the load
+ * balancer (its answers, and its shard batches the same bytes in every
+ * variant). Then the variants
  * are checked against each other: the same seed and operations must leave
  * the same bytes in every tree and stash, so that no variant computes
  * anything else. A bad OBL_CT_VARIANT must make every create return
@@ -15,8 +18,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <obl/lb.h>
 #include <obl/omap.h>
 #include <obl/oram.h>
+#include <obl/sort.h>
 
 #include "common/cpu.h"
 #include "common/secret.h"
@@ -206,6 +211,111 @@ static void same_state(const obl_nroram *a, const obl_nroram *b)
     CHECK_EQ_U64(bad, 0);
 }
 
+/* Records of w words, key first (kw words), compared as obl/sort.h does. */
+static size_t cmp_words, cmp_kw;
+static int rec_cmp(const void *a, const void *b)
+{
+    const uint64_t *x = (const uint64_t *)a, *y = (const uint64_t *)b;
+    for (size_t k = 0; k < cmp_kw; k++)
+        if (x[k] != y[k])
+            return x[k] < y[k] ? -1 : 1;
+    return 0;
+}
+
+/* obl_sort (columns for a power of two, else the record network) and
+ * obl_compact of n records of w words against qsort and stable filtering;
+ * distinct keys, so that the sorted order is unique. */
+static void sort_model(size_t n, size_t w, size_t kw)
+{
+    uint64_t *a = (uint64_t *)malloc(n * w * 8), *b = (uint64_t *)malloc(n * w * 8);
+    uint8_t *fl = (uint8_t *)malloc(n);
+    for (size_t i = 0; i < n; i++) {
+        for (size_t k = 0; k < w; k++)
+            a[i * w + k] = test_rng_next(&R);
+        if (kw == 2)
+            a[i * w] &= 7; /* equal first words: the second decides */
+        a[i * w + kw - 1] = (a[i * w + kw - 1] & ~(uint64_t)0xFFFFF) | i; /* distinct */
+        fl[i] = (uint8_t)(test_rng_next(&R) & 1);
+    }
+    obl_sort_params p;
+    memset(&p, 0, sizeof(p));
+    p.rec_size = w * 8;
+    p.key_size = kw * 8;
+    p.threads = 2;
+    memcpy(b, a, n * w * 8);
+    CHECK_EQ_U64(obl_sort(b, n, &p), OBL_OK);
+    OBL_DECLASSIFY(b, n * w * 8);
+    cmp_words = w;
+    cmp_kw = kw;
+    qsort(a, n, w * 8, rec_cmp);
+    CHECK_MEM(a, b, n * w * 8);
+    size_t cnt = 0, m = 0;
+    memcpy(b, a, n * w * 8);
+    CHECK_EQ_U64(obl_compact(b, n, fl, &cnt, &p), OBL_OK);
+    OBL_DECLASSIFY(b, n * w * 8);
+    OBL_DECLASSIFY(&cnt, sizeof(cnt));
+    for (size_t i = 0; i < n; i++)
+        if (fl[i])
+            CHECK_MEM(b + m++ * w, a + i * w, w * 8);
+    CHECK_EQ_U64(cnt, m);
+    free(a);
+    free(b);
+    free(fl);
+}
+
+/* A batch of B requests (keys from a small range: duplicates) routed, answered
+ * by a model engine (key k held with value 3k when k is odd) and routed back;
+ * the shard batches are copied to *ent (S * b entries) for the comparison of
+ * the variants. */
+static void lb_model(size_t B, unsigned S, obl_lb_entry **ent, size_t *nent, const char *want)
+{
+    static const unsigned char key[16] = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16};
+    obl_lb_params p;
+    memset(&p, 0, sizeof(p));
+    p.batch = B;
+    p.shards = S;
+    p.threads = 2;
+    p.prf_key = key;
+    obl_lb *lb = NULL;
+    CHECK_EQ_U64(obl_lb_create(&lb, &p), OBL_OK);
+    if (!lb)
+        return;
+    CHECK(!strcmp(obl_lb_variant(lb), want));
+    size_t b = obl_lb_shard_batch(lb);
+    obl_lb_req *r = (obl_lb_req *)calloc(B, sizeof(*r));
+    obl_lb_entry *e = (obl_lb_entry *)calloc(S * b, sizeof(*e));
+    test_rng L; /* the same batch in every variant */
+    test_rng_seed(&L, 5);
+    for (size_t i = 0; i < B; i++) {
+        r[i].key = test_rng_below(&L, B);
+        r[i].op = (uint32_t)test_rng_below(&L, 3);
+        r[i].value = test_rng_next(&L);
+    }
+    obl_lb_req *q = (obl_lb_req *)malloc(B * sizeof(*q));
+    memcpy(q, r, B * sizeof(*q));
+    CHECK_EQ_U64(obl_lb_route(lb, r, e), OBL_OK);
+    OBL_DECLASSIFY(e, S * b * sizeof(*e));
+    *ent = (obl_lb_entry *)malloc(S * b * sizeof(*e));
+    memcpy(*ent, e, S * b * sizeof(*e));
+    *nent = S * b;
+    for (size_t t = 0; t < S * b; t++) {
+        uint64_t k = e[t].key, held = (e[t].flags & OBL_LB_REAL) && (k & 1);
+        e[t].value = held ? 3 * k : 0;
+        e[t].flags |= held ? OBL_LB_FOUND : 0;
+    }
+    CHECK_EQ_U64(obl_lb_answer(lb, e, r), OBL_OK);
+    OBL_DECLASSIFY(r, B * sizeof(*r));
+    for (size_t i = 0; i < B; i++) {
+        CHECK_EQ_U64(r[i].key, q[i].key);
+        CHECK_EQ_U64(r[i].found, q[i].key & 1);
+        CHECK_EQ_U64(r[i].value, (q[i].key & 1) ? 3 * q[i].key : 0);
+    }
+    free(q);
+    free(r);
+    free(e);
+    obl_lb_destroy(lb);
+}
+
 int main(int argc, char **argv)
 {
     test_init(argc, argv, "test_dispatch");
@@ -263,6 +373,8 @@ int main(int argc, char **argv)
     static const size_t vss[] = {8, 56, 64, 100};
     const uint64_t cap = ct ? 60 : 3000;
     const long ops = ct ? 60 : 6000;
+    obl_lb_entry *lb_ent = NULL; /* the first variant's shard batches */
+    size_t lb_n = 0;
     for (int i = 0; i < nv; i++) {
         const char *name = obl_isa_name(vars[i]);
         printf("variant %s: NRORAM, RORAM and map models\n", name);
@@ -276,7 +388,24 @@ int main(int argc, char **argv)
         omap_model(ct ? 40 : 2000, 8, 8, ops, name);
         omap_model(ct ? 40 : 2000, 8, 56, ops, name);
         omap_model(ct ? 40 : 2000, 16, 8, ops, name);
+        printf("variant %s: sorts, compaction, load balancer\n", name);
+        sort_model(ct ? 64 : 4096, 4, 1);  /* columns, one-word key */
+        sort_model(ct ? 64 : 1024, 3, 2);  /* columns, two-word key */
+        sort_model(ct ? 45 : 3001, 2, 1);  /* the record network */
+        obl_lb_entry *e = NULL;
+        size_t ne = 0;
+        lb_model(ct ? 50 : 3000, 3, &e, &ne, name);
+        if (i == 0) {
+            lb_ent = e;
+            lb_n = ne;
+        } else {
+            CHECK_EQ_U64(ne, lb_n);
+            if (e && lb_ent && ne == lb_n)
+                CHECK_MEM(e, lb_ent, ne * sizeof(*e));
+            free(e);
+        }
     }
+    free(lb_ent);
 
     printf("variants leave the same trees and stashes\n");
     for (uint32_t pb = 4; pb <= 8; pb += 4)

@@ -88,8 +88,12 @@ typedef struct obl_lb_params {
 size_t obl_lb_shard_batch_size(size_t B, unsigned S, unsigned lambda);
 
 /* Creates a balancer for batches of p->batch requests. Errors: INVALID_ARG,
- * TOO_LARGE, NOMEM, RANDOM. */
+ * TOO_LARGE, NOMEM, RANDOM, UNSUPPORTED (obl_ct_variant, obl/obl.h). */
 obl_err obl_lb_create(obl_lb **out, const obl_lb_params *p) OBL_WARN_UNUSED;
+
+/* The instruction-set variant the balancer took when it was created
+ * (obl_ct_variant, obl/obl.h); NULL for NULL. Public. */
+const char *obl_lb_variant(const obl_lb *lb);
 
 /* b, the entries per shard batch. Public. */
 size_t obl_lb_shard_batch(const obl_lb *lb);

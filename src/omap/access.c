@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The oblivious map's operation (obl/omap.h): the combined access and its
- * three wrappers.
+ * The oblivious map's operation (obl/omap.h): the combined access,
+ * compiled once per instruction-set variant (docs/dispatch.md); the map
+ * calls the copy it picked when it was created (access_dispatch.c).
  *
  * One-choice hashing into buckets of B slots with an overflow stash. The
  * balls-into-bins view: n keys thrown into M buckets; a bucket that gets
@@ -133,9 +134,9 @@ static uint64_t omap_fp_restore(obl_omap *m, uint64_t restore, uint64_t tag,
     return back;
 }
 
-/* see obl/omap.h */
-obl_err obl_omap_access(obl_omap *m, uint64_t op, const void *key, const void *value_in,
-                        void *value_out, uint64_t *found)
+/* see omap_internal.h: obl_omap_access in the map's variant */
+obl_err OBL_V(omap_access)(obl_omap *m, uint64_t op, const void *key, const void *value_in,
+                           void *value_out, uint64_t *found)
 {
     /*
      * Secret: op, key, the values, the outcome. Public: the parameters, the
@@ -233,22 +234,4 @@ obl_err obl_omap_access(obl_omap *m, uint64_t op, const void *key, const void *v
     if (found)
         *found = present;
     return err;
-}
-
-/* see obl/omap.h */
-obl_err obl_omap_get(obl_omap *m, const void *key, void *value_out, uint64_t *found)
-{
-    return obl_omap_access(m, OBL_OMAP_GET, key, NULL, value_out, found);
-}
-
-/* see obl/omap.h */
-obl_err obl_omap_put(obl_omap *m, const void *key, const void *value, uint64_t *existed)
-{
-    return obl_omap_access(m, OBL_OMAP_PUT, key, value, NULL, existed);
-}
-
-/* see obl/omap.h */
-obl_err obl_omap_erase(obl_omap *m, const void *key, uint64_t *existed)
-{
-    return obl_omap_access(m, OBL_OMAP_ERASE, key, NULL, NULL, existed);
 }

@@ -53,6 +53,7 @@
 #include <obl/oram.h>
 
 #include "common/alloc.h"
+#include "common/cpu.h"
 #include "common/prg.h"
 #include "omap/speck.h"
 
@@ -194,5 +195,12 @@ uint64_t omap_size(const obl_omap_params *p, uint64_t target, uint32_t *B, uint3
 
 /* Frees everything; NULL is fine. */
 void omap_free(obl_omap *m);
+
+/* obl_omap_access in each variant (access.c, compiled once per variant);
+ * obl_omap_access calls the map's (access_dispatch.c). */
+#define OMAP_ACCESS_DECLARE(v)                                                               \
+    obl_err omap_access_##v(obl_omap *m, uint64_t op, const void *key, const void *value_in, \
+                            void *value_out, uint64_t *found);
+OBL_VARIANT_EACH(OMAP_ACCESS_DECLARE)
 
 #endif /* OBL_SRC_OMAP_INTERNAL_H */

@@ -11,6 +11,7 @@
  *
  * Secret: keys, payloads. Public: n, sizes, threads.
  */
+#include "sort/entry.h"
 #include "sort/par.h"
 #include "sort/rec.h"
 
@@ -141,8 +142,8 @@ void rec_sort_bitonic(const rec_arr *a)
     bt_sort(&nd);
 }
 
-/* see obl/sort.h */
-obl_err obl_sort_bitonic(void *recs, size_t n, const obl_sort_params *p)
+/* a variant of the obl/sort.h function (sort/entry.h) */
+obl_err OBL_V(srt_bitonic)(void *recs, size_t n, const obl_sort_params *p)
 {
     rec_arr a;
     obl_err e = rec_arr_init(&a, recs, n, p);

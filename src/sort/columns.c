@@ -5,12 +5,12 @@
  * the first most significant). Batcher's network in its classic form:
  * stage k, step j compares row i with i ^ j, ascending where i & k is 0.
  *
- * Columns make the vector form simple: a compare-exchange of four
- * consecutive rows against four others is one key comparison into a lane
- * mask and, per column, an AND/XOR swap (AVX2, col_cev). Steps of span 2
- * and 1 run in registers on aligned groups of four rows (col_regv). The
- * ISA-specific code is these small helpers; without AVX2 the same network
- * runs row by row (col_ce1). The
+ * Columns make the vector form simple: a compare-exchange of COL_LANES
+ * consecutive rows against as many others is one key comparison and, per
+ * column, an AND/XOR swap under its lane mask (col_cev): eight rows with
+ * AVX-512, four with AVX2. The spans below COL_LANES run in registers on
+ * aligned groups of rows (col_regv). The ISA-specific code is these small
+ * helpers; without AVX2 the same network runs row by row (col_ce1). The
  * schedule is blocked: steps of span below COL_BLOCK rows run block by
  * block (all of a stage's remaining steps while the block is in L2), so
  * only the spans of at least COL_BLOCK make passes over the whole array.
@@ -24,6 +24,7 @@
 #include "sort/columns.h"
 #include <obl/sort.h>
 
+#include "sort/entry.h"
 #include "sort/par.h"
 
 /* Rows per block: 8192 rows of four columns are 256 KiB. */
@@ -55,72 +56,175 @@ OBL_INLINE void col_ce1(const col_arr *s, size_t a, size_t b, int asc)
     }
 }
 
-#if OBL_CT_AVX2
-#define COL_LANES 4
-/* All ones in lane l if key(x) > key(y) (unsigned: signed compares of the
- * words with their top bits flipped); x1, y1 only when kw = 2. */
-OBL_SIMD_INLINE("avx2")
-__m256i col_gt4(__m256i x0, __m256i x1, __m256i y0, __m256i y1, size_t kw)
+#if OBL_CT_AVX512
+#define COL_LANES 8
+#define COL_ISA "avx512f,avx512dq"
+typedef __m512i col_v;
+/* AVX-512: eight rows per vector. No instruction is masked by a secret:
+ * a key comparison goes into a mask register and at once into a lane mask
+ * (vpmovm2q) that an empty asm hides from the optimiser, and the rows are
+ * swapped with AND/XOR under it, as in the AVX2 form. A blend under the
+ * mask register (vpblendmq) let clang fold spilled rows into it as masked
+ * memory operands, which the masked-operand audit rejects (docs/sort.md). */
+OBL_SIMD_INLINE(COL_ISA) col_v col_vmask(__mmask8 k)
 {
-    const __m256i top = _mm256_set1_epi64x((long long)0x8000000000000000ULL);
-    __m256i g = _mm256_cmpgt_epi64(_mm256_xor_si256(x0, top), _mm256_xor_si256(y0, top));
+    __m512i v = _mm512_movm_epi64(k);
+    __asm__("" : "+v"(v));
+    return v;
+}
+
+OBL_SIMD_INLINE(COL_ISA) col_v col_load(const uint64_t *p)
+{
+    return _mm512_loadu_si512((const void *)p);
+}
+OBL_SIMD_INLINE(COL_ISA) void col_store(uint64_t *p, col_v v)
+{
+    _mm512_storeu_si512((void *)p, v);
+}
+OBL_SIMD_INLINE(COL_ISA) col_v col_and(col_v x, col_v y) { return _mm512_and_si512(x, y); }
+OBL_SIMD_INLINE(COL_ISA) col_v col_andnot(col_v x, col_v y) { return _mm512_andnot_si512(x, y); }
+OBL_SIMD_INLINE(COL_ISA) col_v col_or(col_v x, col_v y) { return _mm512_or_si512(x, y); }
+OBL_SIMD_INLINE(COL_ISA) col_v col_xor(col_v x, col_v y) { return _mm512_xor_si512(x, y); }
+
+/* All ones in lane l if key(x) > key(y); x1, y1 only when kw = 2. */
+OBL_SIMD_INLINE(COL_ISA) col_v col_vgt(col_v x0, col_v x1, col_v y0, col_v y1, size_t kw)
+{
+    col_v g = col_vmask(_mm512_cmpgt_epu64_mask(x0, y0));
     if (kw == 2) { /* public */
-        __m256i g1 = _mm256_cmpgt_epi64(_mm256_xor_si256(x1, top), _mm256_xor_si256(y1, top));
-        g = _mm256_or_si256(g, _mm256_and_si256(_mm256_cmpeq_epi64(x0, y0), g1));
+        col_v e = col_vmask(_mm512_cmpeq_epu64_mask(x0, y0));
+        g = col_or(g, col_and(e, col_vmask(_mm512_cmpgt_epu64_mask(x1, y1))));
     }
     return g;
 }
 
-/* Rows a .. a+3 against b .. b+3, all in the direction asc: one key
- * comparison, then an AND/XOR swap of every column. */
-OBL_SIMD_INLINE("avx2")
+/* Lane l ^ j of x (j = 1, 2 or 4). */
+OBL_SIMD_INLINE(COL_ISA) col_v col_partner(col_v x, size_t j)
+{
+    if (j == 4)
+        return _mm512_shuffle_i64x2(x, x, 0x4E);
+    return j == 2 ? _mm512_permutex_epi64(x, 0x4E) : _mm512_permutex_epi64(x, 0xB1);
+}
+
+/* Public lane masks of the aligned group of rows from g: the rows that
+ * ascend in stage k, and the lanes that are the upper of their pair at
+ * span j (lane masks too, so that no instruction is masked by them). */
+OBL_SIMD_INLINE(COL_ISA) col_v col_asc_lanes(size_t g, size_t k)
+{
+    const __m512i rows = _mm512_add_epi64(_mm512_set_epi64(7, 6, 5, 4, 3, 2, 1, 0),
+                                          _mm512_set1_epi64((long long)g));
+    return col_vmask(_mm512_testn_epi64_mask(rows, _mm512_set1_epi64((long long)k)));
+}
+OBL_SIMD_INLINE(COL_ISA) col_v col_upper_lanes(size_t j)
+{
+    const __m512i lane = _mm512_set_epi64(7, 6, 5, 4, 3, 2, 1, 0);
+    return col_vmask(_mm512_test_epi64_mask(lane, _mm512_set1_epi64((long long)j)));
+}
+#elif OBL_CT_AVX2
+#define COL_LANES 4
+#define COL_ISA "avx2"
+typedef __m256i col_v;
+OBL_SIMD_INLINE(COL_ISA) col_v col_load(const uint64_t *p)
+{
+    return _mm256_loadu_si256((const void *)p);
+}
+OBL_SIMD_INLINE(COL_ISA) void col_store(uint64_t *p, col_v v)
+{
+    _mm256_storeu_si256((void *)p, v);
+}
+OBL_SIMD_INLINE(COL_ISA) col_v col_and(col_v x, col_v y) { return _mm256_and_si256(x, y); }
+OBL_SIMD_INLINE(COL_ISA) col_v col_andnot(col_v x, col_v y) { return _mm256_andnot_si256(x, y); }
+OBL_SIMD_INLINE(COL_ISA) col_v col_or(col_v x, col_v y) { return _mm256_or_si256(x, y); }
+OBL_SIMD_INLINE(COL_ISA) col_v col_xor(col_v x, col_v y) { return _mm256_xor_si256(x, y); }
+
+/* All ones in lane l if key(x) > key(y) (unsigned: signed compares of the
+ * words with their top bits flipped); x1, y1 only when kw = 2. */
+OBL_SIMD_INLINE(COL_ISA) col_v col_vgt(col_v x0, col_v x1, col_v y0, col_v y1, size_t kw)
+{
+    const __m256i top = _mm256_set1_epi64x((long long)0x8000000000000000ULL);
+    __m256i g = _mm256_cmpgt_epi64(col_xor(x0, top), col_xor(y0, top));
+    if (kw == 2) { /* public */
+        __m256i g1 = _mm256_cmpgt_epi64(col_xor(x1, top), col_xor(y1, top));
+        g = col_or(g, col_and(_mm256_cmpeq_epi64(x0, y0), g1));
+    }
+    return g;
+}
+
+/* Lane l ^ j of x (j = 1 or 2). */
+OBL_SIMD_INLINE(COL_ISA) col_v col_partner(col_v x, size_t j)
+{
+    return j == 2 ? _mm256_permute4x64_epi64(x, 0x4E) : _mm256_permute4x64_epi64(x, 0xB1);
+}
+
+/* Public lane masks of the aligned group of rows from g: the rows that
+ * ascend in stage k, and the lanes that are the upper of their pair at
+ * span j. */
+OBL_SIMD_INLINE(COL_ISA) col_v col_asc_lanes(size_t g, size_t k)
+{
+    const __m256i rows = _mm256_add_epi64(_mm256_set_epi64x(3, 2, 1, 0),
+                                          _mm256_set1_epi64x((long long)g));
+    return _mm256_cmpeq_epi64(col_and(rows, _mm256_set1_epi64x((long long)k)),
+                              _mm256_setzero_si256());
+}
+OBL_SIMD_INLINE(COL_ISA) col_v col_upper_lanes(size_t j)
+{
+    const __m256i jv = _mm256_set1_epi64x((long long)j);
+    return _mm256_cmpeq_epi64(col_and(_mm256_set_epi64x(3, 2, 1, 0), jv), jv);
+}
+#endif
+
+#ifdef COL_LANES
+/* x and y swapped in the lanes where m is all ones: an AND/XOR swap. */
+OBL_SIMD_INLINE(COL_ISA) void col_swap(col_v m, col_v *x, col_v *y)
+{
+    col_v t = col_and(col_xor(*x, *y), m);
+    *x = col_xor(*x, t);
+    *y = col_xor(*y, t);
+}
+
+/* Rows a .. a + COL_LANES - 1 against as many from b, all in the direction
+ * asc: one key comparison, then a swap of every column. */
+OBL_SIMD_INLINE(COL_ISA)
 void col_cev(const col_arr *s, size_t a, size_t b, int asc, const size_t nc, const size_t kw)
 {
-    COL_TOUCH(a, 4);
-    COL_TOUCH(b, 4);
+    COL_TOUCH(a, COL_LANES);
+    COL_TOUCH(b, COL_LANES);
     uint64_t *const *c = s->col;
-    __m256i x0 = _mm256_loadu_si256((const void *)(c[0] + a));
-    __m256i y0 = _mm256_loadu_si256((const void *)(c[0] + b)), x1 = x0, y1 = y0;
+    col_v x0 = col_load(c[0] + a), y0 = col_load(c[0] + b), x1 = x0, y1 = y0;
     if (kw == 2) {
-        x1 = _mm256_loadu_si256((const void *)(c[1] + a));
-        y1 = _mm256_loadu_si256((const void *)(c[1] + b));
+        x1 = col_load(c[1] + a);
+        y1 = col_load(c[1] + b);
     }
-    __m256i m = asc ? col_gt4(x0, x1, y0, y1, kw) : col_gt4(y0, y1, x0, x1, kw);
+    col_v m = asc ? col_vgt(x0, x1, y0, y1, kw) : col_vgt(y0, y1, x0, x1, kw);
     for (size_t k = 0; k < nc; k++) {
-        __m256i x = k == 0 ? x0 : k == 1 && kw == 2 ? x1
-                                                    : _mm256_loadu_si256((const void *)(c[k] + a));
-        __m256i y = k == 0 ? y0 : k == 1 && kw == 2 ? y1
-                                                    : _mm256_loadu_si256((const void *)(c[k] + b));
-        __m256i t = _mm256_and_si256(_mm256_xor_si256(x, y), m);
-        _mm256_storeu_si256((void *)(c[k] + a), _mm256_xor_si256(x, t));
-        _mm256_storeu_si256((void *)(c[k] + b), _mm256_xor_si256(y, t));
+        col_v x = k == 0 ? x0 : k == 1 && kw == 2 ? x1 : col_load(c[k] + a);
+        col_v y = k == 0 ? y0 : k == 1 && kw == 2 ? y1 : col_load(c[k] + b);
+        col_swap(m, &x, &y);
+        col_store(c[k] + a, x);
+        col_store(c[k] + b, y);
     }
 }
 
-/* Compare-exchange of register rows a and b (four lanes each) of the
- * columns X[c][.], in the direction asc. */
-OBL_SIMD_INLINE("avx2")
-void col_ce_reg(__m256i X[][4], int a, int b, int asc, const size_t nc, const size_t kw)
+/* Compare-exchange of register rows a and b of the columns X[c][.], in
+ * the direction asc. */
+OBL_SIMD_INLINE(COL_ISA)
+void col_ce_reg(col_v X[][4], int a, int b, int asc, const size_t nc, const size_t kw)
 {
-    __m256i m = asc ? col_gt4(X[0][a], X[1 % nc][a], X[0][b], X[1 % nc][b], kw)
-                    : col_gt4(X[0][b], X[1 % nc][b], X[0][a], X[1 % nc][a], kw);
-    for (size_t c = 0; c < nc; c++) {
-        __m256i t = _mm256_and_si256(_mm256_xor_si256(X[c][a], X[c][b]), m);
-        X[c][a] = _mm256_xor_si256(X[c][a], t);
-        X[c][b] = _mm256_xor_si256(X[c][b], t);
-    }
+    col_v m = asc ? col_vgt(X[0][a], X[1 % nc][a], X[0][b], X[1 % nc][b], kw)
+                  : col_vgt(X[0][b], X[1 % nc][b], X[0][a], X[1 % nc][a], kw);
+    for (size_t c = 0; c < nc; c++)
+        col_swap(m, &X[c][a], &X[c][b]);
 }
 
 /* The four vectors of rows e, e + q, e + 2q, e + 3q through the steps of
  * spans 2q and q, in registers (col_step2v, col_quads). */
-OBL_SIMD_INLINE("avx2")
+OBL_SIMD_INLINE(COL_ISA)
 void col_quad4(const col_arr *s, size_t e, size_t q, int asc, const size_t nc, const size_t kw)
 {
-    __m256i X[COL_MAXC][4];
+    col_v X[COL_MAXC][4];
     for (int a = 0; a < 4; a++) {
-        COL_TOUCH(e + a * q, 4);
+        COL_TOUCH(e + a * q, COL_LANES);
         for (size_t c = 0; c < nc; c++)
-            X[c][a] = _mm256_loadu_si256((const void *)(s->col[c] + e + a * q));
+            X[c][a] = col_load(s->col[c] + e + a * q);
     }
     col_ce_reg(X, 0, 2, asc, nc, kw);
     col_ce_reg(X, 1, 3, asc, nc, kw);
@@ -128,17 +232,45 @@ void col_quad4(const col_arr *s, size_t e, size_t q, int asc, const size_t nc, c
     col_ce_reg(X, 2, 3, asc, nc, kw);
     for (int a = 0; a < 4; a++)
         for (size_t c = 0; c < nc; c++)
-            _mm256_storeu_si256((void *)(s->col[c] + e + a * q), X[c][a]);
+            col_store(s->col[c] + e + a * q, X[c][a]);
 }
 
-/* Steps j and j / 2 of stage k (j >= 8) in one pass over [lo, hi): the
- * rows e, e + q, e + 2q, e + 3q (q = j / 2) are closed under both steps,
- * so four vectors of four rows per column stay in registers through both
- * (half the loads and stores of two passes); the same compare-exchanges in
- * the same order along every row's dependencies. */
-OBL_SIMD_INLINE("avx2")
-void col_step2v(const col_arr *s, size_t lo, size_t hi, size_t k, size_t j, const size_t nc,
-                const size_t kw)
+/* Steps j = jtop .. 1 (jtop < COL_LANES) of stage k on the aligned group
+ * of COL_LANES rows from g, in registers: lane l against lane l ^ j; a
+ * lane keeps the smaller key where it is the lower of its pair XOR its row
+ * descends. */
+OBL_SIMD_INLINE(COL_ISA)
+void col_regv(const col_arr *s, size_t g, size_t k, size_t jtop, const size_t nc, const size_t kw)
+{
+    COL_TOUCH(g, COL_LANES);
+    col_v X[COL_MAXC];
+    for (size_t c = 0; c < nc; c++)
+        X[c] = col_load(s->col[c] + g);
+    const col_v asc = col_asc_lanes(g, k);
+    for (size_t j = jtop; j > 0; j >>= 1) {
+        col_v p0 = col_partner(X[0], j), p1 = p0;
+        if (kw == 2)
+            p1 = col_partner(X[1], j);
+        col_v gt = col_vgt(X[0], X[1 % nc], p0, p1, kw);
+        col_v lt = col_vgt(p0, p1, X[0], X[1 % nc], kw);
+        col_v wmin = col_xor(col_upper_lanes(j), asc); /* this lane keeps the smaller key */
+        col_v m = col_or(col_and(wmin, gt), col_andnot(wmin, lt));
+        for (size_t c = 0; c < nc; c++) {
+            col_v p = c == 0 ? p0 : (c == 1 && kw == 2) ? p1 : col_partner(X[c], j);
+            X[c] = col_xor(X[c], col_and(col_xor(X[c], p), m));
+        }
+    }
+    for (size_t c = 0; c < nc; c++)
+        col_store(s->col[c] + g, X[c]);
+}
+
+/* Steps j and j / 2 of stage k (q = j / 2 >= COL_LANES) in one pass over
+ * [lo, hi): the rows e, e + q, e + 2q, e + 3q are closed under both steps,
+ * so four vectors of rows per column stay in registers through both (half
+ * the loads and stores of two passes); the same compare-exchanges in the
+ * same order along every row's dependencies. */
+OBL_INLINE void col_step2v(const col_arr *s, size_t lo, size_t hi, size_t k, size_t j,
+                           const size_t nc, const size_t kw)
 {
     const size_t q = j / 2;
     for (size_t b = lo; b < hi; b += 2 * j) {
@@ -147,50 +279,10 @@ void col_step2v(const col_arr *s, size_t lo, size_t hi, size_t k, size_t j, cons
             col_quad4(s, b + r, q, asc, nc, kw);
     }
 }
-
-/* Lane l ^ j of x (j = 1 or 2). */
-OBL_SIMD_INLINE("avx2") __m256i col_partner4(__m256i x, size_t j)
-{
-    return j == 2 ? _mm256_permute4x64_epi64(x, 0x4E) : _mm256_permute4x64_epi64(x, 0xB1);
-}
-
-/* Steps j = jtop .. 1 (jtop <= 2) of stage k on the aligned group of four
- * rows from g, in registers: lane l against lane l ^ j; a lane keeps the
- * smaller key where it is the lower of its pair XOR its row descends. */
-OBL_SIMD_INLINE("avx2")
-void col_regv(const col_arr *s, size_t g, size_t k, size_t jtop, const size_t nc, const size_t kw)
-{
-    COL_TOUCH(g, 4);
-    const __m256i lane = _mm256_set_epi64x(3, 2, 1, 0);
-    __m256i X[COL_MAXC];
-    for (size_t c = 0; c < nc; c++)
-        X[c] = _mm256_loadu_si256((const void *)(s->col[c] + g));
-    const __m256i rows = _mm256_add_epi64(lane, _mm256_set1_epi64x((long long)g));
-    const __m256i asc = _mm256_cmpeq_epi64(
-        _mm256_and_si256(rows, _mm256_set1_epi64x((long long)k)), _mm256_setzero_si256());
-    for (size_t j = jtop; j > 0; j >>= 1) {
-        const __m256i upper = _mm256_cmpeq_epi64(
-            _mm256_and_si256(lane, _mm256_set1_epi64x((long long)j)),
-            _mm256_set1_epi64x((long long)j));
-        __m256i p0 = col_partner4(X[0], j), p1 = p0;
-        if (kw == 2)
-            p1 = col_partner4(X[1], j);
-        __m256i gt = col_gt4(X[0], X[1], p0, p1, kw);
-        __m256i lt = col_gt4(p0, p1, X[0], X[1], kw);
-        __m256i wmin = _mm256_xor_si256(upper, asc); /* this lane keeps the smaller key */
-        __m256i m = _mm256_or_si256(_mm256_and_si256(wmin, gt), _mm256_andnot_si256(wmin, lt));
-        for (size_t c = 0; c < nc; c++) {
-            __m256i p = c == 0 ? p0 : (c == 1 && kw == 2) ? p1 : col_partner4(X[c], j);
-            X[c] = _mm256_xor_si256(X[c], _mm256_and_si256(_mm256_xor_si256(X[c], p), m));
-        }
-    }
-    for (size_t c = 0; c < nc; c++)
-        _mm256_storeu_si256((void *)(s->col[c] + g), X[c]);
-}
 #endif
 
 /* Step j of stage k on the rows [lo, hi) (aligned to 2j); unused without
- * an AVX2 path (the portable flags). */
+ * a vector path (the portable flags). */
 __attribute__((unused)) OBL_INLINE void col_step(const col_arr *s, size_t lo, size_t hi,
                                                  size_t k, size_t j, const size_t nc,
                                                  const size_t kw)
@@ -198,7 +290,7 @@ __attribute__((unused)) OBL_INLINE void col_step(const col_arr *s, size_t lo, si
     for (size_t b = lo; b < hi; b += 2 * j) {
         const int asc = !(b & k); /* public; the same for the 2j rows when k > j */
         size_t i = 0;
-#if OBL_CT_AVX2
+#ifdef COL_LANES
         if (j >= COL_LANES)
             for (; i < j; i += COL_LANES)
                 col_cev(s, b + i, b + i + j, asc, nc, kw);
@@ -216,7 +308,7 @@ OBL_INLINE void col_steps_nk(const col_arr *s, size_t lo, size_t hi, size_t k, s
                              const size_t nc, const size_t kw)
 {
     size_t j = jtop;
-#if OBL_CT_AVX2
+#ifdef COL_LANES
     if (hi - lo >= COL_LANES) {
         for (; j >= 2 * COL_LANES; j >>= 2)
             col_step2v(s, lo, hi, k, j, nc, kw);
@@ -278,7 +370,7 @@ static void col_pairs(void *ctx, size_t lo, size_t hi)
         size_t b = p / j * 2 * j, r = p % j, len = j - r < hi - p ? j - r : hi - p;
         const int asc = !(b & jb->k);
         size_t i = 0;
-#if OBL_CT_AVX2
+#ifdef COL_LANES
         for (; i + COL_LANES <= len; i += COL_LANES)
             col_cev(jb->s, b + r + i, b + r + i + j, asc, jb->s->ncol, jb->s->kw);
 #endif
@@ -288,7 +380,7 @@ static void col_pairs(void *ctx, size_t lo, size_t hi)
     }
 }
 
-#if OBL_CT_AVX2
+#ifdef COL_LANES
 /* Quads [lo, hi) of a full pass of spans j and j / 2 (quad p: rows e +
  * a * q, a = 0 .. 3, q = j / 2, e = (p / q) * 2j + p % q; q >= COL_BLOCK,
  * chunks of multiples of 64). */
@@ -326,7 +418,7 @@ void col_sort(const col_arr *s)
     obl_par_for(t, n / C, 1, col_blocks, &jb);
     for (size_t k = 2 * C; k <= n; k <<= 1) {
         size_t j = k / 2;
-#if OBL_CT_AVX2
+#ifdef COL_LANES
         for (; j >= 2 * C; j >>= 2) { /* spans j and j / 2 >= C in one pass */
             col_job qj = {s, C, k, j};
             obl_par_for(t, n / 4, 64, col_quads, &qj);
@@ -341,9 +433,9 @@ void col_sort(const col_arr *s)
     }
 }
 
-/* see obl/sort.h */
-obl_err obl_sort_columns(uint64_t *const *cols, size_t ncol, size_t key_words, size_t n,
-                         unsigned threads)
+/* a variant of the obl/sort.h function (sort/entry.h) */
+obl_err OBL_V(srt_columns)(uint64_t *const *cols, size_t ncol, size_t key_words,
+                            size_t n, unsigned threads)
 {
     if (!cols || ncol == 0 || ncol > COL_MAXC || key_words == 0 || key_words > 2 ||
         key_words > ncol || (n & (n - 1)) != 0)

@@ -21,6 +21,7 @@
  */
 #include <string.h>
 
+#include "sort/entry.h"
 #include "sort/par.h"
 #include "sort/rec.h"
 
@@ -270,15 +271,15 @@ static obl_err cp_run(void *recs, size_t n, const uint8_t *flags, size_t *count,
     return OBL_OK;
 }
 
-/* see obl/sort.h */
-obl_err obl_compact(void *recs, size_t n, const uint8_t *flags, size_t *count,
+/* a variant of the obl/sort.h function (sort/entry.h) */
+obl_err OBL_V(srt_compact)(void *recs, size_t n, const uint8_t *flags, size_t *count,
                     const obl_sort_params *p)
 {
     return cp_run(recs, n, flags, count, p, 0);
 }
 
-/* see obl/sort.h */
-obl_err obl_expand(void *recs, size_t n, const uint8_t *flags, const obl_sort_params *p)
+/* a variant of the obl/sort.h function (sort/entry.h) */
+obl_err OBL_V(srt_expand)(void *recs, size_t n, const uint8_t *flags, const obl_sort_params *p)
 {
     return cp_run(recs, n, flags, NULL, p, 1);
 }

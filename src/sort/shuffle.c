@@ -22,6 +22,7 @@
 #include "common/prg.h"
 #include "common/secret.h"
 #include "sort/columns.h"
+#include "sort/entry.h"
 #include "sort/par.h"
 #include "sort/rec.h"
 
@@ -102,8 +103,8 @@ obl_err rec_shuffle(const rec_arr *a, uint32_t *E, struct obl_prg *g)
     return OBL_OK;
 }
 
-/* see obl/sort.h */
-obl_err obl_shuffle(void *recs, size_t n, const obl_sort_params *p)
+/* a variant of the obl/sort.h function (sort/entry.h) */
+obl_err OBL_V(srt_shuffle)(void *recs, size_t n, const obl_sort_params *p)
 {
     rec_arr a;
     obl_err e = rec_arr_init(&a, recs, n, p);
@@ -230,9 +231,12 @@ void rec_sort_shuffled(const rec_arr *a, uint32_t *E, struct obl_prg *g, void *s
         rec_at(&x, i)[W] = i;
     }
     rec_shuffle(&x, E, g);
+    /* r[1] exists (W + 1 words) and is masked, not loaded conditionally:
+     * clang made the load a masked one (masked-operand audit) */
+    const uint64_t k1 = a->kw == 2 ? UINT64_MAX : 0; /* public: kw */
     for (size_t i = 0; i < n; i++) {
         const uint64_t *r = rec_at(&x, i);
-        v[i] = (sh_ent){r[0], a->kw == 2 ? r[1] : 0, r[W] << 32 | i}; /* public: kw */
+        v[i] = (sh_ent){r[0], r[1] & k1, r[W] << 32 | i};
     }
     sh_ms s = {v, tmp, n, a->threads};
     sh_msort(&s);
@@ -260,8 +264,8 @@ static obl_err sh_sort(const rec_arr *a, const obl_sort_params *p)
     return e;
 }
 
-/* see obl/sort.h */
-obl_err obl_sort_shuffled(void *recs, size_t n, const obl_sort_params *p)
+/* a variant of the obl/sort.h function (sort/entry.h) */
+obl_err OBL_V(srt_shuffled)(void *recs, size_t n, const obl_sort_params *p)
 {
     rec_arr a;
     obl_err e = rec_arr_init(&a, recs, n, p);
@@ -281,9 +285,9 @@ static obl_err sh_sort_columns(const rec_arr *a, const obl_sort_params *p)
     uint64_t *buf = obl_alloc(&ac, bytes, 64);
     if (!buf)
         return OBL_ERR_NOMEM;
-    uint64_t *cols[8];
-    for (size_t c = 0; c < W; c++)
-        cols[c] = buf + c * n;
+    uint64_t *cols[8]; /* all eight set: clang stored the first W with a masked store */
+    for (size_t c = 0; c < 8; c++)
+        cols[c] = buf + (c < W ? c : 0) * n;
     for (size_t i = 0; i < n; i++)
         for (size_t c = 0; c < W; c++)
             cols[c][i] = a->w[i * W + c];
@@ -296,8 +300,8 @@ static obl_err sh_sort_columns(const rec_arr *a, const obl_sort_params *p)
     return OBL_OK;
 }
 
-/* see obl/sort.h */
-obl_err obl_sort(void *recs, size_t n, const obl_sort_params *p)
+/* a variant of the obl/sort.h function (sort/entry.h) */
+obl_err OBL_V(srt_sort)(void *recs, size_t n, const obl_sort_params *p)
 {
     rec_arr a;
     obl_err e = rec_arr_init(&a, recs, n, p);
