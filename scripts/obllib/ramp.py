@@ -301,8 +301,9 @@ def tables(records):
         t = Table(f"{REPORT_TYPE} | {describe(params)}", "Ramp-UMAP (lookups over TCP)", "",
                   describe(params), header, rows, note)
         if params.get("Steps", 1) > 1:
+            backend = f", {params['Backend']} backend" if params.get("Backend") else ""
             t.headline = (f"Ramp-UMAP {params.get('Key_bytes')}/{params.get('Value_bytes')} "
-                          "over TCP, knee: highest offered rate with p99 < 10 ms (q/s)",
+                          f"over TCP{backend}, knee: highest offered rate with p99 < 10 ms (q/s)",
                           n_label(params.get("N", 0)),
                           f"{rate:,.0f}" if at else
                           f"none: p99 ≥ 10 ms from {params.get('Rate_from'):,} q/s")
