@@ -8,6 +8,7 @@
  */
 #include <string.h>
 
+#include "common/cpu.h"
 #include "ct.h"
 #include "omap/siphash.h"
 
@@ -70,7 +71,7 @@ uint64_t obl_siphash24(uint64_t k0, uint64_t k1, const void *msg, size_t len)
     return v0 ^ v1 ^ v2 ^ v3;
 }
 
-#if OBL_CT_AVX512
+#if OBL_CT_X86
 #define SIP_ROUND8(v0, v1, v2, v3)                                                   \
     do {                                                                             \
         v0 = _mm512_add_epi64(v0, v1);                                               \
@@ -92,7 +93,7 @@ uint64_t obl_siphash24(uint64_t k0, uint64_t k1, const void *msg, size_t len)
 /* Message word w (bytes 8w ..) of eight messages, or their last partial
  * word with the length byte (tail bytes, w = len / 8). Public: all but
  * the bytes. */
-static inline __m512i sip_word8(const unsigned char *m, size_t stride, size_t off, size_t nb)
+__attribute__((target("avx512f"), always_inline)) static inline __m512i sip_word8(const unsigned char *m, size_t stride, size_t off, size_t nb)
 {
     uint64_t w[8];
     for (int l = 0; l < 8; l++) {
@@ -104,13 +105,16 @@ static inline __m512i sip_word8(const unsigned char *m, size_t stride, size_t of
 }
 #endif
 
-/* see siphash.h */
-void obl_siphash24_many(uint64_t k0, uint64_t k1, const void *msgs, size_t len, size_t stride,
-                        size_t count, uint64_t *out)
+#if OBL_CT_X86
+/* The messages 0 .. count rounded down to 8, eight at a time in AVX-512
+ * lanes (compiled for AVX-512 whatever the build's -march; run only when
+ * the CPU has it). Returns how many it hashed. */
+__attribute__((target("avx512f"))) static size_t sip_many8(uint64_t k0, uint64_t k1,
+                                                           const unsigned char *m, size_t len,
+                                                           size_t stride, size_t count,
+                                                           uint64_t *out)
 {
-    const unsigned char *m = (const unsigned char *)msgs;
     size_t i = 0;
-#if OBL_CT_AVX512
     const size_t full = len & ~(size_t)7;
     const __m512i c0 = _mm512_set1_epi64((long long)(k0 ^ 0x736f6d6570736575ULL));
     const __m512i c1 = _mm512_set1_epi64((long long)(k1 ^ 0x646f72616e646f6dULL));
@@ -142,7 +146,33 @@ void obl_siphash24_many(uint64_t k0, uint64_t k1, const void *msgs, size_t len, 
         __m512i h = _mm512_xor_si512(_mm512_xor_si512(v0, v1), _mm512_xor_si512(v2, v3));
         _mm512_storeu_si512((void *)(out + i), h);
     }
+    return i;
+}
+#endif
+
+/* see siphash.h */
+void obl_siphash24_many_isa(int isa, uint64_t k0, uint64_t k1, const void *msgs, size_t len,
+                            size_t stride, size_t count, uint64_t *out)
+{
+    const unsigned char *m = (const unsigned char *)msgs;
+    size_t i = 0;
+#if OBL_CT_X86
+    if (isa >= OBL_ISA_AVX512) /* public */
+        i = sip_many8(k0, k1, m, len, stride, count, out);
+#else
+    (void)isa;
 #endif
     for (; i < count; i++)
         out[i] = obl_siphash24(k0, k1, m + i * stride, len);
+}
+
+/* see siphash.h */
+void obl_siphash24_many(uint64_t k0, uint64_t k1, const void *msgs, size_t len, size_t stride,
+                        size_t count, uint64_t *out)
+{
+#if OBL_CT_AVX512
+    obl_siphash24_many_isa(OBL_ISA_AVX512, k0, k1, msgs, len, stride, count, out);
+#else
+    obl_siphash24_many_isa(OBL_ISA_PORTABLE, k0, k1, msgs, len, stride, count, out);
+#endif
 }

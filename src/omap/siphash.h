@@ -26,4 +26,10 @@ uint64_t obl_siphash24(uint64_t k0, uint64_t k1, const void *msg, size_t len);
 void obl_siphash24_many(uint64_t k0, uint64_t k1, const void *msgs, size_t len, size_t stride,
                         size_t count, uint64_t *out);
 
+/* The same with the lanes chosen at run time: AVX-512 when isa (an
+ * OBL_ISA_* of common/cpu.h, the caller's obl_isa_pick) is OBL_ISA_AVX512,
+ * else one message at a time. Public: isa too. */
+void obl_siphash24_many_isa(int isa, uint64_t k0, uint64_t k1, const void *msgs, size_t len,
+                            size_t stride, size_t count, uint64_t *out);
+
 #endif /* OBL_SRC_OMAP_SIPHASH_H */

@@ -47,7 +47,7 @@ struct shard_scan {
     unsigned char *ent;
     obl_prg prg;             /* batch keys and dummy buckets */
     struct sc_work *pending; /* a begun batch that may write, until commit */
-    int avx2;                /* the read scan's AVX2 form (public CPU fact) */
+    int isa;                 /* the read scan's form: OBL_ISA_* (public CPU fact) */
     unsigned char *arena;    /* a batch's working memory, kept (sc_work_alloc) */
     size_t arena_bytes;
     size_t shape_b, shape_nb, shape_z; /* the last table shape, for reuse */
@@ -97,6 +97,14 @@ void shard_scan_table_shape(size_t b, size_t n, size_t *nb_out, size_t *z_out)
     *z_out = best_z ? best_z : 1;
 }
 
+/* see shard_internal.h */
+void shard_scan_force_shape(shard_scan *s, size_t b, size_t nb, size_t z)
+{
+    s->shape_b = b;
+    s->shape_nb = nb;
+    s->shape_z = z;
+}
+
 /* ------------------------------------------------------------ store -- */
 
 /* see shard_internal.h */
@@ -130,7 +138,7 @@ obl_err shard_scan_create(shard_scan **out, uint64_t capacity, size_t key_size,
     obl_prg_init_bytes(&s->prg, seed);
     obl_wipe(seed, sizeof seed);
     s->ac = c;
-    s->avx2 = obl_isa_pick() >= OBL_ISA_AVX2;
+    s->isa = obl_isa_pick();
     *out = s;
     return OBL_OK;
 }
@@ -177,10 +185,12 @@ typedef struct sc_work {
     const shard_batch *bt;
     size_t nb, z, T;       /* buckets, slots per bucket, nb * z */
     size_t zp, ow;         /* the read scan's slots per bucket (z rounded up
-                            * to 4) and words per slot (value, found) */
+                            * to 4, or 8 when wide) and words per slot
+                            * (value, found) */
     size_t rs;             /* table record: sk, meta, key words, [value] */
     size_t n0;             /* records sorted in the build: b + T */
     int writes;
+    int wide;              /* the AVX-512 read scan (transposed blocks) */
     uint64_t k0, k1;       /* the batch's SipHash key */
     unsigned parts, phase; /* phase 0: read scan, 1: write scan */
     unsigned char *tab;    /* n0 records; the table is the first T */
@@ -340,7 +350,7 @@ static uint64_t sc_rank(sc_work *w, uint8_t *kept)
 static void sc_hash(const sc_work *w, const unsigned char *msgs, size_t n, uint64_t *h)
 {
     size_t len = 8 * (w->s->kw + 1);
-    obl_siphash24_many(w->k0, w->k1, msgs, len, len, n, h);
+    obl_siphash24_many_isa(w->s->isa, w->k0, w->k1, msgs, len, len, n, h);
 }
 
 /* Builds the table; OBL_ERR_STASH_OVERFLOW if a bucket overflowed. */
@@ -426,33 +436,34 @@ static void sc_slot_arrays(sc_work *w)
 #define SC_CHUNK 32 /* entries of one bucket staged at once */
 #define SC_MAX_OW ((OBL_SHARD_SCAN_MAX_VALUE8 / 8 + 1 + 3) & ~(size_t)3)
 
-/* Up to SC_CHUNK entries of one bucket, copied in probe order: key words,
- * a validity mask, and ow words: the value, a 1 (the found flag), zeros. */
+/* Up to SC_CHUNK entries of one bucket, copied in probe order: key words
+ * and ow words: the value, a 1 (the found flag), zeros; all ow words zero
+ * for a free entry, so that whatever slot it matches it ORs in nothing. */
 typedef struct sc_stage {
     uint64_t key[SC_CHUNK * (OBL_SHARD_SCAN_MAX_KEY8 / 8)];
-    uint64_t valid[SC_CHUNK];
     uint64_t val[SC_CHUNK * SC_MAX_OW];
 } sc_stage;
 
 /* The read probes of ne staged entries against the slots of bucket x, slot
- * by slot: every slot ORs in every entry's value words masked by the match
- * (at most one entry matches a slot: stored keys are distinct, and so are
- * the table's live keys). Every word is read and written whatever
- * matches. ow is a constant at the calls that matter, so acc stays in
- * registers there. */
+ * by slot: every slot ORs in every entry's staged words masked by key
+ * equality (at most one stored entry matches a slot: stored keys are
+ * distinct, and free entries stage zeros). A dead slot (dummy, filler,
+ * pad) may match too: sc_scan clears its words after the scan. Every word
+ * is read and written whatever matches. ow is a constant at the calls that
+ * matter, so acc stays in registers there. */
 static inline void sc_read_chunk(const sc_work *w, const sc_stage *st, size_t ne, size_t x,
                                  uint64_t *oval, size_t kw, size_t ow)
 {
     for (size_t zz = 0; zz < w->z; zz++) {
         size_t q = x * w->zp + zz;
         const uint64_t *sk = w->skey + q * kw;
-        uint64_t live = w->slive[q], acc[SC_MAX_OW];
+        uint64_t acc[SC_MAX_OW];
         memcpy(acc, oval + q * ow, 8 * ow);
         for (size_t i = 0; i < ne; i++) {
             uint64_t d = 0;
             for (size_t k = 0; k < kw; k++)
                 d |= st->key[i * kw + k] ^ sk[k];
-            uint64_t m = obl_ct_mask(obl_ct_nonzero64(d) ^ 1) & live & st->valid[i];
+            uint64_t m = obl_ct_mask(obl_ct_nonzero64(d) ^ 1);
             for (size_t k = 0; k < ow; k++)
                 acc[k] |= st->val[i * ow + k] & m;
         }
@@ -476,7 +487,6 @@ __attribute__((target("avx2"))) static void sc_read_chunk_avx2(const sc_work *w,
     for (size_t g = 0; g < w->zp; g += 4) {
         size_t q = x * w->zp + g;
         __m256i sk = _mm256_loadu_si256((const void *)(w->skey + q));
-        __m256i live = _mm256_loadu_si256((const void *)(w->slive + q));
         __m256i a[4][2];
         for (int j = 0; j < 4; j++)
             for (size_t v = 0; v < 2; v++)
@@ -484,8 +494,6 @@ __attribute__((target("avx2"))) static void sc_read_chunk_avx2(const sc_work *w,
                                  : _mm256_setzero_si256();
         for (size_t i = 0; i < ne; i++) {
             __m256i m = _mm256_cmpeq_epi64(_mm256_set1_epi64x((long long)st->key[i]), sk);
-            m = _mm256_and_si256(_mm256_and_si256(m, live),
-                                 _mm256_set1_epi64x((long long)st->valid[i]));
             __m256i v0 = _mm256_loadu_si256((const void *)(st->val + i * ow));
             __m256i v1 = nv > 1 ? _mm256_loadu_si256((const void *)(st->val + i * ow + 4)) : v0;
             __m256i m0 = SC_LANE(m, 0), m1 = SC_LANE(m, 1), m2 = SC_LANE(m, 2),
@@ -502,6 +510,44 @@ __attribute__((target("avx2"))) static void sc_read_chunk_avx2(const sc_work *w,
         for (int j = 0; j < 4; j++)
             for (size_t v = 0; v < nv; v++)
                 _mm256_storeu_si256((void *)(oval + (q + j) * ow + 4 * v), a[j][v]);
+    }
+}
+
+/* Eight slots (keys sk8) against ne staged entries, on the group's block of
+ * 8 * ow words held transposed (word k of slot j at blk[8 k + j]; sc_scan
+ * transposes back): per entry one compare of its key with the eight slot
+ * keys, the match bits widened to lanes (vpmovm2q), then per word one
+ * ternary-logic op, acc |= broadcast(word) & match. The mask never meets
+ * a memory operand (the masked-operand audit, tests/ct/masked_ops.sh). */
+__attribute__((target("avx512f,avx512dq"), always_inline)) static inline void
+sc_read_group_avx512(const uint64_t *sk8, const sc_stage *st, size_t ne, uint64_t *blk,
+                     size_t ow)
+{
+    __m512i sk = _mm512_loadu_si512((const void *)sk8), a[8];
+    for (size_t k = 0; k < ow; k++)
+        a[k] = _mm512_loadu_si512((const void *)(blk + 8 * k));
+    for (size_t i = 0; i < ne; i++) {
+        __mmask8 km = _mm512_cmpeq_epi64_mask(_mm512_set1_epi64((long long)st->key[i]), sk);
+        __m512i m = _mm512_movm_epi64(km);
+        const uint64_t *v = st->val + i * ow;
+        for (size_t k = 0; k < ow; k++) /* 0xF8: a | (b & c) */
+            a[k] = _mm512_ternarylogic_epi64(a[k], _mm512_set1_epi64((long long)v[k]), m, 0xF8);
+    }
+    for (size_t k = 0; k < ow; k++)
+        _mm512_storeu_si512((void *)(blk + 8 * k), a[k]);
+}
+
+/* sc_read_chunk for one key word and ow = 4 or 8, eight slots at a time
+ * (zp a multiple of 8), on the transposed blocks of sc_read_group_avx512. */
+__attribute__((target("avx512f,avx512dq"))) static void
+sc_read_chunk_avx512(const sc_work *w, const sc_stage *st, size_t ne, size_t x, uint64_t *oval)
+{
+    for (size_t g = 0; g < w->zp; g += 8) {
+        size_t q = x * w->zp + g;
+        if (w->ow == 8) /* public */
+            sc_read_group_avx512(w->skey + q, st, ne, oval + q * 8, 8);
+        else
+            sc_read_group_avx512(w->skey + q, st, ne, oval + q * 4, 4);
     }
 }
 #endif
@@ -522,16 +568,21 @@ static void sc_read_bucket(const sc_work *w, sc_stage *st, const uint32_t *ord, 
         }
 #endif
         const unsigned char *e = s->ent + (lo + ord[k + i]) * s->esz;
-        st->valid[i] = obl_ct_mask(ld64(e) & 1);
+        uint64_t valid = obl_ct_mask(ld64(e) & 1), *v = st->val + i * ow;
         memcpy(st->key + i * kw, e + 8, 8 * kw);
-        uint64_t *v = st->val + i * ow;
         memcpy(v, e + 8 + 8 * kw, 8 * vw);
         v[vw] = 1;
+        for (size_t j = 0; j <= vw; j++)
+            v[j] &= valid;
         for (size_t j = vw + 1; j < ow; j++)
             v[j] = 0;
     }
 #if defined(OBL_CT_X86)
-    if (s->avx2 && kw == 1 && ow <= 8) { /* public */
+    if (w->wide) { /* public */
+        sc_read_chunk_avx512(w, st, ne, x, oval);
+        return;
+    }
+    if (s->isa >= OBL_ISA_AVX2 && kw == 1 && ow <= 8) { /* public */
         sc_read_chunk_avx2(w, st, ne, x, oval);
         return;
     }
@@ -629,6 +680,25 @@ static size_t sc_oslot(const sc_work *w, size_t p)
     return (p / w->z) * w->zp + p % w->z;
 }
 
+/* After the read scan: the wide form's blocks transposed back (slot j's
+ * words at j * ow), and a dead slot's words cleared (a dummy's or a
+ * filler's key may equal a stored key). Public addresses. */
+static void sc_slot_words(sc_work *w)
+{
+    size_t ow = w->ow, ns = w->nb * w->zp;
+    uint64_t tmp[8 * 8];
+    for (size_t q = 0; w->wide && q < ns; q += 8) { /* public */
+        uint64_t *blk = w->oval + q * ow;
+        memcpy(tmp, blk, 64 * ow);
+        for (size_t j = 0; j < 8; j++)
+            for (size_t k = 0; k < ow; k++)
+                blk[j * ow + k] = tmp[k * 8 + j];
+    }
+    for (size_t q = 0; q < ns; q++)
+        for (size_t k = 0; k < ow; k++)
+            w->oval[q * ow + k] &= w->slive[q];
+}
+
 static void sc_scan(sc_work *w, obl_pool *pool, unsigned phase)
 {
     w->phase = phase;
@@ -646,6 +716,7 @@ static void sc_scan(sc_work *w, obl_pool *pool, unsigned phase)
     for (size_t t = 1; t < w->parts; t++) /* at most one part matched a slot */
         for (size_t i = 0; i < nw; i++)
             w->oval[i] |= w->oval[t * nw + i];
+    sc_slot_words(w);
     for (size_t p = 0; p < w->T; p++) /* table order */
         w->ofnd[p] = w->oval[sc_oslot(w, p) * ow + vw];
 }
@@ -805,8 +876,9 @@ obl_err shard_scan_begin(shard_scan *s, const shard_batch *bt, obl_pool *pool, u
     w->nb = s->shape_nb;
     w->z = s->shape_z;
     w->T = w->nb * w->z;
-    w->zp = (w->z + 3) & ~(size_t)3;
     w->ow = (s->vs8 / 8 + 1 + 3) & ~(size_t)3;
+    w->wide = s->isa >= OBL_ISA_AVX512 && s->kw == 1 && w->ow <= 8; /* public */
+    w->zp = w->wide ? (w->z + 7) & ~(size_t)7 : (w->z + 3) & ~(size_t)3;
     w->n0 = bt->b + w->T;
     w->rs = 16 + 8 * s->kw + (w->writes ? s->vs8 : 0);
     w->k0 = obl_prg_u64(&s->prg);

@@ -83,6 +83,11 @@ void shard_scan_destroy(shard_scan *s);
  * of the scan and the sorts. Public. */
 void shard_scan_table_shape(size_t b, size_t n, size_t *nb, size_t *z);
 
+/* Tests only: the next batches of b requests take nb buckets (a power of
+ * two) of z slots instead of shard_scan_table_shape's, so that a test can
+ * make a bucket overflow (STASH_OVERFLOW) or fill one exactly. */
+void shard_scan_force_shape(shard_scan *s, size_t b, size_t nb, size_t z);
+
 /* Limits of the scan engine's stack buffers. */
 #define OBL_SHARD_SCAN_MAX_KEY8 64u     /* key bytes, rounded up to 8 */
 #define OBL_SHARD_SCAN_MAX_VALUE8 1024u /* value bytes, rounded up to 8 */

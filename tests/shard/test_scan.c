@@ -11,6 +11,7 @@
  */
 #include <obl/omap.h>
 
+#include "common/cpu.h"
 #include "common/secret.h"
 #include "common/trace.h"
 #include "shard/shard_internal.h"
@@ -223,6 +224,162 @@ static void trace_equal(size_t b, int writes, int any)
     obl_trace_free(&t[1]);
 }
 
+/* A get batch of b on a store of n pairs (keys 0 and 1001.., values of vs
+ * bytes) in the read scan's form the environment allows: every answer
+ * against the model. Hits, misses and dummies whose keys are stored keys,
+ * 0 among them, the key of the table's fillers: a dummy or a filler slot
+ * that matches an entry must still answer nothing. */
+static void get_batch_sizes(size_t vs, size_t b, size_t nb, size_t z)
+{
+    enum { N = 300, CAP = 400 };
+    obl_alloc_ctx ac;
+    obl_alloc_init(&ac, NULL);
+    obl_prg g;
+    obl_prg_init_seed(&g, T.seed ^ vs);
+    shard_scan *s = NULL;
+    CHECK(shard_scan_create(&s, CAP, 8, vs, &g, &ac) == OBL_OK);
+    if (!s)
+        return;
+    static uint64_t keys[N], op[CAP], dummy[CAP], found[CAP], qk[CAP];
+    static unsigned char vals[N * 64], vout[CAP * 64];
+    test_rng r;
+    test_rng_seed(&r, T.seed ^ vs ^ b << 8);
+    for (size_t i = 0; i < N; i++)
+        keys[i] = i ? 1000 + i : 0;
+    test_rng_fill(&r, vals, sizeof vals);
+    CHECK(shard_scan_load(s, keys, vals, N) == OBL_OK);
+    for (size_t i = 0; i < b; i++) { /* distinct real keys: i-th of a walk */
+        op[i] = OBL_OMAP_GET;
+        dummy[i] = i % 5 == 4;
+        qk[i] = dummy[i] ? keys[test_rng_below(&r, 8)] : i % 3 ? keys[(7 * i) % N] : 5000 + i;
+    }
+    if (nb)
+        shard_scan_force_shape(s, b, nb, z);
+    shard_batch bt = {b, op, dummy, (const unsigned char *)qk, NULL, vout, found, NULL, NULL};
+    obl_err e = shard_scan_batch(s, &bt, NULL, 1);
+    CHECK(e == OBL_OK);
+    int ok = e == OBL_OK;
+    for (size_t i = 0; ok && i < b; i++) {
+        long p = -1;
+        for (size_t j = 0; !dummy[i] && j < N; j++)
+            p = keys[j] == qk[i] ? (long)j : p;
+        static const unsigned char zero[64];
+        ok &= found[i] == (p >= 0);
+        ok &= !memcmp(vout + i * vs, p >= 0 ? vals + (size_t)p * vs : zero, vs);
+    }
+    CHECK(ok);
+    if (!ok)
+        fprintf(stderr, "  vs %zu b %zu form %s\n", vs, b, obl_isa_name(obl_isa_pick()));
+    shard_scan_destroy(s);
+}
+
+/* The read scan's forms (AVX-512, AVX2, 64-bit words: chosen when the
+ * store is created, common/cpu.h), each up to the form the environment
+ * allows, on value sizes that take 4 and 8 words per slot, with the table
+ * shape of the store and with one bucket holding every request. */
+static void read_forms(void)
+{
+    int top = obl_isa_pick();
+    const char *env = getenv("OBL_CT_VARIANT");
+    char saved[32] = "";
+    if (env)
+        snprintf(saved, sizeof saved, "%s", env);
+    static const char *const names[] = {"portable", "avx2", "avx512"};
+    for (int v = 0; v <= top && v < 3; v++) {
+        setenv("OBL_CT_VARIANT", names[v], 1);
+        if (obl_isa_pick() != v) /* not built or not on this CPU */
+            continue;
+        size_t sizes[] = {8, 24, 48, 56};
+        for (size_t i = 0; i < 4; i++) {
+            get_batch_sizes(sizes[i], T.ct ? 20 : 200, 0, 0);
+            get_batch_sizes(sizes[i], T.ct ? 20 : 200, 1, T.ct ? 20 : 200);
+        }
+    }
+    if (env)
+        setenv("OBL_CT_VARIANT", saved, 1);
+    else
+        unsetenv("OBL_CT_VARIANT");
+}
+
+/* A bucket overflow: a shape of one bucket with fewer slots than the
+ * batch's real requests fails the batch with STASH_OVERFLOW, pending
+ * nothing, and the store still answers as the model; a shape whose one
+ * bucket the requests fill exactly answers right (read_forms). */
+static void overflow(void)
+{
+    obl_alloc_ctx ac;
+    obl_alloc_init(&ac, NULL);
+    obl_prg g;
+    obl_prg_init_seed(&g, T.seed + 5);
+    shard_scan *s = NULL;
+    CHECK(shard_scan_create(&s, 64, KS, VS, &g, &ac) == OBL_OK);
+    if (!s)
+        return;
+    test_rng r;
+    test_rng_seed(&r, T.seed + 6);
+    model m = model_new(64, VS);
+    for (size_t i = 0; i < 30; i++) {
+        m.k[i] = 1001 + i;
+        test_rng_fill(&r, m.v + i * VS, VS);
+    }
+    m.n = 30;
+    CHECK(shard_scan_load(s, m.k, m.v, 30) == OBL_OK);
+    static req q;
+    for (int it = 0; it < 4; it++) {
+        make_batch(&r, &m, &q, 12, 1);
+        size_t reals = 0;
+        for (size_t i = 0; i < 12; i++)
+            reals += !q.dummy[i];
+        if (reals < 2)
+            continue;
+        shard_scan_force_shape(s, 12, 1, reals - 1);
+        CHECK(run(s, &q, 1, 1, NULL, 0) == OBL_ERR_STASH_OVERFLOW);
+        make_batch(&r, &m, &q, 13, it % 2); /* b = 13: the computed shape */
+        CHECK(run(s, &q, it % 2, 1, NULL, 0) == OBL_OK);
+        int ok = 1;
+        model_apply(&m, &q, &ok);
+        CHECK(ok);
+    }
+    shard_scan_destroy(s);
+    model_free(&m);
+}
+
+/* The trace sees the scan (a control of trace_equal): the same store and
+ * requests under two table shapes of one more slot per bucket give
+ * different traces. */
+static void trace_differs(void)
+{
+    obl_trace t[2];
+    CHECK(obl_trace_init(&t[0], 1u << 20) && obl_trace_init(&t[1], 1u << 20));
+    for (int k = 0; k < 2; k++) {
+        obl_alloc_ctx ac;
+        obl_alloc_init(&ac, NULL);
+        obl_prg g;
+        obl_prg_init_seed(&g, 7);
+        shard_scan *s = NULL;
+        CHECK(shard_scan_create(&s, 100, KS, VS, &g, &ac) == OBL_OK);
+        uint64_t keys[60];
+        unsigned char vals[60 * VS] = {0};
+        for (int i = 0; i < 60; i++)
+            keys[i] = 1001 + (uint64_t)i;
+        CHECK(shard_scan_load(s, keys, vals, 60) == OBL_OK);
+        test_rng r;
+        test_rng_seed(&r, T.seed);
+        model m = {60, 100, VS, keys, vals};
+        static req q;
+        make_batch(&r, &m, &q, 10, 0);
+        shard_scan_force_shape(s, 10, 2, 10 + (size_t)k);
+        obl_trace_begin(&t[k]);
+        CHECK(run(s, &q, 0, 1, NULL, 0) == OBL_OK);
+        obl_trace_end();
+        shard_scan_destroy(s);
+    }
+    if (obl_trace_enabled())
+        CHECK(!obl_trace_equal(&t[0], &t[1]));
+    obl_trace_free(&t[0]);
+    obl_trace_free(&t[1]);
+}
+
 static void shape(void)
 {
     size_t nb, z;
@@ -253,6 +410,9 @@ int main(int argc, char **argv)
         trace_equal(T.ct ? 5 : 40, 0, any);
         trace_equal(T.ct ? 5 : 40, 1, any);
     }
+    read_forms();
+    overflow();
+    trace_differs();
     obl_pool_destroy(pool);
     return test_done("test_scan");
 }
