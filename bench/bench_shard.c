@@ -16,9 +16,11 @@
  *                           shards; obl_shard_stats) and their throughput;
  *   Get_writeback_latency_us the writes after the answers: none in a get
  *                           batch, so 0 (nothing is deferred)
- *   Memory_kb               resident memory growth over the build;
- *                           Alloc_kb and Bytes_per_entry through the
- *                           counting allocator
+ *   Memory_kb               resident memory growth from before the build
+ *                           to after the timed batches (the harness's
+ *                           meaning: the batches' kept working memory
+ *                           counts); Allocated_kb and Bytes_per_entry what
+ *                           the map holds through its allocator then
  *   Parts                   sub-batches of the last batch (obl_shard_stats)
  *   Engine                  the engine the cost model chose (1 per-request,
  *                           2 scan); Est_*_us its estimates per batch;
@@ -258,11 +260,7 @@ static int sh_run_with(bench_case *c, void *state, unsigned shards)
     } else {
         bench_build_done(c, &b);
         failed |= sh_batches(c, m, s, ids, nbat, B, kbuf, out, found);
-        double rss = b.rss_after > b.rss_before ? (double)(b.rss_after - b.rss_before) : 0;
-        size_t mem = obl_shard_memory_bytes(m);
-        bench_record(c, "Memory_kb", rss / 1024.0);
-        bench_record(c, "Alloc_kb", (double)mem / 1024.0);
-        bench_record(c, "Bytes_per_entry", (double)mem / (double)c->p.n);
+        bench_record_memory(c, obl_shard_memory_bytes(m), &b);
         obl_shard_destroy(m);
         failed |= sh_baseline(c, s, ids, nbat, B, kbuf, out);
     }
