@@ -247,7 +247,13 @@ static void get_batch_sizes(size_t vs, size_t b, size_t nb, size_t z)
     for (size_t i = 0; i < N; i++)
         keys[i] = i ? 1000 + i : 0;
     test_rng_fill(&r, vals, sizeof vals);
+    if (T.ct) { /* the stored pairs are secret */
+        OBL_SECRET(keys, sizeof keys);
+        OBL_SECRET(vals, sizeof vals);
+    }
     CHECK(shard_scan_load(s, keys, vals, N) == OBL_OK);
+    OBL_DECLASSIFY(keys, sizeof keys);
+    OBL_DECLASSIFY(vals, sizeof vals);
     for (size_t i = 0; i < b; i++) { /* distinct real keys: i-th of a walk */
         op[i] = OBL_OMAP_GET;
         dummy[i] = i % 5 == 4;
@@ -256,7 +262,17 @@ static void get_batch_sizes(size_t vs, size_t b, size_t nb, size_t z)
     if (nb)
         shard_scan_force_shape(s, b, nb, z);
     shard_batch bt = {b, op, dummy, (const unsigned char *)qk, NULL, vout, found, NULL, NULL};
+    if (T.ct) { /* ops, dummy flags and keys secret */
+        OBL_SECRET(op, b * 8);
+        OBL_SECRET(dummy, b * 8);
+        OBL_SECRET(qk, b * 8);
+    }
     obl_err e = shard_scan_batch(s, &bt, NULL, 1);
+    OBL_DECLASSIFY(op, b * 8);
+    OBL_DECLASSIFY(dummy, b * 8);
+    OBL_DECLASSIFY(qk, b * 8);
+    OBL_DECLASSIFY(found, b * 8);
+    OBL_DECLASSIFY(vout, b * vs);
     CHECK(e == OBL_OK);
     int ok = e == OBL_OK;
     for (size_t i = 0; ok && i < b; i++) {
