@@ -42,9 +42,13 @@
 struct shard_scan {
     obl_alloc_ctx ac;
     size_t ks, kw, vs, vs8;  /* key bytes, key words, value bytes, rounded */
-    size_t esz;              /* entry: valid word, key words, value */
+    size_t esz;              /* entry: key words, value */
     uint64_t cap;
+    /* Entry j at ent + j esz and its validity in valid[j] (0 or 1): apart,
+     * so that an entry of 8/56 is one aligned cache line (docs/shard.md,
+     * "Scan"). */
     unsigned char *ent;
+    uint8_t *valid;
     obl_prg prg;             /* batch keys and dummy buckets */
     struct sc_work *pending; /* a begun batch that may write, until commit */
     int isa;                 /* the read scan's form: OBL_ISA_* (public CPU fact) */
@@ -121,15 +125,18 @@ obl_err shard_scan_create(shard_scan **out, uint64_t capacity, size_t key_size,
     s->kw = rnd8(key_size) / 8;
     s->vs = value_size;
     s->vs8 = rnd8(value_size);
-    s->esz = 8 + 8 * s->kw + s->vs8;
+    s->esz = 8 * s->kw + s->vs8;
     s->cap = capacity;
     size_t bytes;
-    if (capacity > SIZE_MAX || !obl_mul_ok((size_t)capacity, s->esz, &bytes)) {
+    if (capacity > SIZE_MAX || !obl_mul_ok((size_t)capacity, s->esz + 8, &bytes)) {
         obl_free(&c, s, sizeof *s);
         return OBL_ERR_TOO_LARGE;
     }
-    s->ent = (unsigned char *)obl_alloc(&c, bytes, 64);
-    if (!s->ent) {
+    s->ent = (unsigned char *)obl_alloc(&c, (size_t)capacity * s->esz, 64);
+    s->valid = (uint8_t *)obl_alloc(&c, (size_t)capacity, 64);
+    if (!s->ent || !s->valid) {
+        obl_free(&c, s->ent, (size_t)capacity * s->esz);
+        obl_free(&c, s->valid, (size_t)capacity);
         obl_free(&c, s, sizeof *s);
         return OBL_ERR_NOMEM;
     }
@@ -151,10 +158,9 @@ obl_err shard_scan_load(shard_scan *s, const void *keys, const void *values, uin
     const unsigned char *k = (const unsigned char *)keys, *v = (const unsigned char *)values;
     for (uint64_t i = 0; i < n; i++) {
         unsigned char *e = s->ent + i * s->esz;
-        uint64_t one = 1;
-        memcpy(e, &one, 8);
-        memcpy(e + 8, k + i * s->ks, s->ks);
-        memcpy(e + 8 + 8 * s->kw, v + i * s->vs, s->vs);
+        s->valid[i] = 1;
+        memcpy(e, k + i * s->ks, s->ks);
+        memcpy(e + 8 * s->kw, v + i * s->vs, s->vs);
     }
     return OBL_OK;
 }
@@ -172,6 +178,7 @@ void shard_scan_destroy(shard_scan *s)
         return;
     obl_alloc_ctx c = s->ac;
     obl_free(&c, s->ent, (size_t)s->cap * s->esz);
+    obl_free(&c, s->valid, (size_t)s->cap);
     obl_free(&c, s->arena, s->arena_bytes);
     obl_prg_wipe(&s->prg);
     obl_free(&c, s, sizeof *s);
@@ -240,7 +247,7 @@ static obl_err sc_work_alloc(sc_work *w)
         !obl_mul_ok(ns, 8 * s->kw, &sz[3]) || !obl_mul_ok(ns, 8, &sz[4]) ||
         !obl_mul_ok((size_t)s->cap, 4, &sz[5]) || !obl_mul_ok(w->T, 16 + s->vs8, &o1) ||
         !obl_mul_ok(w->T, 25 + 8 * s->kw + s->vs8, &o2) ||
-        (w->writes && !obl_mul_ok((size_t)s->cap + w->T, 16 + s->esz, &d)))
+        (w->writes && !obl_mul_ok((size_t)s->cap + w->T, 24 + s->esz, &d)))
         return OBL_ERR_TOO_LARGE;
     /* the scan's bucket order (xs, ord) and, after the scan, the answers'
      * records (and compaction flags) share part 5 */
@@ -383,14 +390,14 @@ static obl_err sc_build(sc_work *w)
     return OBL_DECLASSIFY_VAL(ovf) ? OBL_ERR_STASH_OVERFLOW : OBL_OK;
 }
 
-/* Phase 1's probe: entry e compares its key with the z slots of bucket x;
+/* Phase 1's probe: entry j compares its key with the z slots of bucket x;
  * a matching put copies the slot's value into the entry, a matching erase
  * clears it. Every slot is read whatever matches. */
-static void sc_probe(const sc_work *w, unsigned char *e, uint64_t x)
+static void sc_probe(const sc_work *w, size_t j, uint64_t x)
 {
     const shard_scan *s = w->s;
-    uint64_t valid = ld64(e) & 1, anyput = 0, erase = 0;
-    unsigned char *val = e + 8 + 8 * s->kw;
+    unsigned char *e = s->ent + j * s->esz, *val = e + 8 * s->kw;
+    uint64_t valid = s->valid[j] & 1, anyput = 0, erase = 0;
     unsigned char nv[OBL_SHARD_SCAN_MAX_VALUE8];
     memcpy(nv, val, s->vs8); /* the entry's own value unless a put matches */
     OBL_TRACE_TOUCH(OBL_TRACE_REGION_MAP, OBL_TRACE_RW, x * w->z, w->z);
@@ -398,7 +405,7 @@ static void sc_probe(const sc_work *w, unsigned char *e, uint64_t x)
         const unsigned char *r = w->tab + (x * w->z + zz) * w->rs;
         uint64_t meta = ld64(r + 8), acc = 0;
         for (size_t k = 0; k < s->kw; k++)
-            acc |= ld64(r + 16 + 8 * k) ^ ld64(e + 8 + 8 * k);
+            acc |= ld64(r + 16 + 8 * k) ^ ld64(e + 8 * k);
         uint64_t m = obl_ct_nonzero64(acc | (meta & (SC_DUMMY | SC_FILLER))) ^ 1;
         m &= valid;
         uint64_t put = m & meta & 1;
@@ -408,7 +415,7 @@ static void sc_probe(const sc_work *w, unsigned char *e, uint64_t x)
     }
     obl_ct_cmov(anyput, val, nv, s->vs8);
     obl_ct_czero(erase, val, s->vs8);
-    st64(e, valid & (erase ^ 1));
+    s->valid[j] = (uint8_t)(valid & (erase ^ 1));
 }
 
 /* The read scan's slot arrays from the table: slot zz of bucket x at
@@ -567,10 +574,11 @@ static void sc_read_bucket(const sc_work *w, sc_stage *st, const uint32_t *ord, 
             __builtin_prefetch(pe + s->esz - 1); /* an entry may span two lines */
         }
 #endif
-        const unsigned char *e = s->ent + (lo + ord[k + i]) * s->esz;
-        uint64_t valid = obl_ct_mask(ld64(e) & 1), *v = st->val + i * ow;
-        memcpy(st->key + i * kw, e + 8, 8 * kw);
-        memcpy(v, e + 8 + 8 * kw, 8 * vw);
+        size_t at = lo + ord[k + i];
+        const unsigned char *e = s->ent + at * s->esz;
+        uint64_t valid = obl_ct_mask(s->valid[at] & 1), *v = st->val + i * ow;
+        memcpy(st->key + i * kw, e, 8 * kw);
+        memcpy(v, e + 8 * kw, 8 * vw);
         v[vw] = 1;
         for (size_t j = 0; j <= vw; j++)
             v[j] &= valid;
@@ -603,11 +611,11 @@ static void sc_buckets(const sc_work *w, size_t lo, size_t hi, uint32_t *xs)
         size_t n = hi - c < SC_HASH_CHUNK ? hi - c : SC_HASH_CHUNK;
         for (size_t i = 0; i < n; i++) {
             const unsigned char *e = s->ent + (c + i) * s->esz;
-            uint64_t valid = ld64(e) & 1, *m = msg + i * mw;
+            uint64_t valid = s->valid[c + i] & 1, *m = msg + i * mw;
             OBL_TRACE_TOUCH(OBL_TRACE_REGION_MAP, OBL_TRACE_READ, c + i, 1);
             /* a free entry hashes its position in another domain */
             for (size_t k = 0; k < s->kw; k++)
-                m[k] = obl_ct_select64(valid, ld64(e + 8 + 8 * k), k ? 0 : (uint64_t)(c + i));
+                m[k] = obl_ct_select64(valid, ld64(e + 8 * k), k ? 0 : (uint64_t)(c + i));
             m[s->kw] = valid ^ 1;
         }
         sc_hash(w, (const unsigned char *)msg, n, h);
@@ -660,7 +668,7 @@ static void sc_scan_range(const sc_work *w, size_t lo, size_t hi, uint64_t *oval
             __builtin_prefetch(pe + w->s->esz - 1);
         }
 #endif
-        sc_probe(w, w->s->ent + (lo + i) * w->s->esz, xs[i]);
+        sc_probe(w, lo + i, xs[i]);
     }
 }
 
@@ -789,7 +797,7 @@ static uint64_t sc_fits(const sc_work *w)
         freed += real & (meta >> 1) & w->ofnd[p];
     }
     for (uint64_t j = 0; j < w->s->cap; j++)
-        free_now += (ld64(w->s->ent + j * w->s->esz) & 1) ^ 1;
+        free_now += (w->s->valid[j] & 1) ^ 1;
     return obl_ct_le64(fresh, free_now + freed);
 }
 
@@ -801,11 +809,11 @@ static void sc_insert_records(const sc_work *w, unsigned char *r, size_t rs)
     uint64_t fr = 0, nr = 0;
     for (uint64_t j = 0; j < s->cap; j++) {
         unsigned char *q = r + j * rs;
-        const unsigned char *e = s->ent + j * s->esz;
-        uint64_t isfree = (ld64(e) & 1) ^ 1;
+        uint64_t isfree = (s->valid[j] & 1) ^ 1;
         st64(q, obl_ct_select64(isfree, fr << 1 | 1, 1ull << 63 | j));
         st64(q + 8, j);
-        memcpy(q + 16, e, s->esz);
+        st64(q + 16, isfree ^ 1);
+        memcpy(q + 24, s->ent + j * s->esz, s->esz);
         fr += isfree;
     }
     for (size_t p = 0; p < w->T; p++) {
@@ -827,22 +835,24 @@ static void sc_insert_records(const sc_work *w, unsigned char *r, size_t rs)
 static void sc_insert(sc_work *w)
 {
     shard_scan *s = w->s;
-    size_t rs = 16 + s->esz, n = (size_t)s->cap + w->T;
+    size_t rs = 24 + s->esz, n = (size_t)s->cap + w->T;
     unsigned char *r = w->ins;
     sc_insert_records(w, r, rs);
     sc_sort(w, r, n, rs);
     for (size_t p = 0; p + 1 < n; p++) {
         uint64_t sk = ld64(r + p * rs), nx = ld64(r + (p + 1) * rs);
         uint64_t m = (obl_ct_nonzero64(sk & (1ull << 63 | 1)) ^ 1) & obl_ct_eq64(nx, sk | 1);
-        obl_ct_cmov(m, r + (p + 1) * rs + 16, r + p * rs + 16, s->esz);
+        obl_ct_cmov(m, r + (p + 1) * rs + 16, r + p * rs + 16, 8 + s->esz);
     }
     for (size_t p = 0; p < n; p++) {
         uint64_t aux = ld64(r + p * rs + 8);
         st64(r + p * rs, aux); /* slots' 2^63 + p sort last */
     }
     sc_sort(w, r, n, rs);
-    for (uint64_t j = 0; j < s->cap; j++)
-        memcpy(s->ent + j * s->esz, r + j * rs + 16, s->esz);
+    for (uint64_t j = 0; j < s->cap; j++) {
+        s->valid[j] = (uint8_t)(ld64(r + j * rs + 16) & 1);
+        memcpy(s->ent + j * s->esz, r + j * rs + 24, s->esz);
+    }
 }
 
 /* ------------------------------------------------------------ entry -- */
