@@ -208,7 +208,9 @@ typedef struct sc_work {
     uint32_t *xs, *ord;    /* cap each: entries' (public) buckets, probe order;
                             * the same memory as out, which the scan's
                             * answers use after the scan */
-    uint32_t *cnt;         /* parts * (nb + 1): the counting sorts' counters */
+    uint32_t *cnt;         /* (parts + 1) * (nb + 1): the counting sort's
+                            * counters per slice, then the buckets' starts */
+    size_t xcut[SC_MAX_PARTS + 1]; /* part t probes buckets xcut[t] .. */
     unsigned char *out;    /* the answers' records */
     uint64_t *colbuf;      /* the table sort's column buffer */
     size_t colbuf_bytes;
@@ -241,9 +243,9 @@ static obl_err sc_work_alloc(sc_work *w)
     shard_scan *s = w->s;
     size_t ns = w->nb * w->zp, sz[SC_PARTS], total = 0, d = 0, o1, o2;
     if (s->cap > UINT32_MAX || w->nb > UINT32_MAX ||
-        !obl_mul_ok(w->nb + 1, 4 * (size_t)w->parts, &sz[7]) ||
+        !obl_mul_ok(w->nb + 1, 4 * ((size_t)w->parts + 1), &sz[7]) ||
         !obl_mul_ok(w->n0, w->rs, &sz[0]) || !obl_mul_ok(ns, 8 * w->ow, &sz[1]) ||
-        !obl_mul_ok(sz[1], w->parts, &sz[1]) || !obl_mul_ok(w->T, 8, &sz[2]) ||
+        !obl_mul_ok(w->T, 8, &sz[2]) ||
         !obl_mul_ok(ns, 8 * s->kw, &sz[3]) || !obl_mul_ok(ns, 8, &sz[4]) ||
         !obl_mul_ok((size_t)s->cap, 4, &sz[5]) || !obl_mul_ok(w->T, 16 + s->vs8, &o1) ||
         !obl_mul_ok(w->T, 25 + 8 * s->kw + s->vs8, &o2) ||
@@ -630,56 +632,98 @@ static void sc_buckets(const sc_work *w, size_t lo, size_t hi, uint32_t *xs)
     }
 }
 
-/* Scans entries [lo, hi): their buckets first, then the probes in bucket
- * order (a counting sort of the public buckets), so that the entries of one
- * bucket probe it while its slots are in cache. The order is a function of
- * the revealed buckets alone. */
-static void sc_scan_range(const sc_work *w, size_t lo, size_t hi, uint64_t *oval,
-                          uint32_t *cnt)
+/* The scan in three pool jobs, so that every part writes its own buckets
+ * of one output array: (1) each part hashes its slice of the entries and
+ * counts them by bucket; (between, sc_offsets) the bucket order's
+ * positions and the parts' bucket ranges, from these public counts; (2)
+ * each part places its slice's entries in bucket order (ord, global
+ * positions); (3) each part probes its range of buckets, entry after entry
+ * of a bucket while its slots are in cache. The order is a function of the
+ * revealed buckets alone. */
+static obl_err sc_count_task(void *arg, size_t t)
 {
-    uint32_t *xs = w->xs + lo, *ord = w->ord + lo;
-    size_t n = hi - lo;
-    sc_buckets(w, lo, hi, xs);
+    const sc_work *w = (const sc_work *)arg;
+    size_t n = (size_t)w->s->cap, lo = n * t / w->parts, hi = n * (t + 1) / w->parts;
+    uint32_t *cnt = w->cnt + t * (w->nb + 1);
+    sc_buckets(w, lo, hi, w->xs + lo);
     memset(cnt, 0, (w->nb + 1) * 4);
-    for (size_t i = 0; i < n; i++)
-        cnt[xs[i] + 1]++;
-    for (size_t x = 0; x < w->nb; x++)
-        cnt[x + 1] += cnt[x];
-    for (size_t i = 0; i < n; i++)
-        ord[cnt[xs[i]]++] = (uint32_t)i;
-    if (w->phase == 0) { /* public: cnt[x] is now the end of bucket x */
+    for (size_t i = lo; i < hi; i++)
+        cnt[w->xs[i]]++;
+    return OBL_OK;
+}
+
+/* Slice t's count of bucket x becomes its first position in the bucket
+ * order (buckets ascending, slices in turn within one); the buckets'
+ * starts go to the last row; part t takes the buckets from the first whose
+ * start reaches t n / parts. Public. */
+static void sc_offsets(sc_work *w)
+{
+    size_t P = w->parts, nb = w->nb, n = (size_t)w->s->cap, pos = 0, t2 = 1;
+    uint32_t *bst = w->cnt + P * (nb + 1);
+    w->xcut[0] = 0;
+    for (size_t x = 0; x < nb; x++) {
+        bst[x] = (uint32_t)pos;
+        for (; t2 < P && pos >= n * t2 / P; t2++)
+            w->xcut[t2] = x;
+        for (size_t t = 0; t < P; t++) {
+            uint32_t c = w->cnt[t * (nb + 1) + x];
+            w->cnt[t * (nb + 1) + x] = (uint32_t)pos;
+            pos += c;
+        }
+    }
+    bst[nb] = (uint32_t)pos;
+    for (; t2 <= P; t2++)
+        w->xcut[t2] = nb;
+}
+
+static obl_err sc_place_task(void *arg, size_t t)
+{
+    const sc_work *w = (const sc_work *)arg;
+    size_t n = (size_t)w->s->cap, lo = n * t / w->parts, hi = n * (t + 1) / w->parts;
+    uint32_t *cnt = w->cnt + t * (w->nb + 1);
+    for (size_t i = lo; i < hi; i++)
+        w->ord[cnt[w->xs[i]]++] = (uint32_t)i;
+    return OBL_OK;
+}
+
+static obl_err sc_probe_task(void *arg, size_t t)
+{
+    const sc_work *w = (const sc_work *)arg;
+    const uint32_t *bst = w->cnt + w->parts * (w->nb + 1);
+    size_t n = (size_t)w->s->cap, x0 = w->xcut[t], x1 = w->xcut[t + 1];
+    if (w->phase == 0) { /* public */
         sc_stage st;
-        for (size_t x = 0, k = 0; x < w->nb; x++) {
-            for (; k < cnt[x]; k += SC_CHUNK) {
-                size_t ne = cnt[x] - k < SC_CHUNK ? cnt[x] - k : SC_CHUNK;
+        for (size_t x = x0; x < x1; x++) {
+            for (size_t k = bst[x]; k < bst[x + 1]; k += SC_CHUNK) {
+                size_t ne = bst[x + 1] - k < SC_CHUNK ? bst[x + 1] - k : SC_CHUNK;
                 OBL_TRACE_TOUCH(OBL_TRACE_REGION_MAP, OBL_TRACE_RW, x * w->z, w->z);
-                sc_read_bucket(w, &st, ord, k, ne, n, lo, x, oval);
-                k += ne - SC_CHUNK; /* the loop adds SC_CHUNK */
+                sc_read_bucket(w, &st, w->ord, k, ne, n, 0, x, w->oval);
             }
         }
-        return;
+        return OBL_OK;
     }
-    for (size_t k = 0; k < n; k++) {
-        size_t i = ord[k];
+    for (size_t k = bst[x0]; k < bst[x1]; k++) {
 #if defined(__GNUC__)
         if (k + SC_PREFETCH < n) { /* public: the order is public */
-            const unsigned char *pe = w->s->ent + (lo + ord[k + SC_PREFETCH]) * w->s->esz;
+            const unsigned char *pe = w->s->ent + w->ord[k + SC_PREFETCH] * w->s->esz;
             __builtin_prefetch(pe);
             __builtin_prefetch(pe + w->s->esz - 1);
         }
 #endif
-        sc_probe(w, lo + i, xs[i]);
+        sc_probe(w, w->ord[k], w->xs[w->ord[k]]);
     }
+    return OBL_OK;
 }
 
-/* Pool task t: slice t of the entries, into part t's outputs. */
-static obl_err sc_scan_task(void *arg, size_t t)
+/* One pool job of w->parts tasks, or all on the calling thread. */
+static void sc_run(sc_work *w, obl_pool *pool, obl_err (*task)(void *, size_t))
 {
-    const sc_work *w = (const sc_work *)arg;
-    size_t n = (size_t)w->s->cap;
-    size_t lo = n * t / w->parts, hi = n * (t + 1) / w->parts;
-    sc_scan_range(w, lo, hi, w->oval + t * w->nb * w->zp * w->ow, w->cnt + t * (w->nb + 1));
-    return OBL_OK;
+    if (pool && w->parts > 1) {
+        (void)obl_pool_run(pool, w->parts, task, w); /* tasks never fail */
+    } else {
+        for (size_t t = 0; t < w->parts; t++)
+            (void)task(w, t);
+    }
 }
 
 /* Table slot p's place in the read scan's arrays (buckets of zp slots). */
@@ -712,18 +756,13 @@ static void sc_scan(sc_work *w, obl_pool *pool, unsigned phase)
     w->phase = phase;
     if (phase == 0)
         sc_slot_arrays(w);
-    if (pool && w->parts > 1) {
-        (void)obl_pool_run(pool, w->parts, sc_scan_task, w); /* tasks never fail */
-    } else {
-        for (size_t t = 0; t < w->parts; t++)
-            (void)sc_scan_task(w, t);
-    }
+    sc_run(w, pool, sc_count_task);
+    sc_offsets(w);
+    sc_run(w, pool, sc_place_task);
+    sc_run(w, pool, sc_probe_task);
     if (phase != 0)
         return;
-    size_t ow = w->ow, vw = w->s->vs8 / 8, nw = w->nb * w->zp * ow;
-    for (size_t t = 1; t < w->parts; t++) /* at most one part matched a slot */
-        for (size_t i = 0; i < nw; i++)
-            w->oval[i] |= w->oval[t * nw + i];
+    size_t ow = w->ow, vw = w->s->vs8 / 8;
     sc_slot_words(w);
     for (size_t p = 0; p < w->T; p++) /* table order */
         w->ofnd[p] = w->oval[sc_oslot(w, p) * ow + vw];
