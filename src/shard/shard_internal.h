@@ -72,7 +72,7 @@ obl_err shard_scan_begin(shard_scan *s, const shard_batch *bt, obl_pool *pool, u
 void shard_scan_commit(shard_scan *s, obl_pool *pool);
 void shard_scan_abort(shard_scan *s);
 
-/* Bytes held (entries; the per-batch work memory is freed after a batch). */
+/* Bytes held: the entries and the working memory kept between batches. */
 size_t shard_scan_memory_bytes(const shard_scan *s);
 
 void shard_scan_destroy(shard_scan *s);
