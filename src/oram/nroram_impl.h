@@ -723,23 +723,13 @@ static int NR_F(nr_evict_buf)(obl_nroram *o, uint64_t e)
 
 static void NR_F(nr_settle)(obl_nroram *o);
 
-/* ReadAndRemove of block id on path pos, with the previous access's owed
- * evictions run while the path arrives (nr_settle). One function of about
- * 180 lines: the stash and path scans OR the found block into registers
- * (acc8, or vectors for 64 bytes) that live across both scans; the vector
- * and portable scans are alternatives of each scan, kept side by side. */
-static inline __attribute__((always_inline)) uint64_t NR_F(nr_fetch_core)(obl_nroram *o, uint64_t id,
-                                                                          uint64_t pos, const size_t vs,
-                                                                          const int NW)
+/* Path pos indexed and prefetched, with the previous access's owed
+ * evictions run while it arrives (nr_settle); they load their own paths
+ * into o->pathb, so the access's is computed again. Public: pos, the
+ * sizes. */
+static inline __attribute__((always_inline)) void NR_F(nr_fetch_settle)(obl_nroram *o, uint64_t pos)
 {
-    (void)NW;
-    NR_META *bm = (NR_META *)o->bmeta;
-    const size_t bstride = o->bstride, doff = o->doff;
-    const NR_WORD wid = (NR_WORD)id;
-    const uint32_t P = o->P, D = o->D;
     NR_F(nr_path_index)(o, pos);
-    /* the previous access's evictions, while the path arrives; they load
-     * their own paths into o->pathb, so the access's is computed again */
     if (o->pf_lead == 1 && o->owed && NR_F(nr_whole_buckets)(o)) { /* public */
         /* the read path's prefetches are queued and the first eviction's
          * data pass issues one per level, so they do not stall on miss
@@ -761,22 +751,49 @@ static inline __attribute__((always_inline)) uint64_t NR_F(nr_fetch_core)(obl_nr
             NR_PREFETCH_BUCKET(o, o->pfq[o->pfq_i++], 0, 3);
         NR_F(nr_path_index)(o, pos);
     }
-    OBL_TRACE_TOUCH(OBL_TRACE_REGION_ORAM_STASH, OBL_TRACE_RW, 0, P);
-    /* ReadAndRemove over the stash and then the path, in place: the block
-     * is taken under its match mask and its id set to the dummy (all ones);
-     * mask arithmetic as in nr_evict_buf. At most one real block matches
-     * (an id is stored once: obl_nroram_insert's rule that the id be absent),
-     * so 8- and 64-byte blocks are OR-ed into a register (the compiler
-     * cannot keep o->tmp in one: it may alias the tree), as the eviction's
-     * held block is (nr_evict_core) for 64 bytes. Other sizes are moved
-     * into o->tmp. */
-    NR_WORD f = 0;
-    uint64_t acc8 = 0;
+}
+
 #if OBL_CT_AVX512
-    const int reg64 = NW != 0; /* public */
-    __m512i acc64[NR_REG_MAX_W];
-    for (int w = 0; w < NR_REG_MAX_W; w++)
-        acc64[w] = _mm512_setzero_si512();
+/* The stash's ids (bm, P slots) compared with wid in chunks, a match's id set to all
+ * ones; the matches as a bit mask (bit s: slot s; none at or past P).
+ * Secret: the ids, wid, the mask. */
+static inline __attribute__((always_inline)) uint64_t NR_F(nr_fetch_stash_ids)(NR_META *bm,
+                                                                               uint32_t P,
+                                                                               NR_WORD wid)
+{
+    uint64_t mt = 0;
+    for (uint32_t j = 0; j < P; j += NR_PER) {
+        __mmask8 ld = NR_F(nr_chunk_lanes)(P, j);
+        __m512i v = NR_F(nr_chunk_load)(bm, j);
+        __mmask8 kl = NR_F(nr_chunk_ideq)(v, ld, wid);
+        NR_F(nr_chunk_store)(bm, j, NR_F(nr_chunk_drop)(v, kl));
+        mt |= (uint64_t)NR_F(nr_lanes_entries)(kl) << j;
+    }
+    return mt;
+}
+
+/* The 8-byte value of the stash slots (P of them) in mt (at most one), eight
+ * per vector.
+ * Secret: mt, the values. */
+static inline __attribute__((always_inline)) uint64_t NR_F(nr_fetch_stash_vals8)(const obl_nroram *o,
+                                                                                 uint32_t P,
+                                                                                 uint64_t mt)
+{
+    __m512i acc = _mm512_setzero_si512();
+    for (uint32_t j = 0; j < P; j += 8) {
+        /* mt has no bit at or past P */
+        __m512i v = NR_F(nr_vals_load)(o, j);
+        acc = _mm512_mask_or_epi64(acc, (__mmask8)(mt >> j), acc, v);
+    }
+    return (uint64_t)_mm512_reduce_or_epi64(acc);
+}
+
+#endif
+
+/* A fetch's take of the block at p under the match m (nr_fetch_core, whose
+ * locals vs, reg64, acc8, acc64 and o they name): OR-ed into acc8 (8 bytes)
+ * or the vectors acc64 (NW of them), else moved into o->tmp. */
+#if OBL_CT_AVX512
 #define NR_TAKE64(p, m)                                                                  \
     do {                                                                                 \
         __m512i mv_ = _mm512_set1_epi64((long long)(m));                                 \
@@ -785,7 +802,6 @@ static inline __attribute__((always_inline)) uint64_t NR_F(nr_fetch_core)(obl_nr
             acc64[w], _mm512_and_si512(mv_, _mm512_loadu_si512((const void *)((p) + 64 * w)))); \
     } while (0)
 #else
-    const int reg64 = 0;
 #define NR_TAKE64(p, m) ((void)(p), (void)(m))
 #endif
 #define NR_TAKE(p, m)                                                                    \
@@ -803,28 +819,50 @@ static inline __attribute__((always_inline)) uint64_t NR_F(nr_fetch_core)(obl_nr
             obl_ct_cmov((uint64_t)((m) & 1), o->tmp, (p), vs);                          \
         }                                                                                \
     } while (0)
+
+/* ReadAndRemove of block id on path pos, with the previous access's owed
+ * evictions run while the path arrives (nr_fetch_settle). The stash scan's
+ * parts without live vectors are helpers; the rest is one function of about
+ * 120 lines because the found block's registers (acc8, acc64) live across
+ * both scans, and the path scans as a helper compiled to other machine code
+ * (scripts/same_code.sh; docs/dispatch.md, "Same machine code"). */
+static inline __attribute__((always_inline)) uint64_t NR_F(nr_fetch_core)(obl_nroram *o, uint64_t id,
+                                                                          uint64_t pos, const size_t vs,
+                                                                          const int NW)
+{
+    (void)NW;
+    NR_META *bm = (NR_META *)o->bmeta;
+    const size_t bstride = o->bstride, doff = o->doff;
+    const NR_WORD wid = (NR_WORD)id;
+    const uint32_t P = o->P, D = o->D;
+    NR_F(nr_fetch_settle)(o, pos);
+    OBL_TRACE_TOUCH(OBL_TRACE_REGION_ORAM_STASH, OBL_TRACE_RW, 0, P);
+    /* ReadAndRemove over the stash and then the path, in place: the block
+     * is taken under its match mask and its id set to the dummy (all ones);
+     * mask arithmetic as in nr_evict_buf. At most one real block matches
+     * (an id is stored once: obl_nroram_insert's rule that the id be absent),
+     * so 8- and 64-byte blocks are OR-ed into a register (the compiler
+     * cannot keep o->tmp in one: it may alias the tree), as the eviction's
+     * held block is (nr_evict_core) for 64 bytes. Other sizes are moved
+     * into o->tmp. */
+    NR_WORD f = 0;
+    uint64_t acc8 = 0;
+#if OBL_CT_AVX512
+    const int reg64 = NW != 0; /* public */
+    __m512i acc64[NR_REG_MAX_W];
+    for (int w = 0; w < NR_REG_MAX_W; w++)
+        acc64[w] = _mm512_setzero_si512();
+#else
+    const int reg64 = 0;
+#endif
     if (vs != 8 && !reg64) /* public */
         memset(o->tmp, 0, vs);
 #if OBL_CT_AVX512
     if (P <= 64 && !o->plan_scalar) { /* public (the switch: tests only) */
-        /* the stash's ids compared in chunks; the matches as a bit mask */
-        uint64_t mt = 0;
-        for (uint32_t j = 0; j < P; j += NR_PER) {
-            __mmask8 ld = NR_F(nr_chunk_lanes)(P, j);
-            __m512i v = NR_F(nr_chunk_load)(bm, j);
-            __mmask8 kl = NR_F(nr_chunk_ideq)(v, ld, wid);
-            NR_F(nr_chunk_store)(bm, j, NR_F(nr_chunk_drop)(v, kl));
-            mt |= (uint64_t)NR_F(nr_lanes_entries)(kl) << j;
-        }
+        uint64_t mt = NR_F(nr_fetch_stash_ids)(bm, P, wid);
         f = (NR_WORD)0 - (NR_WORD)((mt | (0 - mt)) >> 63);
         if (vs == 8) { /* public */
-            __m512i acc = _mm512_setzero_si512();
-            for (uint32_t j = 0; j < P; j += 8) {
-                /* mt has no bit at or past P */
-                __m512i v = NR_F(nr_vals_load)(o, j);
-                acc = _mm512_mask_or_epi64(acc, (__mmask8)(mt >> j), acc, v);
-            }
-            acc8 = (uint64_t)_mm512_reduce_or_epi64(acc);
+            acc8 = NR_F(nr_fetch_stash_vals8)(o, P, mt);
         } else {
             for (uint32_t s = 0; s < P; s++)
                 NR_TAKE(o->bdata + (size_t)s * vs, (NR_WORD)0 - (NR_WORD)((mt >> s) & 1));
@@ -897,8 +935,6 @@ static inline __attribute__((always_inline)) uint64_t NR_F(nr_fetch_core)(obl_nr
             }
         }
     }
-#undef NR_TAKE
-#undef NR_TAKE64
     if (vs == 8) /* public */
         memcpy(o->tmp, &acc8, 8);
 #if OBL_CT_AVX512
@@ -909,6 +945,9 @@ static inline __attribute__((always_inline)) uint64_t NR_F(nr_fetch_core)(obl_nr
 #endif
     return (uint64_t)(f & 1);
 }
+
+#undef NR_TAKE
+#undef NR_TAKE64
 
 /* see nroram_internal.h; block size as in nr_evict_buf */
 static uint64_t NR_F(nr_fetch)(obl_nroram *o, uint64_t id, uint64_t pos)
