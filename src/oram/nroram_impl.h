@@ -485,6 +485,87 @@ static inline __attribute__((always_inline)) void NR_F(nr_evict_pass_fb)(obl_nro
 }
 #endif
 
+/* EvictFast's pick-up from the stash's metadata (bm, P slots): slot sel's
+ * entry (a dummy when sel is 255: none), its id set to all ones. In chunks
+ * with AVX-512: the lanes of slot sel (a comparison per lane) OR-ed out.
+ * Secret: sel, the metadata. */
+static inline __attribute__((always_inline)) NR_META NR_F(nr_evict_pick_meta)(NR_META *bm,
+                                                                             uint32_t P,
+                                                                             uint64_t sel)
+{
+    NR_META hm;
+#if OBL_CT_AVX512
+    const __m512i lane = _mm512_set_epi64(7, 6, 5, 4, 3, 2, 1, 0);
+    const __m512i slot = NRW == 64 ? _mm512_srli_epi64(lane, 1) : lane;
+    const __m512i vsel = _mm512_set1_epi64((long long)sel);
+    const __m512i idw = _mm512_set1_epi64(NRW == 64 ? -1 : 0xffffffffLL);
+    const __mmask8 idl = NRW == 64 ? 0x55 : 0xff;
+    __m512i acc = _mm512_setzero_si512();
+    for (uint32_t j = 0; j < P; j += NR_PER) {
+        /* only lanes below P can match the chosen slot */
+        __m512i v = NR_F(nr_chunk_load)(bm, j);
+        __mmask8 k = _mm512_cmpeq_epi64_mask(
+            _mm512_add_epi64(slot, _mm512_set1_epi64((long long)j)), vsel);
+        acc = _mm512_mask_or_epi64(acc, k, acc, v);
+        NR_F(nr_chunk_store)(bm, j, _mm512_mask_or_epi64(v, k & idl, v, idw));
+    }
+    NR_WORD any = (NR_WORD)0 - (NR_WORD)nr_lt(sel, P);
+#if NRW == 64
+    hm.id = (NR_WORD)_mm512_mask_reduce_or_epi64(0x55, acc) | ~any;
+    hm.leaf = (NR_WORD)_mm512_mask_reduce_or_epi64(0xaa, acc);
+#else
+    uint64_t r = (uint64_t)_mm512_reduce_or_epi64(acc);
+    hm.id = (NR_WORD)r | ~any;
+    hm.leaf = (NR_WORD)(r >> 32);
+#endif
+#else
+    NR_WORD hid = 0, hleaf = 0, any = 0;
+    for (uint32_t j = 0; j < P; j++) {
+        NR_WORD m = (NR_WORD)0 - (NR_WORD)(j == (NR_WORD)sel);
+        hid |= bm[j].id & m;
+        hleaf |= bm[j].leaf & m;
+        any |= m;
+        bm[j].id |= m; /* the picked slot becomes empty (all ones) */
+    }
+    hm.id = hid | ~any; /* dummy when nothing was picked */
+    hm.leaf = hleaf;
+#endif
+    return hm;
+}
+
+/* EvictFast's pick-up of stash slot sel's 8-byte value (0 when sel is 255).
+ * Secret: sel, the values. */
+static inline __attribute__((always_inline)) uint64_t NR_F(nr_evict_pick8)(const obl_nroram *o,
+                                                                          uint32_t P, uint64_t sel)
+{
+    uint64_t h8;
+#if OBL_CT_AVX512
+    /* eight blocks per vector, the lanes masked after the load */
+    const __m512i lane = _mm512_set_epi64(7, 6, 5, 4, 3, 2, 1, 0);
+    const __m512i vsel = _mm512_set1_epi64((long long)sel);
+    __m512i acc = _mm512_setzero_si512();
+    for (uint32_t j = 0; j < P; j += 8) {
+        /* only lanes below P can match the chosen slot */
+        __m512i v = NR_F(nr_vals_load)(o, j);
+        __mmask8 k = _mm512_cmpeq_epi64_mask(
+            _mm512_add_epi64(lane, _mm512_set1_epi64((long long)j)), vsel);
+        acc = _mm512_mask_or_epi64(acc, k, acc, v);
+    }
+    h8 = (uint64_t)_mm512_reduce_or_epi64(acc);
+#else
+    uint64_t h = 0;
+    for (uint32_t j = 0; j < P; j++) {
+        uint64_t v;
+        memcpy(&v, o->bdata + (size_t)j * 8, 8);
+        /* through the barrier: else the loop vectorises into loads
+         * masked by the secret slot (gcc 12 did) */
+        h |= v & obl_ct_mask(nr_eqs(j, sel));
+    }
+    h8 = h;
+#endif
+    return h8;
+}
+
 /*
  * One eviction (EvictFast, section 3.4) on path e, specialised by the
  * constant block size vs, register count NW and whole-bucket flag FB
@@ -535,47 +616,7 @@ static inline __attribute__((always_inline)) void NR_F(nr_evict_core)(obl_nroram
     const __m512i tail = nr_tail_lanes(vs);
 #endif
     {
-#if OBL_CT_AVX512
-        /* The stash's metadata in chunks, the lanes of slot sel (none
-         * when sel is 255: a comparison per lane) OR-ed out; its id
-         * becomes all ones. */
-        {
-            const __m512i lane = _mm512_set_epi64(7, 6, 5, 4, 3, 2, 1, 0);
-            const __m512i slot = NRW == 64 ? _mm512_srli_epi64(lane, 1) : lane;
-            const __m512i vsel = _mm512_set1_epi64((long long)sel);
-            const __m512i idw = _mm512_set1_epi64(NRW == 64 ? -1 : 0xffffffffLL);
-            const __mmask8 idl = NRW == 64 ? 0x55 : 0xff;
-            __m512i acc = _mm512_setzero_si512();
-            for (uint32_t j = 0; j < P; j += NR_PER) {
-                /* only lanes below P can match the chosen slot */
-                __m512i v = NR_F(nr_chunk_load)(bm, j);
-                __mmask8 k = _mm512_cmpeq_epi64_mask(
-                    _mm512_add_epi64(slot, _mm512_set1_epi64((long long)j)), vsel);
-                acc = _mm512_mask_or_epi64(acc, k, acc, v);
-                NR_F(nr_chunk_store)(bm, j, _mm512_mask_or_epi64(v, k & idl, v, idw));
-            }
-            NR_WORD any = (NR_WORD)0 - (NR_WORD)nr_lt(sel, P);
-#if NRW == 64
-            hm.id = (NR_WORD)_mm512_mask_reduce_or_epi64(0x55, acc) | ~any;
-            hm.leaf = (NR_WORD)_mm512_mask_reduce_or_epi64(0xaa, acc);
-#else
-            uint64_t r = (uint64_t)_mm512_reduce_or_epi64(acc);
-            hm.id = (NR_WORD)r | ~any;
-            hm.leaf = (NR_WORD)(r >> 32);
-#endif
-        }
-#else
-        NR_WORD hid = 0, hleaf = 0, any = 0;
-        for (uint32_t j = 0; j < P; j++) {
-            NR_WORD m = (NR_WORD)0 - (NR_WORD)(j == (NR_WORD)sel);
-            hid |= bm[j].id & m;
-            hleaf |= bm[j].leaf & m;
-            any |= m;
-            bm[j].id |= m; /* the picked slot becomes empty (all ones) */
-        }
-        hm.id = hid | ~any; /* dummy when nothing was picked */
-        hm.leaf = hleaf;
-#endif
+        hm = NR_F(nr_evict_pick_meta)(bm, P, sel);
 #if OBL_CT_AVX512
         if (NW) { /* public: the block goes straight into the registers */
             for (int w = 0; w < NR_REG_MAX_W; w++)
@@ -590,30 +631,7 @@ static inline __attribute__((always_inline)) void NR_F(nr_evict_core)(obl_nroram
         } else
 #endif
         if (vs == 8) { /* public */
-#if OBL_CT_AVX512
-            /* eight blocks per vector, the lanes masked after the load */
-            const __m512i lane = _mm512_set_epi64(7, 6, 5, 4, 3, 2, 1, 0);
-            const __m512i vsel = _mm512_set1_epi64((long long)sel);
-            __m512i acc = _mm512_setzero_si512();
-            for (uint32_t j = 0; j < P; j += 8) {
-                /* only lanes below P can match the chosen slot */
-                __m512i v = NR_F(nr_vals_load)(o, j);
-                __mmask8 k = _mm512_cmpeq_epi64_mask(
-                    _mm512_add_epi64(lane, _mm512_set1_epi64((long long)j)), vsel);
-                acc = _mm512_mask_or_epi64(acc, k, acc, v);
-            }
-            h8 = (uint64_t)_mm512_reduce_or_epi64(acc);
-#else
-            uint64_t h = 0;
-            for (uint32_t j = 0; j < P; j++) {
-                uint64_t v;
-                memcpy(&v, o->bdata + (size_t)j * 8, 8);
-                /* through the barrier: else the loop vectorises into loads
-                 * masked by the secret slot (gcc 12 did) */
-                h |= v & obl_ct_mask(nr_eqs(j, sel));
-            }
-            h8 = h;
-#endif
+            h8 = NR_F(nr_evict_pick8)(o, P, sel);
         } else {
             for (uint32_t j = 0; j < P; j++)
                 obl_ct_cmov(nr_eqs(j, sel), hold, o->bdata + (size_t)j * vs, vs);
