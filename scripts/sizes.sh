@@ -31,7 +31,7 @@ for f in $(list); do
         body && /^\}/ {
             name = sig; sub(/\(.*/, "", name); n = split(name, w, /[ *]+/)
             id = w[n]
-            if (match(sig, /NR_F\([A-Za-z_0-9]+\)|RO_F\([A-Za-z_0-9]+\)/)) id = substr(sig, RSTART, RLENGTH)
+            if (match(sig, /[A-Z][A-Z_0-9]*\([A-Za-z_0-9]+\)\(/)) id = substr(sig, RSTART, RLENGTH - 1)
             print NR - start, file, id
             start = 0; body = 0; next
         }

@@ -570,11 +570,12 @@ static inline __attribute__((always_inline)) uint64_t NR_F(nr_evict_pick8)(const
  * One eviction (EvictFast, section 3.4) on path e, specialised by the
  * constant block size vs, register count NW and whole-bucket flag FB
  * (nr_evict_buf): the reaches (nr_evict_reach), the plan (nr_plan, in
- * nr_plan.h), the stash pick-up and the data pass (nr_evict_pass_fb, or the
- * per-level loop below). Longer than a screen because the pick-up and the
- * data pass share the held block in registers (hreg, h8, hm): a split must
- * keep them there, which these always-inline parts do only when they are
- * passed by value (measure the machine code after any further split).
+ * nr_plan.h), the stash pick-up (nr_evict_pick_meta, nr_evict_pick8, the
+ * registers' below) and the data pass (nr_evict_pass_fb, or the per-level
+ * loop below). One function of about 130 lines: the register pick-up and
+ * the data pass share the held block in vector registers (hreg), and the
+ * level step as a helper taking hreg compiled to other machine code
+ * (scripts/same_code.sh; docs/dispatch.md, "Same machine code").
  * Secret: the metadata, the blocks, the plan. Public: e, the sizes.
  */
 static inline __attribute__((always_inline)) void NR_F(nr_evict_core)(obl_nroram *o, uint64_t e,
