@@ -5,7 +5,8 @@
  * and checked against plain reference models: NRORAM (32- and 64-bit
  * metadata, block sizes that take the register, whole-bucket and generic
  * paths), RORAM and the map (word and generic layouts), the sorts (record
- * and column networks, one- and two-word keys), compaction and the load
+ * and column networks, one- and two-word keys), the map's key functions
+ * (against SipHash and Speck built once), compaction and the load
  * balancer (its answers, and its shard batches the same bytes in every
  * variant). Then the variants
  * are checked against each other: the same seed and operations must leave
@@ -25,10 +26,15 @@
 
 #include "common/cpu.h"
 #include "common/secret.h"
+#include "omap/omap_internal.h"
+#include "omap/siphash.h"
+#include "omap/speck.h"
 #include "oram/nroram_internal.h"
 #include "testutil.h"
 
 static test_rng R;
+
+__extension__ typedef unsigned __int128 test_u128;
 
 /* Forces variant v (or, with name, that word) for the structures created next. */
 static void force(const char *name) { setenv("OBL_CT_VARIANT", name, 1); }
@@ -167,6 +173,51 @@ static void omap_model(uint64_t cap, size_t ks, size_t vs, long ops, const char 
     }
     free(ref);
     free(has);
+    obl_omap_destroy(m);
+}
+
+/* The map's key functions in the map's variant (keys.c) against the hashes
+ * built once: a word map's words (keys zero-extended, or fingerprints of
+ * long keys), another map's buckets. */
+static void keys_model(size_t ks, size_t vs, uint32_t layout, const char *want)
+{
+    obl_omap_params p;
+    memset(&p, 0, sizeof(p));
+    p.capacity = 1000;
+    p.key_size = ks;
+    p.value_size = vs;
+    p.layout = layout;
+    p.use_seed = 1;
+    p.seed = 11;
+    obl_omap *m = NULL;
+    CHECK_EQ_U64(obl_omap_create(&m, &p), OBL_OK);
+    if (!m)
+        return;
+    CHECK(!strcmp(obl_omap_variant(m), want));
+    unsigned char key[32];
+    for (int t = 0; t < 500; t++) {
+        test_rng_fill(&R, key, ks);
+        uint64_t got, ref;
+        if (m->words) {
+            uint64_t k = 0;
+            if (m->fp) {
+                k = obl_siphash24(m->sk[2], m->sk[3], key, ks) & m->fpmask;
+                k -= k == UINT64_MAX;
+            } else {
+                memcpy(&k, key, ks < 8 ? ks : 8);
+            }
+            ref = obl_speck_enc(&m->pk, k);
+            ref -= m->fp && ref == UINT64_MAX;
+            got = omap_word(m, key);
+        } else {
+            uint64_t h = obl_siphash24(m->sk[0], m->sk[1], key, m->iks);
+            ref = (uint64_t)(((test_u128)h * m->M) >> 64);
+            got = omap_bucket(m, key);
+        }
+        OBL_DECLASSIFY(&got, sizeof(got));
+        OBL_DECLASSIFY(&ref, sizeof(ref));
+        CHECK_EQ_U64(got, ref);
+    }
     obl_omap_destroy(m);
 }
 
@@ -388,6 +439,9 @@ int main(int argc, char **argv)
         omap_model(ct ? 40 : 2000, 8, 8, ops, name);
         omap_model(ct ? 40 : 2000, 8, 56, ops, name);
         omap_model(ct ? 40 : 2000, 16, 8, ops, name);
+        keys_model(8, 8, OBL_OMAP_LAYOUT_INLINE, name);    /* words */
+        keys_model(16, 8, OBL_OMAP_LAYOUT_COMPACT, name);  /* fingerprint words */
+        keys_model(16, 56, OBL_OMAP_LAYOUT_INLINE, name);  /* buckets of whole keys */
         printf("variant %s: sorts, compaction, load balancer\n", name);
         sort_model(ct ? 64 : 4096, 4, 1);  /* columns, one-word key */
         sort_model(ct ? 64 : 1024, 3, 2);  /* columns, two-word key */
