@@ -329,36 +329,6 @@ static void bs_place(const bs_build *b)
     obl_bsort_expand(&s2, 0, b->E, 0);
 }
 
-/* Step 5, one slot: its metadata (valid: the working position holds a
- * block; secret) and its value from src (NULL: zeros). */
-static void bs_write_slot(const bs_build *b, size_t i, uint64_t valid, uint64_t id,
-                          uint64_t leaf, const unsigned char *src)
-{
-    const obl_nroram *o = b->o;
-    const size_t P = o->P, vs = o->vs;
-    unsigned char *mp, *dst;
-    if (i < P) {
-        mp = (unsigned char *)o->bmeta + i * 2 * o->pb;
-        dst = o->bdata + i * vs;
-    } else {
-        size_t bk = (i - P) / NR_Z, z = (i - P) % NR_Z; /* public */
-        unsigned char *bp = o->tree + bk * o->bstride;
-        mp = bp + z * 2 * o->pb;
-        dst = bp + o->doff + z * vs;
-    }
-    if (o->pb == 4) { /* public */
-        nr_meta32 me = {obl_ct_select32(valid, (uint32_t)id, NR_DUMMY32), (uint32_t)leaf};
-        memcpy(mp, &me, sizeof(me));
-    } else {
-        nr_meta64 me = {obl_ct_select64(valid, id, NR_DUMMY64), leaf};
-        memcpy(mp, &me, sizeof(me));
-    }
-    if (src)
-        memcpy(dst, src, vs);
-    else
-        memset(dst, 0, vs);
-}
-
 /* Step 5: write the stash and the tree, slot by slot: the stash first, then
  * the buckets, from the last to the first when the payloads are in the
  * tree (intree: a bucket's blocks are copied to tb before it is written),
@@ -368,7 +338,8 @@ static void bs_write(const bs_build *b, const uint64_t *ids, nr_id_fn id_fn, con
     obl_nroram *o = b->o;
     const uint64_t *key = b->key, *aux = b->aux;
     const unsigned char *pay = b->pay;
-    const size_t P = o->P, E = b->E, ps = b->ps;
+    unsigned char *tb = b->tb;
+    const size_t P = o->P, vs = o->vs, E = b->E, ps = b->ps, tbb = b->tbb, idoff = b->idoff;
     const size_t T = P + (size_t)NR_Z * o->nbuckets; /* all slots */
     const int intree = b->intree, kl = b->kl;
     for (size_t ii = 0; ii < T; ii++) {
@@ -380,8 +351,8 @@ static void bs_write(const bs_build *b, const uint64_t *ids, nr_id_fn id_fn, con
         if (intree && i >= P) { /* public: the bucket's blocks, once per bucket */
             size_t z = (i - P) % NR_Z;
             if (z == NR_Z - 1)
-                memcpy(b->tb, pay + (wp - z) * ps, b->tbb);
-            src = b->tb + z * ps;
+                memcpy(tb, pay + (wp - z) * ps, tbb);
+            src = tb + z * ps;
         }
         uint64_t valid = obl_ct_neq64(key[wp], OBL_BSORT_EMPTY);
         uint64_t id = 0, leaf;
@@ -392,13 +363,33 @@ static void bs_write(const bs_build *b, const uint64_t *ids, nr_id_fn id_fn, con
             leaf = obl_ct_select64(valid, aux[wp] >> 32, 0);
         }
         if (ids) /* public */
-            memcpy(&id, src + b->idoff, 8);
+            memcpy(&id, src + idoff, 8);
         if (id_fn) /* public; every slot, real or empty */
             id = id_fn(id_ctx, src);
-        bs_write_slot(b, i, valid, id, leaf, src);
+        unsigned char *mp, *dst;
+        if (i < P) {
+            mp = (unsigned char *)o->bmeta + i * 2 * o->pb;
+            dst = o->bdata + i * vs;
+        } else {
+            size_t bk = (i - P) / NR_Z, z = (i - P) % NR_Z; /* public */
+            unsigned char *bp = o->tree + bk * o->bstride;
+            mp = bp + z * 2 * o->pb;
+            dst = bp + o->doff + z * vs;
+        }
+        if (o->pb == 4) { /* public */
+            nr_meta32 me = {obl_ct_select32(valid, (uint32_t)id, NR_DUMMY32), (uint32_t)leaf};
+            memcpy(mp, &me, sizeof(me));
+        } else {
+            nr_meta64 me = {obl_ct_select64(valid, id, NR_DUMMY64), leaf};
+            memcpy(mp, &me, sizeof(me));
+        }
+        if (pay)
+            memcpy(dst, src, vs);
+        else
+            memset(dst, 0, vs);
     }
     if (intree) { /* public: the bytes the buckets leave, wiped */
-        size_t used = o->doff + NR_Z * o->vs, tail = (size_t)o->nbuckets * o->bstride;
+        size_t used = o->doff + NR_Z * vs, tail = (size_t)o->nbuckets * o->bstride;
         for (uint64_t bk = 0; used < o->bstride && bk < o->nbuckets; bk++)
             memset(o->tree + bk * o->bstride + used, 0, o->bstride - used);
         memset(o->tree + tail, 0, o->tree_bytes - tail);
