@@ -43,13 +43,8 @@ static void force(const char *name) { setenv("OBL_CT_VARIANT", name, 1); }
 static obl_nroram *nroram_model(uint64_t cap, size_t vs, uint32_t pb, long ops, uint64_t seed,
                                 const char *want)
 {
-    obl_nroram_params p;
-    memset(&p, 0, sizeof(p));
-    p.capacity = cap;
-    p.value_size = vs;
+    obl_nroram_params p = test_nroram_params(cap, vs, seed);
     p.pos_bytes = pb;
-    p.use_seed = 1;
-    p.seed = seed;
     obl_nroram *o = NULL;
     CHECK_EQ_U64(obl_nroram_create(&o, &p), OBL_OK);
     if (!o)
@@ -92,13 +87,8 @@ static obl_nroram *nroram_model(uint64_t cap, size_t vs, uint32_t pb, long ops, 
 
 static void roram_model(uint64_t n, size_t vs, long ops, const char *want)
 {
-    obl_roram_params p;
-    memset(&p, 0, sizeof(p));
-    p.n = n;
-    p.value_size = vs;
+    obl_roram_params p = test_roram_params(n, vs, 5);
     p.scan_max = 2; /* trees at every level, also for small n */
-    p.use_seed = 1;
-    p.seed = 5;
     obl_roram *r = NULL;
     CHECK_EQ_U64(obl_roram_create(&r, &p), OBL_OK);
     if (!r)
@@ -126,13 +116,7 @@ static void roram_model(uint64_t n, size_t vs, long ops, const char *want)
  * little-endian bytes, zero-padded). */
 static void omap_model(uint64_t cap, size_t ks, size_t vs, long ops, const char *want)
 {
-    obl_omap_params p;
-    memset(&p, 0, sizeof(p));
-    p.capacity = cap;
-    p.key_size = ks;
-    p.value_size = vs;
-    p.use_seed = 1;
-    p.seed = 9;
+    obl_omap_params p = test_omap_params(cap, ks, vs, 9);
     obl_omap *m = NULL;
     CHECK_EQ_U64(obl_omap_create(&m, &p), OBL_OK);
     if (!m)
@@ -181,14 +165,8 @@ static void omap_model(uint64_t cap, size_t ks, size_t vs, long ops, const char 
  * long keys), another map's buckets. */
 static void keys_model(size_t ks, size_t vs, uint32_t layout, const char *want)
 {
-    obl_omap_params p;
-    memset(&p, 0, sizeof(p));
-    p.capacity = 1000;
-    p.key_size = ks;
-    p.value_size = vs;
+    obl_omap_params p = test_omap_params(1000, ks, vs, 11);
     p.layout = layout;
-    p.use_seed = 1;
-    p.seed = 11;
     obl_omap *m = NULL;
     CHECK_EQ_U64(obl_omap_create(&m, &p), OBL_OK);
     if (!m)
@@ -369,8 +347,7 @@ static void lb_model(size_t B, unsigned S, obl_lb_entry **ent, size_t *nent, con
 
 int main(int argc, char **argv)
 {
-    test_init(argc, argv, "test_dispatch");
-    test_rng_seed(&R, T.seed);
+    test_start(argc, argv, "test_dispatch", &R);
     const int ct = T.ct;
     printf("variant for new structures: %s; runnable:", obl_ct_variant());
     int nv = 0, vars[OBL_ISA_COUNT];
@@ -388,25 +365,15 @@ int main(int argc, char **argv)
     {
         force("avx3");
         CHECK(!strcmp(obl_ct_variant(), "unsupported"));
-        obl_nroram_params np;
-        memset(&np, 0, sizeof(np));
-        np.capacity = 10;
-        np.value_size = 8;
+        obl_nroram_params np = test_nroram_params(10, 8, 1);
         obl_nroram *o = NULL;
         CHECK_EQ_U64(obl_nroram_create(&o, &np), OBL_ERR_UNSUPPORTED);
         CHECK(o == NULL);
-        obl_roram_params rp;
-        memset(&rp, 0, sizeof(rp));
-        rp.n = 10;
-        rp.value_size = 8;
+        obl_roram_params rp = test_roram_params(10, 8, 1);
         obl_roram *r = NULL;
         CHECK_EQ_U64(obl_roram_create(&r, &rp), OBL_ERR_UNSUPPORTED);
         CHECK(r == NULL);
-        obl_omap_params mp;
-        memset(&mp, 0, sizeof(mp));
-        mp.capacity = 10;
-        mp.key_size = 8;
-        mp.value_size = 8;
+        obl_omap_params mp = test_omap_params(10, 8, 8, 1);
         obl_omap *m = NULL;
         CHECK_EQ_U64(obl_omap_create(&m, &mp), OBL_ERR_UNSUPPORTED);
         CHECK(m == NULL);
