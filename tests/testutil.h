@@ -229,53 +229,29 @@ static inline void test_fa_free(void *opaque, void *p, size_t size)
 /* ------------------------------------------------- structure parameters -- */
 
 /* Parameters of an NRORAM of cap values of vs bytes, seeded (no system
- * randomness: a run replays); everything else the defaults. */
+ * randomness: a run replays); every other field zero, the defaults. */
 static inline obl_nroram_params test_nroram_params(uint64_t cap, size_t vs, uint64_t seed)
 {
-    obl_nroram_params p;
-    memset(&p, 0, sizeof(p));
-    p.capacity = cap;
-    p.value_size = vs;
-    p.use_seed = 1;
-    p.seed = seed;
-    return p;
+    return (obl_nroram_params){.capacity = cap, .value_size = vs, .use_seed = 1, .seed = seed};
 }
 
 /* The same for a RORAM of n values. */
 static inline obl_roram_params test_roram_params(uint64_t n, size_t vs, uint64_t seed)
 {
-    obl_roram_params p;
-    memset(&p, 0, sizeof(p));
-    p.n = n;
-    p.value_size = vs;
-    p.use_seed = 1;
-    p.seed = seed;
-    return p;
+    return (obl_roram_params){.n = n, .value_size = vs, .use_seed = 1, .seed = seed};
 }
 
 /* The same for a map of cap keys of ks bytes with values of vs. */
 static inline obl_omap_params test_omap_params(uint64_t cap, size_t ks, size_t vs, uint64_t seed)
 {
-    obl_omap_params p;
-    memset(&p, 0, sizeof(p));
-    p.capacity = cap;
-    p.key_size = ks;
-    p.value_size = vs;
-    p.use_seed = 1;
-    p.seed = seed;
-    return p;
+    return (obl_omap_params){
+        .capacity = cap, .key_size = ks, .value_size = vs, .use_seed = 1, .seed = seed};
 }
 
 /* The same for a sharded map's shards (keys of ks bytes, values of vs). */
 static inline obl_shard_params test_shard_params(size_t ks, size_t vs, uint64_t seed)
 {
-    obl_shard_params p;
-    memset(&p, 0, sizeof(p));
-    p.key_size = ks;
-    p.value_size = vs;
-    p.use_seed = 1;
-    p.seed = seed;
-    return p;
+    return (obl_shard_params){.key_size = ks, .value_size = vs, .use_seed = 1, .seed = seed};
 }
 
 #endif /* OBL_TESTUTIL_H */
