@@ -4,10 +4,10 @@
 #   sh scripts/sizes.sh [REV] [MAX]
 # prints the functions of src/, bench/ and tests/ over MAX lines (default
 # 100), longest first, the files of src/ over 400 lines, and the counts.
-# A function is counted from the line that starts its definition (line (a line at
-# column 0 that is not a preprocessor line, a comment or a declaration) to
-# the '}' at column 0 that closes it: the house style (clang-format) puts
-# both there.
+# A function's size is the number of lines from the first line of its
+# definition (at column 0, not a preprocessor line, a comment or a
+# declaration) to the '}' at column 0 that closes it, that line not
+# counted: the house style (clang-format) puts both at column 0.
 set -eu
 cd "$(dirname "$0")/.."
 rev=${1:-}
