@@ -345,6 +345,35 @@ static void lb_model(size_t B, unsigned S, obl_lb_entry **ent, size_t *nent, con
     obl_lb_destroy(lb);
 }
 
+#if defined(OBL_DISPATCH)
+/* A bad OBL_CT_VARIANT makes every create refuse; a cap above the CPU's
+ * best variant (named best) gives the best. */
+static void bad_variant_refuses(const char *best)
+{
+    printf("a bad OBL_CT_VARIANT: every create refuses\n");
+    force("avx3");
+    CHECK(!strcmp(obl_ct_variant(), "unsupported"));
+    obl_nroram_params np = test_nroram_params(10, 8, 1);
+    obl_nroram *o = NULL;
+    CHECK_EQ_U64(obl_nroram_create(&o, &np), OBL_ERR_UNSUPPORTED);
+    CHECK(o == NULL);
+    obl_roram_params rp = test_roram_params(10, 8, 1);
+    obl_roram *r = NULL;
+    CHECK_EQ_U64(obl_roram_create(&r, &rp), OBL_ERR_UNSUPPORTED);
+    CHECK(r == NULL);
+    obl_omap_params mp = test_omap_params(10, 8, 8, 1);
+    obl_omap *m = NULL;
+    CHECK_EQ_U64(obl_omap_create(&m, &mp), OBL_ERR_UNSUPPORTED);
+    CHECK(m == NULL);
+    uint64_t key = 1;
+    CHECK_EQ_U64(obl_omap_build(&m, &mp, &key, &key, 1), OBL_ERR_UNSUPPORTED);
+    CHECK(m == NULL);
+    /* a cap above the CPU's best: the best */
+    force("avx512");
+    CHECK(!strcmp(obl_ct_variant(), best));
+}
+#endif
+
 int main(int argc, char **argv)
 {
     test_start(argc, argv, "test_dispatch", &R);
@@ -361,29 +390,7 @@ int main(int argc, char **argv)
     CHECK(!strcmp(obl_ct_variant(), obl_isa_name(vars[nv - 1])));
 
 #if defined(OBL_DISPATCH)
-    printf("a bad OBL_CT_VARIANT: every create refuses\n");
-    {
-        force("avx3");
-        CHECK(!strcmp(obl_ct_variant(), "unsupported"));
-        obl_nroram_params np = test_nroram_params(10, 8, 1);
-        obl_nroram *o = NULL;
-        CHECK_EQ_U64(obl_nroram_create(&o, &np), OBL_ERR_UNSUPPORTED);
-        CHECK(o == NULL);
-        obl_roram_params rp = test_roram_params(10, 8, 1);
-        obl_roram *r = NULL;
-        CHECK_EQ_U64(obl_roram_create(&r, &rp), OBL_ERR_UNSUPPORTED);
-        CHECK(r == NULL);
-        obl_omap_params mp = test_omap_params(10, 8, 8, 1);
-        obl_omap *m = NULL;
-        CHECK_EQ_U64(obl_omap_create(&m, &mp), OBL_ERR_UNSUPPORTED);
-        CHECK(m == NULL);
-        uint64_t key = 1;
-        CHECK_EQ_U64(obl_omap_build(&m, &mp, &key, &key, 1), OBL_ERR_UNSUPPORTED);
-        CHECK(m == NULL);
-        /* a cap above the CPU's best: the best */
-        force("avx512");
-        CHECK(!strcmp(obl_ct_variant(), obl_isa_name(vars[nv - 1])));
-    }
+    bad_variant_refuses(obl_isa_name(vars[nv - 1]));
 #endif
 
     /* sizes: 8 (whole buckets with AVX-512), 56 and 64 (registers), 100
