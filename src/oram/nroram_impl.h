@@ -529,8 +529,9 @@ static inline __attribute__((always_inline)) void NR_F(nr_evict_core)(obl_nroram
      * registers across the levels instead of being stored and reloaded by
      * every swap (the compiler cannot keep o->tmp in registers: it may alias
      * the tree). Measurements in docs/oram.md ("Blocks in registers"). The
-     * bytes of the last vector beyond the block (outside tail) are never swapped:
-     * they carry the bytes that follow the slot, stored back unchanged. */
+     * vectors sit at nr_reg_off; in a block under 64 bytes the bytes past it
+     * (outside tail) are never swapped: they carry the bytes that follow
+     * the slot, stored back unchanged. */
     __m512i hreg[NR_REG_MAX_W];
     const __m512i tail = nr_tail_lanes(vs);
 #endif
@@ -585,7 +586,7 @@ static inline __attribute__((always_inline)) void NR_F(nr_evict_core)(obl_nroram
                 const unsigned char *sp = o->bdata + (size_t)j * vs;
                 NR_REG_LOOP(w)
                 hreg[w] = _mm512_or_si512(hreg[w],
-                                          _mm512_and_si512(m, _mm512_loadu_si512((const void *)(sp + 64 * w))));
+                                          _mm512_and_si512(m, _mm512_loadu_si512((const void *)(sp + nr_reg_off(vs, NW, w)))));
             }
         } else
 #endif
@@ -641,8 +642,8 @@ static inline __attribute__((always_inline)) void NR_F(nr_evict_core)(obl_nroram
              * the start of slot 1 when vs is not a multiple of 64 */
             NR_REG_LOOP(w)
             {
-                d0[w] = _mm512_loadu_si512((const void *)(bd + 64 * w));
-                d1[w] = _mm512_loadu_si512((const void *)(bd + vs + 64 * w));
+                d0[w] = _mm512_loadu_si512((const void *)(bd + nr_reg_off(vs, NW, w)));
+                d1[w] = _mm512_loadu_si512((const void *)(bd + vs + nr_reg_off(vs, NW, w)));
             }
             /* each swap is two bitwise selects (vpternlog 0xca: m ? b : c),
              * one step on the held block's chain (nr_hold_swap) */
@@ -659,9 +660,9 @@ static inline __attribute__((always_inline)) void NR_F(nr_evict_core)(obl_nroram
                 d1[w] = _mm512_ternarylogic_epi64(mw, h, d1[w], 0xca);
             }
             NR_REG_LOOP(w)
-            _mm512_storeu_si512((void *)(bd + 64 * w), d0[w]);
+            _mm512_storeu_si512((void *)(bd + nr_reg_off(vs, NW, w)), d0[w]);
             NR_REG_LOOP(w)
-            _mm512_storeu_si512((void *)(bd + vs + 64 * w), d1[w]);
+            _mm512_storeu_si512((void *)(bd + vs + nr_reg_off(vs, NW, w)), d1[w]);
         } else
 #endif
         if (vs == 8) { /* public: both slots loaded and stored */
@@ -682,7 +683,7 @@ static inline __attribute__((always_inline)) void NR_F(nr_evict_core)(obl_nroram
 #if OBL_CT_AVX512
     if (NW) { /* public: o->tmp has 64 bytes of slack */
         NR_REG_LOOP(w)
-        _mm512_storeu_si512((void *)(hold + 64 * w), hreg[w]);
+        _mm512_storeu_si512((void *)(hold + nr_reg_off(vs, NW, w)), hreg[w]);
     }
 #endif
     o->st.evictions++;
@@ -782,7 +783,7 @@ static inline __attribute__((always_inline)) uint64_t NR_F(nr_fetch_core)(obl_nr
         __m512i mv_ = _mm512_set1_epi64((long long)(m));                                 \
         NR_REG_LOOP(w)                                                                   \
         acc64[w] = _mm512_or_si512(                                                      \
-            acc64[w], _mm512_and_si512(mv_, _mm512_loadu_si512((const void *)((p) + 64 * w)))); \
+            acc64[w], _mm512_and_si512(mv_, _mm512_loadu_si512((const void *)((p) + nr_reg_off(vs, NW, w))))); \
     } while (0)
 #else
     const int reg64 = 0;
@@ -904,7 +905,7 @@ static inline __attribute__((always_inline)) uint64_t NR_F(nr_fetch_core)(obl_nr
 #if OBL_CT_AVX512
     if (reg64) { /* public: o->tmp has 64 bytes of slack */
         NR_REG_LOOP(w)
-        _mm512_storeu_si512((void *)(o->tmp + 64 * w), acc64[w]);
+        _mm512_storeu_si512((void *)(o->tmp + nr_reg_off(vs, NW, w)), acc64[w]);
     }
 #endif
     return (uint64_t)(f & 1);
