@@ -533,7 +533,8 @@ static inline __attribute__((always_inline)) void NR_F(nr_evict_core)(obl_nroram
      * (outside tail) are never swapped: they carry the bytes that follow
      * the slot, stored back unchanged. */
     __m512i hreg[NR_REG_MAX_W];
-    const __m512i tail = nr_tail_lanes(vs);
+    const int front = nr_reg_front(o, vs, NW);
+    const __m512i tail = nr_tail_lanes(vs, front);
 #endif
     {
 #if OBL_CT_AVX512
@@ -586,7 +587,7 @@ static inline __attribute__((always_inline)) void NR_F(nr_evict_core)(obl_nroram
                 const unsigned char *sp = o->bdata + (size_t)j * vs;
                 NR_REG_LOOP(w)
                 hreg[w] = _mm512_or_si512(hreg[w],
-                                          _mm512_and_si512(m, _mm512_loadu_si512((const void *)(sp + nr_reg_off(vs, NW, w)))));
+                                          _mm512_and_si512(m, _mm512_loadu_si512((const void *)(sp + nr_reg_off(vs, NW, front, w)))));
             }
         } else
 #endif
@@ -642,8 +643,8 @@ static inline __attribute__((always_inline)) void NR_F(nr_evict_core)(obl_nroram
              * the start of slot 1 when vs is not a multiple of 64 */
             NR_REG_LOOP(w)
             {
-                d0[w] = _mm512_loadu_si512((const void *)(bd + nr_reg_off(vs, NW, w)));
-                d1[w] = _mm512_loadu_si512((const void *)(bd + vs + nr_reg_off(vs, NW, w)));
+                d0[w] = _mm512_loadu_si512((const void *)(bd + nr_reg_off(vs, NW, front, w)));
+                d1[w] = _mm512_loadu_si512((const void *)(bd + vs + nr_reg_off(vs, NW, front, w)));
             }
             /* each swap is two bitwise selects (vpternlog 0xca: m ? b : c),
              * one step on the held block's chain (nr_hold_swap) */
@@ -659,10 +660,20 @@ static inline __attribute__((always_inline)) void NR_F(nr_evict_core)(obl_nroram
                 hreg[w] = _mm512_ternarylogic_epi64(mw, d1[w], h, 0xca);
                 d1[w] = _mm512_ternarylogic_epi64(mw, h, d1[w], 0xca);
             }
-            NR_REG_LOOP(w)
-            _mm512_storeu_si512((void *)(bd + nr_reg_off(vs, NW, w)), d0[w]);
-            NR_REG_LOOP(w)
-            _mm512_storeu_si512((void *)(bd + vs + nr_reg_off(vs, NW, w)), d1[w]);
+            /* slot 1 first when its vector starts in slot 0 (front), else
+             * slot 0 first: the one whose lanes hold the shared bytes'
+             * new values is stored last */
+            if (front) { /* public */
+                NR_REG_LOOP(w)
+                _mm512_storeu_si512((void *)(bd + vs + nr_reg_off(vs, NW, front, w)), d1[w]);
+                NR_REG_LOOP(w)
+                _mm512_storeu_si512((void *)(bd + nr_reg_off(vs, NW, front, w)), d0[w]);
+            } else {
+                NR_REG_LOOP(w)
+                _mm512_storeu_si512((void *)(bd + nr_reg_off(vs, NW, front, w)), d0[w]);
+                NR_REG_LOOP(w)
+                _mm512_storeu_si512((void *)(bd + vs + nr_reg_off(vs, NW, front, w)), d1[w]);
+            }
         } else
 #endif
         if (vs == 8) { /* public: both slots loaded and stored */
@@ -683,7 +694,7 @@ static inline __attribute__((always_inline)) void NR_F(nr_evict_core)(obl_nroram
 #if OBL_CT_AVX512
     if (NW) { /* public: o->tmp has 64 bytes of slack */
         NR_REG_LOOP(w)
-        _mm512_storeu_si512((void *)(hold + nr_reg_off(vs, NW, w)), hreg[w]);
+        _mm512_storeu_si512((void *)(hold + nr_reg_off(vs, NW, front, w)), hreg[w]);
     }
 #endif
     o->st.evictions++;
@@ -775,6 +786,7 @@ static inline __attribute__((always_inline)) uint64_t NR_F(nr_fetch_core)(obl_nr
     uint64_t acc8 = 0;
 #if OBL_CT_AVX512
     const int reg64 = NW != 0; /* public */
+    const int front = nr_reg_front(o, vs, NW);
     __m512i acc64[NR_REG_MAX_W];
     for (int w = 0; w < NR_REG_MAX_W; w++)
         acc64[w] = _mm512_setzero_si512();
@@ -783,7 +795,7 @@ static inline __attribute__((always_inline)) uint64_t NR_F(nr_fetch_core)(obl_nr
         __m512i mv_ = _mm512_set1_epi64((long long)(m));                                 \
         NR_REG_LOOP(w)                                                                   \
         acc64[w] = _mm512_or_si512(                                                      \
-            acc64[w], _mm512_and_si512(mv_, _mm512_loadu_si512((const void *)((p) + nr_reg_off(vs, NW, w))))); \
+            acc64[w], _mm512_and_si512(mv_, _mm512_loadu_si512((const void *)((p) + nr_reg_off(vs, NW, front, w))))); \
     } while (0)
 #else
     const int reg64 = 0;
@@ -905,7 +917,7 @@ static inline __attribute__((always_inline)) uint64_t NR_F(nr_fetch_core)(obl_nr
 #if OBL_CT_AVX512
     if (reg64) { /* public: o->tmp has 64 bytes of slack */
         NR_REG_LOOP(w)
-        _mm512_storeu_si512((void *)(o->tmp + nr_reg_off(vs, NW, w)), acc64[w]);
+        _mm512_storeu_si512((void *)(o->tmp + nr_reg_off(vs, NW, front, w)), acc64[w]);
     }
 #endif
     return (uint64_t)(f & 1);
