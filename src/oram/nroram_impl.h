@@ -1054,10 +1054,13 @@ static inline __attribute__((always_inline)) void NR_F(nr_stash_in)(obl_nroram *
 
     /* Into the first free stash slot: one exists, since at most S + 1 of
      * the P = S + 2 slots are held when an access starts (nr_settle). */
+    /* through the constant-time selects: clang 14 compiled the plain
+     * `id == dummy ? s : 255` of this loop into a branch on the slot's
+     * emptiness (docs/timing.md, "clang") */
     uint32_t first = 255;
     for (uint32_t s = 0; s < o->P; s++) {
-        uint32_t c = bm[s].id == NR_DUMMY ? s : 255;
-        first = first < c ? first : c;
+        uint32_t c = obl_ct_select32(nr_eq(bm[s].id, NR_DUMMY), s, 255);
+        first = (uint32_t)obl_ct_min64(first, c);
     }
     for (uint32_t s = 0; s < o->P; s++) {
         NR_WORD m = (NR_WORD)0 - (NR_WORD)(s == first);
