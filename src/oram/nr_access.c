@@ -146,6 +146,7 @@ static inline int nr_reg_words(size_t vs)
     default: OTHER; break;                                                                \
     }
 
+#if OBL_CT_AVX512
 /* Whether the one vector of a block under 64 bytes ends at the block's
  * end (else it starts at its start): the tree's slots have at least
  * 64 - vs bytes of their bucket before them. Public. */
@@ -163,7 +164,6 @@ static inline ptrdiff_t nr_reg_off(size_t vs, int NW, int front, int w)
     return (w == NW - 1 && vs > 64) || front ? (ptrdiff_t)vs - 64 : (ptrdiff_t)64 * w;
 }
 
-#if OBL_CT_AVX512
 /* All-ones bytes for the bytes of the block in its last vector: every
  * byte for a block over 64 bytes, the last vs for a front block, else the
  * first (nr_reg_off). */
