@@ -300,6 +300,7 @@ typedef struct rt_join {
     const shard_route *r;
     size_t B, b, n, rs, to; /* type word offset */
     size_t L;
+    int inorder;            /* one-word keys, answers in request order: sorted */
     unsigned char *a;
     unsigned char *sl;      /* B slim request records (one-word keys) */
     uint64_t *scr;          /* the column sorts' buffer, for B records */
@@ -315,7 +316,12 @@ static void rt_join_pad(const rt_join *t, unsigned char *q)
         st64(q + 8, ~RT_LO51);
 }
 
-/* The answers in [L, L + S b), then pads; a dummy's answer joins nothing. */
+/* The answers in [L, L + S b), then pads; a dummy's answer joins nothing:
+ * its shard is past the last, or, with the answers in request order, it
+ * keeps its shard with key all ones and type 2, after every request of
+ * the shard (no request has type 2). The split hands each shard its keys
+ * ascending, then its dummies (rt_place), so answers in request order are
+ * then sorted by (shard, key, type) and need no sort (rt_join_sort). */
 static void rt_join_answers(rt_join *t, const shard_bufs *in)
 {
     const shard_route *r = t->r;
@@ -323,9 +329,16 @@ static void rt_join_answers(rt_join *t, const shard_bufs *in)
     unsigned char *a = t->a + t->L * t->rs;
     for (size_t j = 0; j < sb; j++) {
         unsigned char *q = a + j * t->rs;
+        uint64_t d = in->adummy[j] & 1;
         memset(q, 0, t->rs);
-        st64(q, obl_ct_select64(in->adummy[j] & 1, r->S, j / t->b));
         memcpy(q + 8, in->akeys + j * r->ks, r->ks);
+        if (t->inorder) { /* public */
+            st64(q, j / t->b);
+            st64(q + 8, obl_ct_select64(d, UINT64_MAX, ld64(q + 8)));
+            st64(q + t->to, d << 1);
+        } else {
+            st64(q, obl_ct_select64(d, r->S, j / t->b));
+        }
         st64(q + t->to + 16, in->found[j] & 1);
         memcpy(q + t->to + 24, in->vout + j * r->vs, r->vs);
     }
@@ -377,7 +390,8 @@ static void rt_join_sort(rt_join *t)
         return;
     }
     rt_pack(a, sb, t->rs);
-    shard_sort_bounded(a, sb, t->rs, 2, r->threads, r->prg, &r->ac->a);
+    if (!t->inorder) /* public */
+        shard_sort_bounded(a, sb, t->rs, 2, r->threads, r->prg, &r->ac->a);
     shard_bitonic_merge_words(t->a, t->n, t->rs, 2);
     rt_unpack(t->a, t->n, t->rs);
 }
@@ -427,19 +441,53 @@ static void rt_join_out(rt_join *t, const uint8_t *keep, unsigned char *o,
     }
 }
 
+/* Joins of fewer records than this go back to batch order by one sort of
+ * all n records made slim; from it on, shard_keep_first compacts (ORCompact,
+ * n lg n moves) and only the B requests are sorted (rt_join_out). Below it
+ * shard_keep_first is itself a sort of the wide records. */
+#define RT_JOIN_SLIM_MAX ((size_t)1 << 13)
+
+/* The requests back into batch order for n < RT_JOIN_SLIM_MAX: every
+ * record, in place, becomes a slim record (a request's position and found
+ * flag in one word, any other record a word past every request's; the
+ * value), and one sort of the n slim records by that word, on the column
+ * network for 8/56 (8 words), puts the B requests first in batch order.
+ * In place: slim record p (os < rs bytes) ends before record p + 1. */
+static void rt_join_out_slim(rt_join *t, unsigned char *vout, uint64_t *found)
+{
+    const shard_route *r = t->r;
+    size_t os = 8 + r->vs8;
+    for (size_t p = 0; p < t->n; p++) {
+        const unsigned char *q = t->a + p * t->rs;
+        unsigned char *o = t->a + p * os;
+        uint64_t req = obl_ct_eq64(ld64(q + t->to), 1), f = ld64(q + t->to + 16) & 1;
+        uint64_t w = obl_ct_select64(req, ld64(q) << 1 | f, 1ull << 63 | (uint64_t)p);
+        memmove(o + 8, q + t->to + 24, r->vs8);
+        st64(o, w);
+    }
+    shard_sort_bounded_in(t->a, t->n, os, 1, r->threads, r->prg, &r->ac->a, t->scr,
+                          t->scr_bytes);
+    for (size_t i = 0; i < t->B; i++) {
+        found[i] = ld64(t->a + i * os) & 1;
+        memcpy(vout + i * r->vs, t->a + i * os + 8, r->vs);
+    }
+}
+
 /* see shard_internal.h */
 obl_err shard_route_join(shard_route *r, size_t B, size_t b, const unsigned char *keys,
                          const shard_bufs *in, unsigned char *vout, uint64_t *found)
 {
     size_t sb = (size_t)r->S * b, L = B > sb ? B : sb;
-    rt_join t = {r, B, b, 2 * L, 0, 8 * (1 + r->kw), L, NULL, NULL, NULL, 0};
+    rt_join t = {r, B, b, 2 * L, 0, 8 * (1 + r->kw), L, 0, NULL, NULL, NULL, 0};
     t.rs = t.to + 24 + r->vs8;
+    t.inorder = r->kw == 1 && in->akeys == in->keys; /* public: the engine's contract */
+    int slim = t.n < RT_JOIN_SLIM_MAX && r->kw == 1; /* public */
     size_t bytes, obytes, sbytes;
     if (L > (SIZE_MAX >> 2) || !obl_mul_ok(t.n, t.rs, &bytes) ||
         !obl_mul_ok(B, 8 + r->vs8, &obytes) || !obl_mul_ok(B, 24, &sbytes))
         return OBL_ERR_TOO_LARGE;
     unsigned char *o = NULL; /* then the slim records: sbytes is a multiple of 8 */
-    t.a = rt_arena_scr(r, bytes, B, &t.scr, &t.scr_bytes, obytes + sbytes, &o);
+    t.a = rt_arena_scr(r, bytes, slim ? t.n : B, &t.scr, &t.scr_bytes, obytes + sbytes, &o);
     t.sl = o ? o + obytes : NULL;
     unsigned char *cval = (unsigned char *)obl_alloc(r->ac, r->vs8, 64);
     uint8_t *keep = (uint8_t *)obl_alloc(r->ac, t.n, 64);
@@ -452,7 +500,10 @@ obl_err shard_route_join(shard_route *r, size_t B, size_t b, const unsigned char
     rt_join_answers(&t, in);
     rt_join_sort(&t);
     rt_join_carry(&t, cval, keep);
-    rt_join_out(&t, keep, o, vout, found);
+    if (slim) /* public */
+        rt_join_out_slim(&t, vout, found);
+    else
+        rt_join_out(&t, keep, o, vout, found);
 done:
     obl_free(r->ac, cval, r->vs8);
     obl_free(r->ac, keep, t.n);
