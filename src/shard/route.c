@@ -9,6 +9,7 @@
  * depends on B, S, b and the sizes alone (docs/shard.md, "Balancer").
  */
 #include <obl/lb.h>
+#include <obl/sort.h>
 
 #include "shard/shard_internal.h"
 
@@ -418,42 +419,26 @@ static void rt_join_carry(rt_join *t, unsigned char *cval, uint8_t *keep)
     }
 }
 
-/* The requests back into batch order: compacted out of the join's records
- * (O(n log n) moves), then as slim records (position and found in one
- * word, the value) sorted by position: B records of 8 words for 8/56,
- * which the column network takes, instead of a sort of all B + S b join
- * records. */
-static void rt_join_out(rt_join *t, const uint8_t *keep, unsigned char *o,
-                        unsigned char *vout, uint64_t *found)
+/* obl_compact's randomness parameter (obl_sort_params): the generator. */
+static int rt_random(void *opaque, void *buf, size_t len)
 {
-    const shard_route *r = t->r;
-    size_t os = 8 + r->vs8;
-    shard_keep_first(t->a, t->n, t->rs, keep, r->threads, r->prg, &r->ac->a);
-    for (size_t i = 0; i < t->B; i++) {
-        const unsigned char *q = t->a + i * t->rs;
-        st64(o + i * os, ld64(q) << 1 | (ld64(q + t->to + 16) & 1));
-        memcpy(o + i * os + 8, q + t->to + 24, r->vs8);
-    }
-    shard_sort_bounded_in(o, t->B, os, 1, r->threads, r->prg, &r->ac->a, t->scr, t->scr_bytes);
-    for (size_t i = 0; i < t->B; i++) {
-        found[i] = ld64(o + i * os) & 1;
-        memcpy(vout + i * r->vs, o + i * os + 8, r->vs);
-    }
+    obl_prg_fill((obl_prg *)opaque, buf, len);
+    return 0;
 }
 
-/* Joins of fewer records than this go back to batch order by one sort of
- * all n records made slim; from it on, shard_keep_first compacts (ORCompact,
- * n lg n moves) and only the B requests are sorted (rt_join_out). Below it
- * shard_keep_first is itself a sort of the wide records. */
-#define RT_JOIN_SLIM_MAX ((size_t)1 << 13)
+/* Sorts and compactions of at least this many records may use threads. */
+#define RT_PAR_MIN ((size_t)1 << 14)
 
-/* The requests back into batch order for n < RT_JOIN_SLIM_MAX: every
- * record, in place, becomes a slim record (a request's position and found
- * flag in one word, any other record a word past every request's; the
- * value), and one sort of the n slim records by that word, on the column
- * network for 8/56 (8 words), puts the B requests first in batch order.
- * In place: slim record p (os < rs bytes) ends before record p + 1. */
-static void rt_join_out_slim(rt_join *t, unsigned char *vout, uint64_t *found)
+/* The requests back into batch order. Every record, in place, becomes a
+ * slim record: a request's position and found flag in one word (any other
+ * record a word past every request's), then the value; 8 words for 8/56.
+ * The requests are compacted to the front (ORCompact, n lg n moves of
+ * slim records) and the B of them sorted by that word, on the column
+ * network up to 8 words. Wide records are neither compacted nor sorted.
+ * In place: slim record p (os < rs bytes) ends before record p + 1 starts.
+ * keep[p]: record p is a request. */
+static void rt_join_out(rt_join *t, const uint8_t *keep, unsigned char *vout,
+                        uint64_t *found)
 {
     const shard_route *r = t->r;
     size_t os = 8 + r->vs8;
@@ -465,7 +450,12 @@ static void rt_join_out_slim(rt_join *t, unsigned char *vout, uint64_t *found)
         memmove(o + 8, q + t->to + 24, r->vs8);
         st64(o, w);
     }
-    shard_sort_bounded_in(t->a, t->n, os, 1, r->threads, r->prg, &r->ac->a, t->scr,
+    unsigned th = t->n >= RT_PAR_MIN ? r->threads : 1;
+    obl_sort_params sp = {os, 8, th, rt_random, r->prg, &r->ac->a};
+    size_t m = t->n; /* without the compaction's memory (public): sort all */
+    if (obl_compact(t->a, t->n, keep, NULL, &sp) == OBL_OK)
+        m = t->B;
+    shard_sort_bounded_in(t->a, m, os, 1, r->threads, r->prg, &r->ac->a, t->scr,
                           t->scr_bytes);
     for (size_t i = 0; i < t->B; i++) {
         found[i] = ld64(t->a + i * os) & 1;
@@ -481,18 +471,14 @@ obl_err shard_route_join(shard_route *r, size_t B, size_t b, const unsigned char
     rt_join t = {r, B, b, 2 * L, 0, 8 * (1 + r->kw), L, 0, NULL, NULL, NULL, 0};
     t.rs = t.to + 24 + r->vs8;
     t.inorder = r->kw == 1 && in->akeys == in->keys; /* public: the engine's contract */
-    int slim = t.n < RT_JOIN_SLIM_MAX && r->kw == 1; /* public */
-    size_t bytes, obytes, sbytes;
-    if (L > (SIZE_MAX >> 2) || !obl_mul_ok(t.n, t.rs, &bytes) ||
-        !obl_mul_ok(B, 8 + r->vs8, &obytes) || !obl_mul_ok(B, 24, &sbytes))
+    size_t bytes, sbytes;
+    if (L > (SIZE_MAX >> 2) || !obl_mul_ok(t.n, t.rs, &bytes) || !obl_mul_ok(B, 24, &sbytes))
         return OBL_ERR_TOO_LARGE;
-    unsigned char *o = NULL; /* then the slim records: sbytes is a multiple of 8 */
-    t.a = rt_arena_scr(r, bytes, slim ? t.n : B, &t.scr, &t.scr_bytes, obytes + sbytes, &o);
-    t.sl = o ? o + obytes : NULL;
+    t.a = rt_arena_scr(r, bytes, B, &t.scr, &t.scr_bytes, sbytes, &t.sl);
     unsigned char *cval = (unsigned char *)obl_alloc(r->ac, r->vs8, 64);
     uint8_t *keep = (uint8_t *)obl_alloc(r->ac, t.n, 64);
     obl_err e = OBL_OK;
-    if (!t.a || !t.sl || !cval || !o || !keep) {
+    if (!t.a || !t.sl || !cval || !keep) {
         e = OBL_ERR_NOMEM;
         goto done;
     }
@@ -500,10 +486,7 @@ obl_err shard_route_join(shard_route *r, size_t B, size_t b, const unsigned char
     rt_join_answers(&t, in);
     rt_join_sort(&t);
     rt_join_carry(&t, cval, keep);
-    if (slim) /* public */
-        rt_join_out_slim(&t, vout, found);
-    else
-        rt_join_out(&t, keep, o, vout, found);
+    rt_join_out(&t, keep, vout, found);
 done:
     obl_free(r->ac, cval, r->vs8);
     obl_free(r->ac, keep, t.n);
