@@ -227,6 +227,29 @@ static void rt_by_shard(rt_split *t)
     shard_bitonic_merge_words(t->a, t->n, rs, 1);
 }
 
+/* obl_compact's randomness parameter (obl_sort_params): the generator. */
+static int rt_random(void *opaque, void *buf, size_t len)
+{
+    obl_prg_fill((obl_prg *)opaque, buf, len);
+    return 0;
+}
+
+/* Sorts and compactions of at least this many records may use threads. */
+#define RT_PAR_MIN ((size_t)1 << 14)
+
+/* Moves the records with keep[i] = 1 to the front in their order:
+ * ORCompact (n lg n moves) at every n, which at the balancer's sizes
+ * costs less than shard_keep_first's sort below 2^13 records; that sort
+ * (by the first word, which the caller sets for it) without memory. */
+static void rt_keep(const shard_route *r, unsigned char *a, size_t n, size_t rs,
+                    const uint8_t *keep)
+{
+    obl_sort_params sp = {rs, 8, n >= RT_PAR_MIN ? r->threads : 1, rt_random, r->prg,
+                          &r->ac->a};
+    if (obl_compact(a, n, keep, NULL, &sp) != OBL_OK)
+        shard_keep_first(a, n, rs, NULL, r->threads, r->prg, &r->ac->a);
+}
+
 /* Appends b fillers per shard, sorts by shard (representatives first),
  * keeps the first b of each shard (kept[], n bytes) and compacts them into
  * place. Returns 1 if a shard had more than b keys. */
@@ -245,7 +268,7 @@ static uint64_t rt_place(rt_split *t, uint8_t *kept)
         kept[p] = (uint8_t)keep;
         prev = x;
     }
-    shard_keep_first(t->a, t->n, t->rs, kept, r->threads, r->prg, &r->ac->a);
+    rt_keep(r, t->a, t->n, t->rs, kept);
     return ovf;
 }
 
@@ -419,16 +442,6 @@ static void rt_join_carry(rt_join *t, unsigned char *cval, uint8_t *keep)
     }
 }
 
-/* obl_compact's randomness parameter (obl_sort_params): the generator. */
-static int rt_random(void *opaque, void *buf, size_t len)
-{
-    obl_prg_fill((obl_prg *)opaque, buf, len);
-    return 0;
-}
-
-/* Sorts and compactions of at least this many records may use threads. */
-#define RT_PAR_MIN ((size_t)1 << 14)
-
 /* The requests back into batch order. Every record, in place, becomes a
  * slim record: a request's position and found flag in one word (any other
  * record a word past every request's), then the value; 8 words for 8/56.
@@ -450,12 +463,8 @@ static void rt_join_out(rt_join *t, const uint8_t *keep, unsigned char *vout,
         memmove(o + 8, q + t->to + 24, r->vs8);
         st64(o, w);
     }
-    unsigned th = t->n >= RT_PAR_MIN ? r->threads : 1;
-    obl_sort_params sp = {os, 8, th, rt_random, r->prg, &r->ac->a};
-    size_t m = t->n; /* without the compaction's memory (public): sort all */
-    if (obl_compact(t->a, t->n, keep, NULL, &sp) == OBL_OK)
-        m = t->B;
-    shard_sort_bounded_in(t->a, m, os, 1, r->threads, r->prg, &r->ac->a, t->scr,
+    rt_keep(r, t->a, t->n, os, keep);
+    shard_sort_bounded_in(t->a, t->B, os, 1, r->threads, r->prg, &r->ac->a, t->scr,
                           t->scr_bytes);
     for (size_t i = 0; i < t->B; i++) {
         found[i] = ld64(t->a + i * os) & 1;
