@@ -13,6 +13,7 @@
 #include <obl/obl.h>
 
 #include "common/alloc.h"
+#include "common/cpu.h"
 #include "common/prg.h"
 #include "pool/pool.h"
 
@@ -189,5 +190,12 @@ void shard_bitonic_sort_words(unsigned char *recs, size_t n, size_t rec_size, si
  * the rest ascending by their first kw words, into ascending order
  * (n/2 lg n compare-exchanges). Public: n, rec_size, kw. */
 void shard_bitonic_merge_words(unsigned char *recs, size_t n, size_t rec_size, size_t kw);
+
+/* The record network behind the two above, one copy per instruction-set
+ * variant (net.c): a sort, or (merge = 1) the merge. Public: all but the
+ * records. */
+#define SHARD_NET_DECLARE(v) \
+    void shard_net_##v(unsigned char *recs, size_t n, size_t rec_size, size_t kw, int merge);
+OBL_VARIANT_EACH(SHARD_NET_DECLARE)
 
 #endif /* OBL_SRC_SHARD_INTERNAL_H */
