@@ -126,6 +126,8 @@ static obl_err parts_alloc(obl_shard *m, size_t B, unsigned P, part **out)
         t->rt = m->rt;
         t->rt.arena = NULL; /* each part's own working memory */
         t->rt.arena_bytes = 0;
+        t->rt.order = NULL;
+        t->rt.order_bytes = 0;
         t->bf.akeys = t->bf.keys; /* the omaps answer in request order */
         t->bf.adummy = t->bf.dummy;
         t->rt.prg = &t->prg;

@@ -55,6 +55,11 @@ void shard_route_release(shard_route *r)
         obl_free(r->ac, r->arena, r->arena_bytes);
     r->arena = NULL;
     r->arena_bytes = 0;
+    if (r->order)
+        obl_free(r->ac, r->order, r->order_bytes);
+    r->order = NULL;
+    r->order_bytes = 0;
+    r->order_B = 0;
 }
 
 /* see shard_internal.h */
@@ -137,13 +142,29 @@ static unsigned char *rt_arena_scr(shard_route *r, size_t bytes, size_t B, uint6
 #define RT_FILLER (1ull << 8)
 
 typedef struct rt_split {
-    const shard_route *r;
+    shard_route *r;
     size_t B, b, n, rs, vo; /* records (2L), record bytes, value offset */
     size_t L;               /* max(B, S b) */
     unsigned char *a;
     uint64_t *scr;          /* the column sorts' buffer, for B records */
     size_t scr_bytes;
 } rt_split;
+
+/* One-word keys: the sorted requests as the join's slim records (packed
+ * (shard, key, type 1), position), kept for the join of this batch, which
+ * then needs no sort of its own (rt_join_requests). */
+static void rt_keep_order(rt_split *t)
+{
+    shard_route *r = t->r;
+    for (size_t i = 0; i < t->B; i++) {
+        const unsigned char *q = t->a + i * t->rs;
+        uint64_t s = ld64(q), k = ld64(q + 8);
+        st64(r->order + i * 24, s << 51 | k >> 13);
+        st64(r->order + i * 24 + 8, (k & 0x1fff) << 51 | 1);
+        st64(r->order + i * 24 + 16, ld64(q + 16));
+    }
+    r->order_B = t->B;
+}
 
 /* The B requests, sorted by (shard, key, position). */
 static void rt_fill(rt_split *t, const uint64_t *ops, const unsigned char *keys,
@@ -163,6 +184,8 @@ static void rt_fill(rt_split *t, const uint64_t *ops, const unsigned char *keys,
             memcpy(q + t->vo, vin + i * r->vs, r->vs);
     }
     rt_sort_keyed(r, t->a, t->B, t->rs, t->scr, t->scr_bytes);
+    if (r->kw == 1) /* public */
+        rt_keep_order(t);
 }
 
 /* Each record gets its key's last write so far (op and value); the last
@@ -285,10 +308,17 @@ obl_err shard_route_split(shard_route *r, size_t B, size_t b, const uint64_t *op
         return OBL_ERR_TOO_LARGE;
     unsigned char *none;
     t.a = rt_arena_scr(r, bytes, B, &t.scr, &t.scr_bytes, 0, &none);
+    r->order_B = 0;
+    if (r->kw == 1 && r->order_bytes < 24 * B) { /* public; B < SIZE_MAX / 96 here */
+        obl_free(r->ac, r->order, r->order_bytes);
+        r->order_bytes = 0;
+        r->order = (unsigned char *)obl_alloc(r->ac, 24 * B, 64);
+        r->order_bytes = r->order ? 24 * B : 0;
+    }
     unsigned char *cval = (unsigned char *)obl_alloc(r->ac, r->vs8, 64);
     uint8_t *kept = (uint8_t *)obl_alloc(r->ac, t.n, 64);
     obl_err e = OBL_OK;
-    if (!t.a || !cval || !kept) {
+    if (!t.a || !cval || !kept || (r->kw == 1 && !r->order)) {
         e = OBL_ERR_NOMEM;
         goto done;
     }
@@ -326,7 +356,6 @@ typedef struct rt_join {
     size_t L;
     int inorder;            /* one-word keys, answers in request order: sorted */
     unsigned char *a;
-    unsigned char *sl;      /* B slim request records (one-word keys) */
     uint64_t *scr;          /* the column sorts' buffer, for B records */
     size_t scr_bytes;
 } rt_join;
@@ -371,35 +400,25 @@ static void rt_join_answers(rt_join *t, const shard_bufs *in)
 }
 
 /* The requests in [0, L): pads, then the requests. With one-word keys they
- * are sorted apart as slim records (packed key, position) on the column
- * network and laid out descending; the answers sorted ascending after them
- * then need only the bitonic merge. */
+ * are laid out descending in the order the split sorted them (r->order:
+ * packed key, position); the answers ascending after them then need only
+ * the bitonic merge. */
 static void rt_join_requests(rt_join *t, const unsigned char *keys)
 {
     const shard_route *r = t->r;
     for (size_t j = 0; j < t->L - t->B; j++)
         rt_join_pad(t, t->a + j * t->rs);
-    for (size_t i = 0; i < t->B && r->kw == 1; i++) { /* public: kw */
-        uint64_t k = 0, sh = shard_route_shard_of(r, keys + i * r->ks);
-        memcpy(&k, keys + i * r->ks, r->ks); /* as rt_fill lays it out */
-        st64(t->sl + i * 24, sh << 51 | k >> 13);
-        st64(t->sl + i * 24 + 8, (k & 0x1fff) << 51 | 1);
-        st64(t->sl + i * 24 + 16, i);
-    }
-    if (r->kw == 1)
-        shard_sort_bounded_in(t->sl, t->B, 24, 2, r->threads, r->prg, &r->ac->a, t->scr,
-                              t->scr_bytes);
     for (size_t i = 0; i < t->B; i++) {
         unsigned char *q = t->a + (t->L - 1 - i) * t->rs; /* descending */
         memset(q, 0, t->rs);
         if (r->kw == 1) { /* public */
-            memcpy(q, t->sl + i * 24, 16);
+            memcpy(q, r->order + i * 24, 16);
         } else {
             st64(q, shard_route_shard_of(r, keys + i * r->ks));
             memcpy(q + 8, keys + i * r->ks, r->ks);
         }
         st64(q + t->to, 1);
-        st64(q + t->to + 8, r->kw == 1 ? ld64(t->sl + i * 24 + 16) : i);
+        st64(q + t->to + 8, r->kw == 1 ? ld64(r->order + i * 24 + 16) : i);
     }
 }
 
@@ -477,17 +496,20 @@ obl_err shard_route_join(shard_route *r, size_t B, size_t b, const unsigned char
                          const shard_bufs *in, unsigned char *vout, uint64_t *found)
 {
     size_t sb = (size_t)r->S * b, L = B > sb ? B : sb;
-    rt_join t = {r, B, b, 2 * L, 0, 8 * (1 + r->kw), L, 0, NULL, NULL, NULL, 0};
+    rt_join t = {r, B, b, 2 * L, 0, 8 * (1 + r->kw), L, 0, NULL, NULL, 0};
     t.rs = t.to + 24 + r->vs8;
     t.inorder = r->kw == 1 && in->akeys == in->keys; /* public: the engine's contract */
-    size_t bytes, sbytes;
-    if (L > (SIZE_MAX >> 2) || !obl_mul_ok(t.n, t.rs, &bytes) || !obl_mul_ok(B, 24, &sbytes))
+    size_t bytes;
+    if (L > (SIZE_MAX >> 2) || !obl_mul_ok(t.n, t.rs, &bytes))
         return OBL_ERR_TOO_LARGE;
-    t.a = rt_arena_scr(r, bytes, B, &t.scr, &t.scr_bytes, sbytes, &t.sl);
+    if (r->kw == 1 && r->order_B != B) /* public: no split of this batch before */
+        return OBL_ERR_INVALID_ARG;
+    unsigned char *none;
+    t.a = rt_arena_scr(r, bytes, B, &t.scr, &t.scr_bytes, 0, &none);
     unsigned char *cval = (unsigned char *)obl_alloc(r->ac, r->vs8, 64);
     uint8_t *keep = (uint8_t *)obl_alloc(r->ac, t.n, 64);
     obl_err e = OBL_OK;
-    if (!t.a || !t.sl || !cval || !keep) {
+    if (!t.a || !cval || !keep) {
         e = OBL_ERR_NOMEM;
         goto done;
     }
