@@ -96,14 +96,54 @@ static void bt_two(const bt_node *nd, bt_node *x, bt_node *y, obl_par_task_fn fn
     fn(y);
 }
 
-static void bt_merge(const bt_node *nd)
+/* Below this many records a merge or sort runs on one thread, its passes
+ * called directly: through the parallel loop a pass of a few exchanges
+ * cost several times its exchanges. The same exchanges in the same order. */
+#define BT_SMALL ((size_t)64)
+
+/* The largest power of two below n (n >= 2). */
+static size_t bt_pow2_below(size_t n)
 {
-    const size_t n = nd->n;
-    if (n < 2)
-        return;
     size_t m = 1;
     while (m * 2 < n)
         m *= 2;
+    return m;
+}
+
+static void bt_merge_small(const rec_arr *a, size_t base, size_t n, int asc)
+{
+    if (n < 2)
+        return;
+    size_t m = bt_pow2_below(n);
+#ifdef OBL_TRACE
+    for (size_t i = 0; i < n - m; i++) {
+        REC_TOUCH(base + i);
+        REC_TOUCH(base + m + i);
+    }
+#endif
+    bt_pass(rec_at(a, base), rec_at(a, base + m), 0, n - m, asc, a->kw, a->words);
+    bt_merge_small(a, base, m, asc);
+    bt_merge_small(a, base + m, n - m, asc);
+}
+
+static void bt_sort_small(const rec_arr *a, size_t base, size_t n, int asc)
+{
+    if (n < 2)
+        return;
+    size_t m = n / 2;
+    bt_sort_small(a, base, m, !asc);
+    bt_sort_small(a, base + m, n - m, asc);
+    bt_merge_small(a, base, n, asc);
+}
+
+static void bt_merge(const bt_node *nd)
+{
+    const size_t n = nd->n;
+    if (n < BT_SMALL) { /* public */
+        bt_merge_small(nd->a, nd->base, n, nd->asc);
+        return;
+    }
+    size_t m = bt_pow2_below(n);
     bt_pass_ctx c = {nd, m};
     obl_par_for(n >= BT_PAR_MIN ? nd->threads : 1, n - m, 256, bt_pass_range, &c);
     bt_node x = {nd->a, nd->base, m, nd->asc, 1}, y = {nd->a, nd->base + m, n - m, nd->asc, 1};
@@ -113,8 +153,10 @@ static void bt_merge(const bt_node *nd)
 static void bt_sort(const bt_node *nd)
 {
     const size_t n = nd->n;
-    if (n < 2)
+    if (n < BT_SMALL) { /* public */
+        bt_sort_small(nd->a, nd->base, n, nd->asc);
         return;
+    }
     const size_t m = n / 2;
     bt_node x = {nd->a, nd->base, m, !nd->asc, 1}, y = {nd->a, nd->base + m, n - m, nd->asc, 1};
     bt_two(nd, &x, &y, bt_sort_task);
