@@ -36,12 +36,30 @@ static inline uint64_t bs_gt(const unsigned char *a, const unsigned char *b, siz
 }
 
 /* Exchange records i < j if their order differs from `up`. */
-static inline void bs_ce(const bs_ctx *c, size_t i, size_t j, uint64_t up)
+static inline void bs_ce(const bs_ctx *c, size_t i, size_t j, uint64_t up, size_t rs)
 {
-    unsigned char *a = c->r + i * c->rs, *b = c->r + j * c->rs;
+    unsigned char *a = c->r + i * rs, *b = c->r + j * rs;
     OBL_TRACE_TOUCH(OBL_TRACE_REGION_SORT, OBL_TRACE_RW, i, j);
     uint64_t sw = bs_gt(a, b, c->kw) ^ up ^ 1;
-    obl_ct_cswap(sw, a, b, c->rs);
+    obl_ct_cswap(sw, a, b, rs);
+}
+
+/* The exchanges (i, i + m) for i in [lo, hi). Records of up to 16 words
+ * get a copy with the size a constant: the swap is then a few whole
+ * vectors, with no loop or tail to set up per exchange. */
+#define BS_W(w) \
+    case w: for (size_t i = lo; i < hi; i++) bs_ce(c, i, i + m, up, 8 * (w)); break;
+
+static void bs_pass(const bs_ctx *c, size_t lo, size_t hi, size_t m, uint64_t up)
+{
+    switch (c->rs % 8 ? 0 : c->rs / 8) { /* public */
+    BS_W(1) BS_W(2) BS_W(3) BS_W(4) BS_W(5) BS_W(6) BS_W(7) BS_W(8)
+    BS_W(9) BS_W(10) BS_W(11) BS_W(12) BS_W(13) BS_W(14) BS_W(15) BS_W(16)
+    default:
+        for (size_t i = lo; i < hi; i++)
+            bs_ce(c, i, i + m, up, c->rs);
+        break;
+    }
 }
 
 /* The largest power of two below n (n >= 2). */
@@ -58,8 +76,7 @@ static void bs_merge(const bs_ctx *c, size_t lo, size_t n, uint64_t up)
     if (n < 2)
         return;
     size_t m = bs_pow2_below(n);
-    for (size_t i = lo; i < lo + n - m; i++)
-        bs_ce(c, i, i + m, up);
+    bs_pass(c, lo, lo + n - m, m, up);
     bs_merge(c, lo, m, up);
     bs_merge(c, lo + m, n - m, up);
 }

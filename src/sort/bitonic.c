@@ -31,14 +31,19 @@ OBL_INLINE void bt_pass_w(uint64_t *x, uint64_t *y, size_t lo, size_t hi, int as
     }
 }
 
+/* Records of up to 16 words get a copy with the width a constant: the
+ * swap is then a few whole vectors with no loop or tail to set up, which
+ * cost more than the exchange itself for short passes. */
+#define BT_W(w) \
+    case w: bt_pass_w(x, y, lo, hi, asc, kw, w); break;
+
 static void bt_pass(uint64_t *x, uint64_t *y, size_t lo, size_t hi, int asc, size_t kw,
                     size_t words)
 {
     switch (words) { /* public */
     case 1: bt_pass_w(x, y, lo, hi, asc, 1, 1); break;
-    case 2: bt_pass_w(x, y, lo, hi, asc, kw, 2); break;
-    case 3: bt_pass_w(x, y, lo, hi, asc, kw, 3); break;
-    case 4: bt_pass_w(x, y, lo, hi, asc, kw, 4); break;
+    BT_W(2) BT_W(3) BT_W(4) BT_W(5) BT_W(6) BT_W(7) BT_W(8) BT_W(9)
+    BT_W(10) BT_W(11) BT_W(12) BT_W(13) BT_W(14) BT_W(15) BT_W(16)
     default: bt_pass_w(x, y, lo, hi, asc, kw, words); break;
     }
 }
