@@ -18,16 +18,41 @@
 /* Ranges below this many records run on one thread. */
 #define BT_PAR_MIN ((size_t)1 << 12)
 
+/* The masked swap of `words` words; vec (a constant): a width known at
+ * compile time, swapped as whole 32-byte vectors where the variant has
+ * them (AND/XOR of full vectors, then words), straight-line code with no
+ * tail loop for the compiler to turn into masked memory operands.
+ * Secret: mask, x, y. Public: words, vec. */
+OBL_INLINE void bt_cswap(uint64_t mask, uint64_t *x, uint64_t *y, size_t words, int vec)
+{
+    size_t k = 0;
+#if OBL_CT_AVX2
+    if (vec) { /* public */
+        __m256i m = _mm256_set1_epi64x((long long)mask);
+        for (; k + 4 <= words; k += 4) {
+            __m256i u = _mm256_loadu_si256((const __m256i *)(x + k));
+            __m256i v = _mm256_loadu_si256((const __m256i *)(y + k));
+            __m256i t = _mm256_and_si256(m, _mm256_xor_si256(u, v));
+            _mm256_storeu_si256((__m256i *)(x + k), _mm256_xor_si256(u, t));
+            _mm256_storeu_si256((__m256i *)(y + k), _mm256_xor_si256(v, t));
+        }
+    }
+#else
+    (void)vec;
+#endif
+    rec_cswap(mask, x + k, y + k, words - k);
+}
+
 /* Compare-exchange passes: records lo .. hi - 1 of x against the same of
  * y, so that afterwards key(x) <= key(y) (asc) or >= (desc). Secret: the
  * records. Public: everything else. */
 OBL_INLINE void bt_pass_w(uint64_t *x, uint64_t *y, size_t lo, size_t hi, int asc, size_t kw,
-                          size_t words)
+                          size_t words, int vec)
 {
     for (size_t i = lo; i < hi; i++) {
         uint64_t *p = x + i * words, *q = y + i * words;
         uint64_t c = asc ? rec_key_gt(p, q, kw) : rec_key_gt(q, p, kw); /* public: asc */
-        rec_cswap(obl_ct_mask(c), p, q, words);
+        bt_cswap(obl_ct_mask(c), p, q, words, vec);
     }
 }
 
@@ -35,16 +60,16 @@ OBL_INLINE void bt_pass_w(uint64_t *x, uint64_t *y, size_t lo, size_t hi, int as
  * swap is then a few whole vectors with no loop or tail to set up, which
  * cost more than the exchange itself for short passes. */
 #define BT_W(w) \
-    case w: bt_pass_w(x, y, lo, hi, asc, kw, w); break;
+    case w: bt_pass_w(x, y, lo, hi, asc, kw, w, (w) > 4); break;
 
 static void bt_pass(uint64_t *x, uint64_t *y, size_t lo, size_t hi, int asc, size_t kw,
                     size_t words)
 {
     switch (words) { /* public */
-    case 1: bt_pass_w(x, y, lo, hi, asc, 1, 1); break;
+    case 1: bt_pass_w(x, y, lo, hi, asc, 1, 1, 0); break;
     BT_W(2) BT_W(3) BT_W(4) BT_W(5) BT_W(6) BT_W(7) BT_W(8) BT_W(9)
     BT_W(10) BT_W(11) BT_W(12) BT_W(13) BT_W(14) BT_W(15) BT_W(16)
-    default: bt_pass_w(x, y, lo, hi, asc, kw, words); break;
+    default: bt_pass_w(x, y, lo, hi, asc, kw, words, 0); break;
     }
 }
 

@@ -40,17 +40,9 @@ OBL_INLINE uint64_t rec_key_gt(const uint64_t *x, const uint64_t *y, size_t kw)
 }
 
 /* Swaps `words` words of x and y where mask is all ones; mask 0: no change.
- * Records of more than 4 words take the variant's vectors (obl_ct_cswap):
- * a loop of word swaps of a run-time length is not vectorised.
  * Secret: mask, x, y. Public: words. */
 OBL_INLINE void rec_cswap(uint64_t mask, uint64_t *x, uint64_t *y, size_t words)
 {
-#if OBL_CT_AVX2 || OBL_CT_AVX512
-    if (words > 4) { /* public */
-        obl_ct_cswap(mask & 1, x, y, 8 * words);
-        return;
-    }
-#endif
     for (size_t k = 0; k < words; k++) {
         uint64_t t = mask & (x[k] ^ y[k]);
         x[k] ^= t;
