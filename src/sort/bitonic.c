@@ -27,15 +27,9 @@ OBL_INLINE void bt_cswap(uint64_t mask, uint64_t *x, uint64_t *y, size_t words, 
 {
     size_t k = 0;
 #if OBL_CT_AVX2
-    if (vec) { /* public */
-        __m256i m = _mm256_set1_epi64x((long long)mask);
-        for (; k + 4 <= words; k += 4) {
-            __m256i u = _mm256_loadu_si256((const __m256i *)(x + k));
-            __m256i v = _mm256_loadu_si256((const __m256i *)(y + k));
-            __m256i t = _mm256_and_si256(m, _mm256_xor_si256(u, v));
-            _mm256_storeu_si256((__m256i *)(x + k), _mm256_xor_si256(u, t));
-            _mm256_storeu_si256((__m256i *)(y + k), _mm256_xor_si256(v, t));
-        }
+    if (vec) { /* public: a whole number of vectors, so no tail is compiled */
+        k = words & ~(size_t)3;
+        obl_ct_cswap_avx2_inl(mask & 1, x, y, 8 * k);
     }
 #else
     (void)vec;
