@@ -207,14 +207,20 @@ static void conn_parse(server *s, conn *c)
         s->leftover = 1;
 }
 
+/* Reads and parses until the socket is empty: a read shorter than the room
+ * it was given says so (epoll is level-triggered and reports later bytes),
+ * which saves the read that would return EAGAIN. */
 static void conn_readable(server *s, conn *c)
 {
     while (c->fd >= 0 && !c->eof && !c->doomed && c->in_len < IN_CAP && !s->stopping) {
-        ssize_t r = recv(c->fd, c->in + c->in_len, IN_CAP - c->in_len, MSG_DONTWAIT);
+        size_t room = IN_CAP - c->in_len;
+        ssize_t r = recv(c->fd, c->in + c->in_len, room, MSG_DONTWAIT);
         if (r > 0) {
             c->in_len += (size_t)r;
             c->in_time = serve_now_ns();
             conn_parse(s, c);
+            if ((size_t)r < room)
+                break;
         } else if (r == 0) {
             c->eof = 1; /* answers still go out (a half-closed client) */
         } else if (errno == EINTR) {
