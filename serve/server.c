@@ -93,11 +93,14 @@ static void conn_close(server *s, conn *c)
     c->eof = c->doomed = 0;
 }
 
-/* Registers the interest the connection's state asks for. */
+/* Registers the interest the connection's state asks for. Not EPOLLIN
+ * while the input buffer is full (the queue is full: parse_leftovers
+ * drains it after a batch), or the loop would wake for bytes it cannot
+ * take, and spin while a batch runs on the batch thread. */
 static void conn_interest(server *s, conn *c)
 {
     uint32_t want = 0;
-    if (!c->eof && !c->doomed && !s->stopping && c->out_len < OUT_HIGH)
+    if (!c->eof && !c->doomed && !s->stopping && c->out_len < OUT_HIGH && c->in_len < IN_CAP)
         want |= EPOLLIN;
     if (c->out_len)
         want |= EPOLLOUT;
