@@ -312,7 +312,7 @@ static void usage(FILE *f)
           "                --ramp R0:R1:SECONDS:STEPS | --bursts ON:OFF:ON_S:OFF_S --duration S)\n"
           "                [--spacing poisson|uniform] [--seed S] [--warmup S]\n"
           "                [--hit-ratio F] [--keys uniform|zipf[:S]] [--connections C]\n"
-          "                [--drain S] [--json FILE] [--summary FILE]\n\n"
+          "                [--drain S] [--timer-slack US] [--json FILE] [--summary FILE]\n\n"
           "Open-loop load on obl-server (the wrk2 method): every request's intended\n"
           "send time is drawn before the run from the offered rate; requests go out at\n"
           "those times whether or not earlier ones were answered, and latency is\n"
@@ -332,6 +332,8 @@ static void usage(FILE *f)
           "  --keys KIND          uniform, or zipf[:S] over the present keys, S 0.99\n"
           "  --connections C      connections, 1..256 (4)\n"
           "  --drain S            wait this long for answers after the last send (10)\n"
+          "  --timer-slack US     how late the kernel may wake the sender, microseconds:\n"
+          "                       more coalesces more requests per write (kernel default, 50)\n"
           "  --json FILE          every request's times, one JSON line each\n"
           "  --summary FILE       per step and per second JSON lines (docs/server.md)\n",
           f);
@@ -515,8 +517,10 @@ int main(int argc, char **argv)
     if (rc || make_plan(&o, &r))
         return 2;
     signal(SIGPIPE, SIG_IGN);
+    /* PR_SET_TIMERSLACK: 0 would restore the default, so 0 µs asks for 1 ns */
+    unsigned long slack_ns = (unsigned long)(o.slack_us * 1000 + 0.5);
     if (o.slack_us >= 0)
-        prctl(PR_SET_TIMERSLACK, (unsigned long)(o.slack_us * 1000 + 0.5) ? (unsigned long)(o.slack_us * 1000 + 0.5) : 1ul);
+        prctl(PR_SET_TIMERSLACK, slack_ns ? slack_ns : 1ul);
     loader L = {.r = &r, .ep = epoll_create1(EPOLL_CLOEXEC)};
     L.c = calloc(r.conns, sizeof(lconn));
     for (unsigned i = 0; L.c && i < r.conns; i++)
