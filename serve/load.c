@@ -48,6 +48,8 @@ typedef struct loader {
     size_t req_bytes, resp_bytes, next;
     unsigned turn; /* the connection of the next wake-up's requests */
     uint64_t waits, writes, reads; /* system calls, for the closing line */
+    double slack_us;               /* < 0: by the step's rate (set_slack) */
+    unsigned slack_step;           /* the step whose slack is set */
     int ep;
     unsigned char *key, *expect;
 } loader;
@@ -214,6 +216,29 @@ static void conn_readable(loader *L, unsigned ci)
 
 /* --------------------------------------------------------------- loop -- */
 
+/* The timer slack: how late the kernel may end a wait (prctl). By default
+ * it grows with the rate, SLACK_MAX_US at SLACK_FULL_QPS and above: a
+ * wake-up then carries several requests at high rates (fewer writes and
+ * wake-ups, docs/server.md, "obl-load"), while at low rates the sends keep
+ * to their times (at 1 K q/s, within 2.5 µs). */
+#define SLACK_MAX_US 50.0
+#define SLACK_FULL_QPS 20000.0
+static void set_slack(loader *L)
+{
+    const load_run *r = L->r;
+    unsigned st = L->next < r->count ? r->step[L->next] : r->step[r->count - 1];
+    if (L->slack_step == st + 1u)
+        return;
+    L->slack_step = st + 1u;
+    double us = L->slack_us;
+    if (us < 0) {
+        double rate = r->plan.steps[st == LOAD_WARMUP ? 0 : st].rate;
+        us = SLACK_MAX_US * (rate < SLACK_FULL_QPS ? rate / SLACK_FULL_QPS : 1.0);
+    }
+    unsigned long ns = (unsigned long)(us * 1000 + 0.5);
+    prctl(PR_SET_TIMERSLACK, ns ? ns : 1ul); /* 0 would mean the default */
+}
+
 /* Waits for answers or until `at` (absolute ns, 0: no deadline). */
 static int wait_until(int ep, struct epoll_event *evs, int max, uint64_t at)
 {
@@ -243,6 +268,7 @@ static void run_loop(loader *L, double drain_s)
     uint64_t deadline = r->t0 + r->intended[r->count - 1] + (uint64_t)(drain_s * 1e9);
     while (r->answered < r->count && any_open(L)) {
         send_due(L);
+        set_slack(L);
         uint64_t at = deadline;
         if (L->next < r->count)
             at = r->t0 + r->intended[L->next];
@@ -332,8 +358,9 @@ static void usage(FILE *f)
           "  --keys KIND          uniform, or zipf[:S] over the present keys, S 0.99\n"
           "  --connections C      connections, 1..256 (4)\n"
           "  --drain S            wait this long for answers after the last send (10)\n"
-          "  --timer-slack US     how late the kernel may wake the sender, microseconds:\n"
-          "                       more coalesces more requests per write (kernel default, 50)\n"
+          "  --timer-slack US     how late the kernel may wake the sender, microseconds;\n"
+          "                       more puts more requests in a write (default: 50 at\n"
+          "                       20 K q/s and above, in proportion below)\n"
           "  --json FILE          every request's times, one JSON line each\n"
           "  --summary FILE       per step and per second JSON lines (docs/server.md)\n",
           f);
@@ -517,11 +544,7 @@ int main(int argc, char **argv)
     if (rc || make_plan(&o, &r))
         return 2;
     signal(SIGPIPE, SIG_IGN);
-    /* PR_SET_TIMERSLACK: 0 would restore the default, so 0 µs asks for 1 ns */
-    unsigned long slack_ns = (unsigned long)(o.slack_us * 1000 + 0.5);
-    if (o.slack_us >= 0)
-        prctl(PR_SET_TIMERSLACK, slack_ns ? slack_ns : 1ul);
-    loader L = {.r = &r, .ep = epoll_create1(EPOLL_CLOEXEC)};
+    loader L = {.r = &r, .ep = epoll_create1(EPOLL_CLOEXEC), .slack_us = o.slack_us};
     L.c = calloc(r.conns, sizeof(lconn));
     for (unsigned i = 0; L.c && i < r.conns; i++)
         L.c[i].fd = -1;
