@@ -35,12 +35,15 @@ START_TIMEOUT_S = 300.0  # the server builds its map before it listens
 DEFAULT_LOADS = ((20000, 400000, 20, 10), (1000, 1000, 10, 1))
 LARGE_LOADS = ((10000, 500000, 120, 30), (1000, 1000, 30, 1))
 FINE_STEP_QPS = 10000  # the fine ramp's step, widened when it would need more than
-FINE_MAX_STEPS = 12    # this many steps
+FINE_MAX_STEPS = 8     # this many steps
 FINE_STEP_S = 3
 # Backends, each under every load: obl_omap one request at a time, and the
 # sharded map (one shard per core, GETs through its batch get path).
 BACKENDS = ("omap", "shard")
 WARMUP_S = 2
+# A ramp's wait for answers after its last send (obl-load --drain): a ramp
+# ends past its knee, where the backlog would take the default 10 s.
+RAMP_DRAIN_S = 2
 # Case parameters the server's side alone knows, copied into the records
 # (an MPI deployment's: obllib/mpi.py).
 CASE_ONLY_PARAMS = ("Backend", "Ranks", "Shards")
@@ -75,7 +78,7 @@ def make_case(n, load, key_bytes=8, value_bytes=56, max_batch=None, pad=0, backe
         server_args += ["--backend", "shard", "--shards", str(params["Shards"]), "--ops", "get"]
     load_args = ["--ramp", f"{r0}:{r1}:{secs}:{steps}", "--warmup", str(WARMUP_S),
                  "--connections", str(CONNECTIONS), "--hit-ratio", str(HIT_PCT / 100),
-                 "--seed", "1"]
+                 "--seed", "1"] + (["--drain", str(RAMP_DRAIN_S)] if steps > 1 else [])
     requests = (r0 + r1) / 2 * secs + r0 * WARMUP_S
     case = {"bench": "ramp", "report_type": REPORT_TYPE, "impl": "obl", "driver": DRIVER,
             "args": load_args, "server_args": server_args, "params": params,
@@ -83,7 +86,7 @@ def make_case(n, load, key_bytes=8, value_bytes=56, max_batch=None, pad=0, backe
             "est_seconds": 3 * n / 2 ** 20 + WARMUP_S + secs + 5}
     if steps > 1:  # a ramp: then a fine one around its knee (refine_load)
         case["refine"] = True
-        case["est_seconds"] += WARMUP_S + FINE_MAX_STEPS * FINE_STEP_S / 2 + 10
+        case["est_seconds"] += 2 * RAMP_DRAIN_S + WARMUP_S + FINE_MAX_STEPS * FINE_STEP_S - 5
     return case
 
 
