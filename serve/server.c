@@ -37,6 +37,10 @@
 #define TAG_BATCH 2u
 #define TAG_CONN 3u
 #define FLUSH_NS 2000000000ull /* at shutdown: how long answers may take to leave */
+/* With the batch thread, a batch of at most this many requests found with
+ * nothing in flight runs on the loop's thread: handing it over costs two
+ * wake-ups, more than such a batch (docs/server.md, "The server"). */
+#define INLINE_MAX 8u
 
 typedef struct conn {
     int fd; /* -1: free slot */
@@ -359,7 +363,9 @@ static void batch_answers(server *s, const serve_batch *b, size_t real, size_t e
 }
 
 /* Answers one batch of the queued requests that follow the first `off`
- * (a finished batch's, not yet answered), here or on the batch thread. */
+ * (a finished batch's, not yet answered), here or on the batch thread (not
+ * here while another batch waits for its answers, nor beside a backend's
+ * idle hook, which runs on that thread). */
 static void dispatch(server *s, size_t off)
 {
     size_t avail = s->qlen - off;
@@ -368,7 +374,7 @@ static void dispatch(server *s, size_t off)
     serve_batch *b = &s->bat[s->next_bat];
     s->next_bat ^= 1;
     batch_fill(s, b, off, real, exec);
-    if (s->th_up) {
+    if (s->th_up && (off || exec > INLINE_MAX || s->be->idle)) {
         s->inflight = real;
         s->inflight_exec = exec;
         s->inflight_b = b;
