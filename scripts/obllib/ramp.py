@@ -364,8 +364,10 @@ def tables(records):
     for key, steps in groups.items():
         if dict(key).get("Steps", 1) > 1:
             ramps.setdefault(_base(dict(key)), []).extend(steps)
-    for key, steps in sorted(groups.items()):
-        params = dict(key)
+    # a ramp's cases together, its fine ramp after it
+    order = sorted(groups, key=lambda k: (_base(dict(k)), dict(k).get(FINE_PARAM, 0), k))
+    for key in order:
+        steps, params = groups[key], dict(key)
         rows = []
         for r in steps:
             vals = [stats.fmt(_med(r, c)) for c in cols]

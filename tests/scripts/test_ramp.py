@@ -171,8 +171,9 @@ class RampTest(unittest.TestCase):
         fine_recs = [r for r in res["records"] if r["params"].get(ramp.FINE_PARAM)]
         self.assertEqual(len(fine_recs), 3)
         self.assertTrue(all(r["params"]["Backend"] == "omap" for r in res["records"]))
-        tabs = ramp.tables(res["records"])
+        tabs = ramp.tables(res["records"][::-1])
         self.assertEqual(len(tabs), 2)
+        self.assertIn("fine ramp", tabs[1].title)  # after its ramp
         heads = [t.headline for t in tabs if t.headline]
         self.assertEqual(len(heads), 1)  # on the fine ramp: the knee of both
         self.assertEqual(heads[0][2], "110,000")
