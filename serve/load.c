@@ -179,8 +179,8 @@ static void on_answer(loader *L, const serve_resp *a, uint64_t now)
 static void conn_readable(loader *L, unsigned ci)
 {
     lconn *c = &L->c[ci];
-    for (size_t room = 1; room;) {
-        room = LOAD_IN_CAP - c->in_len;
+    for (;;) {
+        size_t room = LOAD_IN_CAP - c->in_len; /* > 0: less than a frame is kept */
         ssize_t n = recv(c->fd, c->in + c->in_len, room, MSG_DONTWAIT);
         L->reads++;
         if (n < 0 && errno == EINTR)
