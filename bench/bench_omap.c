@@ -116,17 +116,132 @@ static int umap_baseline(bench_case *c, const bench_map_workload *s, double get_
     return failed;
 }
 
+/* A timed loop of operations: how many found the key, the clock before and
+ * after it, and whether any failed. */
+typedef struct umap_span {
+    uint64_t found, t0, t1;
+    int failed;
+} umap_span;
+
+/* k gets of the keys at keys (kb bytes each), the values dropped. */
+static umap_span umap_gets(obl_omap *m, const unsigned char *keys, size_t kb, unsigned char *buf,
+                           uint64_t k)
+{
+    umap_span sp = {0, bench_now_ns(), 0, 0};
+    uint64_t f;
+    for (uint64_t i = 0; i < k; i++) {
+        sp.failed |= obl_omap_get(m, keys + i * kb, buf, &f) != OBL_OK;
+        sp.found += f;
+    }
+    sp.t1 = bench_now_ns();
+    return sp;
+}
+
+/* k puts of the keys at keys with the pool's values (vb bytes each). */
+static umap_span umap_puts(obl_omap *m, const unsigned char *keys, size_t kb,
+                           const unsigned char *pool, size_t vb, uint64_t k)
+{
+    umap_span sp = {0, bench_now_ns(), 0, 0};
+    uint64_t f;
+    for (uint64_t i = 0; i < k; i++) {
+        sp.failed |= obl_omap_put(m, keys + i * kb, pool + (i % BENCH_POOL) * vb, &f) != OBL_OK;
+        sp.found += f;
+    }
+    sp.t1 = bench_now_ns();
+    return sp;
+}
+
+/* k erases of the keys at keys. */
+static umap_span umap_erases(obl_omap *m, const unsigned char *keys, size_t kb, uint64_t k)
+{
+    umap_span sp = {0, bench_now_ns(), 0, 0};
+    uint64_t f;
+    for (uint64_t i = 0; i < k; i++) {
+        sp.failed |= obl_omap_erase(m, keys + i * kb, &f) != OBL_OK;
+        sp.found += f;
+    }
+    sp.t1 = bench_now_ns();
+    return sp;
+}
+
+/* The Q hits twice over, timed from the first get after the build, as the
+ * peers' drivers: the first pass is the warm-up phase (the first gets after
+ * a build run slower, docs/bench.md "How a case is measured"). The values
+ * are checked by a checksum folded in the timed loop (in registers) and
+ * compared after it with the expected values' (read at random, so not in
+ * the loop); storing every result instead would time a fresh Q * V-byte
+ * buffer's page faults and stores as gets. Returns the get time (us) and
+ * one pass's expected checksum, for the baseline; *failed on a wrong
+ * result. */
+static double umap_hits(bench_case *c, const bench_map_workload *s, obl_omap *m,
+                        unsigned char *buf, uint64_t *want1, int *failed)
+{
+    size_t kb = (size_t)c->p.key_bytes, vb = (size_t)c->p.value_bytes;
+    uint64_t q = c->p.queries, found = 0, f, sum = 0, want = 0, tw = 0;
+    uint64_t t0 = bench_now_ns();
+    for (int pass = 0; pass < 2; pass++) {
+        for (uint64_t i = 0; i < q; i++) {
+            *failed |= obl_omap_get(m, s->hit + i * kb, buf, &f) != OBL_OK;
+            found += f;
+            sum = bench_fold(sum, buf, vb);
+        }
+        tw = pass ? tw : bench_now_ns();
+    }
+    uint64_t t1 = bench_now_ns();
+    for (int pass = 0; pass < 2; pass++) {
+        for (uint64_t i = 0; i < q; i++)
+            want = bench_fold(want, s->vals + s->hit_id[i] * vb, vb);
+        *want1 = pass ? *want1 : want;
+    }
+    *failed |= found != 2 * q || sum != want;
+    return bench_record_warm_phase(c, "Get", t0, tw, t1, q);
+}
+
+/* The misses, updates, erases and fresh puts after the hits, each timed;
+ * 1 if any failed or found a wrong number of keys. */
+static int umap_phases(bench_case *c, const bench_map_workload *s, obl_omap *m, unsigned char *buf)
+{
+    size_t kb = (size_t)c->p.key_bytes, vb = (size_t)c->p.value_bytes;
+    uint64_t q = c->p.queries, e = s->e;
+    umap_span sp = umap_gets(m, s->miss, kb, buf, q);
+    int failed = sp.failed || sp.found != 0;
+    bench_record_phase(c, "Get_miss_latency_us", "Get_miss_throughput_qps", sp.t0, sp.t1, q);
+    sp = umap_puts(m, s->upd, kb, s->pool, vb, q);
+    failed |= sp.failed || sp.found != q;
+    bench_record_phase(c, "Write_latency_us", NULL, sp.t0, sp.t1, q);
+    sp = umap_erases(m, s->era, kb, e);
+    failed |= sp.failed || sp.found != e;
+    bench_record_phase(c, "Erase_latency_us", NULL, sp.t0, sp.t1, e);
+    sp = umap_puts(m, s->era, kb, s->pool, vb, e);
+    failed |= sp.failed || sp.found != 0;
+    bench_record_phase(c, "Put_latency_us", NULL, sp.t0, sp.t1, e);
+    return failed;
+}
+
+/* The map's statistics; 1 if its stash overflowed. */
+static int umap_stats(bench_case *c, const obl_omap *m)
+{
+    obl_omap_stats st;
+    obl_omap_get_stats(m, &st);
+    bench_record(c, "Stash_max_blocks", (double)st.stash_max);
+    bench_record(c, "Overflow_max_entries", (double)st.overflow_max);
+    bench_record(c, "Overflow_size_entries", (double)st.overflow_size);
+    return st.stash_overflows != 0;
+}
+
+/* One repetition of the map case: build, hits, misses, updates, erases and
+ * puts, each timed, then the plain hash map baseline; 0, or 1 on a failure. */
 static int umap_run(bench_case *c, void *state)
 {
     const bench_map_workload *s = (const bench_map_workload *)state;
-    size_t kb = (size_t)c->p.key_bytes, vb = (size_t)c->p.value_bytes;
-    uint64_t n = c->p.n, q = c->p.queries, e = s->e;
+    size_t vb = (size_t)c->p.value_bytes;
+    uint64_t n = c->p.n;
     bench_counter cnt = {0};
     obl_allocator al = bench_counting_allocator(&cnt);
     obl_omap_params mp;
     memset(&mp, 0, sizeof(mp));
     mp.capacity = umap_capacity(c);
-    mp.key_size = kb;
+    mp.key_size = (size_t)c->p.key_bytes;
     mp.value_size = vb;
     mp.use_seed = 1;
     mp.seed = c->p.seed * 31 + c->rep;
@@ -134,8 +249,6 @@ static int umap_run(bench_case *c, void *state)
     unsigned char *buf = malloc(vb);
     if (!buf)
         return 1;
-    int failed = 0;
-
     bench_build b;
     bench_build_start(&b);
     obl_omap *m = NULL;
@@ -148,83 +261,13 @@ static int umap_run(bench_case *c, void *state)
     }
     bench_build_done(c, &b);
     size_t mem = obl_omap_memory_bytes(m);
-
-    uint64_t found = 0, f;
-    /* the values are checked by a checksum folded in the timed loop (in
-     * registers) and compared after it with the expected values' (read at
-     * random, so not in the loop); storing every result instead would time
-     * a fresh Q * V-byte buffer's page faults and stores as gets */
-    /* timed from the first get after the build, as the peers' drivers: the
-     * Q hits twice over, the first pass the warm-up phase (the first gets
-     * after a build run slower, docs/bench.md "How a case is measured") */
-    uint64_t sum = 0, want = 0, tw = 0;
-    uint64_t t0 = bench_now_ns();
-    for (int pass = 0; pass < 2; pass++) {
-        for (uint64_t i = 0; i < q; i++) {
-            failed |= obl_omap_get(m, s->hit + i * kb, buf, &f) != OBL_OK;
-            found += f;
-            sum = bench_fold(sum, buf, vb);
-        }
-        tw = pass ? tw : bench_now_ns();
-    }
-    uint64_t t1 = bench_now_ns();
-    uint64_t want1 = 0; /* one pass's checksum, for the baseline */
-    for (int pass = 0; pass < 2; pass++) {
-        for (uint64_t i = 0; i < q; i++)
-            want = bench_fold(want, s->vals + s->hit_id[i] * vb, vb);
-        want1 = pass ? want1 : want;
-    }
-    failed |= found != 2 * q || sum != want;
-    double get_us = bench_record_warm_phase(c, "Get", t0, tw, t1, q);
-
-    found = 0;
-    t0 = bench_now_ns();
-    for (uint64_t i = 0; i < q; i++) {
-        failed |= obl_omap_get(m, s->miss + i * kb, buf, &f) != OBL_OK;
-        found += f;
-    }
-    t1 = bench_now_ns();
-    failed |= found != 0;
-    bench_record_phase(c, "Get_miss_latency_us", "Get_miss_throughput_qps", t0, t1, q);
-
-    found = 0;
-    t0 = bench_now_ns();
-    for (uint64_t i = 0; i < q; i++) {
-        failed |= obl_omap_put(m, s->upd + i * kb, s->pool + (i % BENCH_POOL) * vb, &f) != OBL_OK;
-        found += f;
-    }
-    t1 = bench_now_ns();
-    failed |= found != q;
-    bench_record_phase(c, "Write_latency_us", NULL, t0, t1, q);
-
-    found = 0;
-    t0 = bench_now_ns();
-    for (uint64_t i = 0; i < e; i++) {
-        failed |= obl_omap_erase(m, s->era + i * kb, &f) != OBL_OK;
-        found += f;
-    }
-    t1 = bench_now_ns();
-    failed |= found != e;
-    bench_record_phase(c, "Erase_latency_us", NULL, t0, t1, e);
-
-    found = 0;
-    t0 = bench_now_ns();
-    for (uint64_t i = 0; i < e; i++) {
-        failed |= obl_omap_put(m, s->era + i * kb, s->pool + (i % BENCH_POOL) * vb, &f) != OBL_OK;
-        found += f;
-    }
-    t1 = bench_now_ns();
-    failed |= found != 0;
-    bench_record_phase(c, "Put_latency_us", NULL, t0, t1, e);
-
+    int failed = 0;
+    uint64_t want1 = 0;
+    double get_us = umap_hits(c, s, m, buf, &want1, &failed);
+    failed |= umap_phases(c, s, m, buf);
     free(buf);
     bench_record_memory(c, mem, &b);
-    obl_omap_stats st;
-    obl_omap_get_stats(m, &st);
-    bench_record(c, "Stash_max_blocks", (double)st.stash_max);
-    bench_record(c, "Overflow_max_entries", (double)st.overflow_max);
-    bench_record(c, "Overflow_size_entries", (double)st.overflow_size);
-    failed |= st.stash_overflows != 0;
+    failed |= umap_stats(c, m);
     obl_omap_destroy(m);
     failed |= umap_baseline(c, s, get_us, want1);
     return bench_rep_status(c, failed, &cnt);

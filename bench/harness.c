@@ -1004,122 +1004,159 @@ static int bench_run_case(bench_case *c, uint64_t warmup, FILE *json)
     return 0;
 }
 
-static int bench_run_type(const bench_type *t, int argc, char **argv)
-{
-    bench_params p = {0};
-    p.key_bytes = t->default_key_bytes;
-    p.value_bytes = t->default_value_bytes;
-    p.queries = t->default_queries;
-    p.reps = t->default_reps;
-    p.seed = 1;
-    for (int i = 0; i < t->nextra; i++)
-        p.extra[i] = t->extra[i].def;
-    uint64_t ns[BENCH_MAX_NS] = {1024};
-    int nn = 1;
-    uint64_t warmup = 0; /* the peers time their first repetition too */
-    const char *json_path = NULL;
+/* A type's command line, parsed: the case's parameters, the sizes to run,
+ * the warm-up repetitions and the JSON file. */
+typedef struct bench_args {
+    bench_params p;
+    uint64_t ns[BENCH_MAX_NS];
+    int nn;
+    uint64_t warmup; /* the peers time their first repetition too */
+    const char *json_path;
+} bench_args;
 
-    for (int i = 0; i < argc; i++) {
-        const char *a = argv[i];
-        if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
-            bench_type_help(t);
-            return 0;
-        }
-        /* every flag takes a value: --flag VALUE or --flag=VALUE */
-        char name[64];
-        const char *val;
-        const char *eq = strchr(a, '=');
-        if (eq && (size_t)(eq - a) < sizeof(name)) {
-            memcpy(name, a, (size_t)(eq - a));
-            name[eq - a] = 0;
-            val = eq + 1;
-        } else {
-            snprintf(name, sizeof(name), "%s", a);
-            if (i + 1 >= argc)
-                return bench_usage_error("%s: flag '%s' needs a value", t->name, a);
-            val = argv[++i];
-        }
-        uint64_t *dst = NULL;
-        if (!strcmp(name, "--n") || (t->n_flag && !strcmp(name, t->n_flag))) {
-            if (!bench_parse_n_list(val, ns, &nn))
-                return bench_usage_error("%s: bad --n '%s' (e.g. 1024, 1024,4096, 2^10..2^20)",
-                                         t->name, val);
-            continue;
-        } else if (!strcmp(name, "--json")) {
-            json_path = val;
-            continue;
-        } else if (!strcmp(name, "--cpu")) {
-            uint64_t k;
-            if (!bench_parse_u64(val, &k))
-                return bench_usage_error("%s: --cpu needs a CPU number, not '%s'", t->name, val);
-            if (bench_pin_cpu(k) != 0)
-                return bench_usage_error("%s: cannot pin to CPU %s: %s (--cpu takes a CPU "
-                                         "this process may use)",
-                                         t->name, val, strerror(errno));
-            continue;
-        } else if (!strcmp(name, "--key-bytes"))
-            dst = &p.key_bytes;
-        else if (!strcmp(name, "--value-bytes"))
-            dst = &p.value_bytes;
-        else if (!strcmp(name, "--queries"))
-            dst = &p.queries;
-        else if (!strcmp(name, "--reps"))
-            dst = &p.reps;
-        else if (!strcmp(name, "--seed"))
-            dst = &p.seed;
-        else if (!strcmp(name, "--warmup"))
-            dst = &warmup;
-        else {
-            for (int k = 0; k < t->nextra; k++)
-                if (!strcmp(name, t->extra[k].flag))
-                    dst = &p.extra[k];
-        }
-        if (!dst)
-            return bench_usage_error("%s: unknown flag '%s'", t->name, name);
-        if (!bench_parse_u64(val, dst))
-            return bench_usage_error("%s: %s needs a non-negative integer, not '%s'", t->name,
-                                     name, val);
+/* Splits argv[*i] into a flag's name and value (--flag VALUE or
+ * --flag=VALUE: every flag takes a value); 0 if the value is missing. */
+static int bench_flag_split(int argc, char **argv, int *i, char name[64], const char **val)
+{
+    const char *a = argv[*i];
+    const char *eq = strchr(a, '=');
+    if (eq && (size_t)(eq - a) < 64) {
+        memcpy(name, a, (size_t)(eq - a));
+        name[eq - a] = 0;
+        *val = eq + 1;
+        return 1;
     }
-    if (warmup > 100)
+    snprintf(name, 64, "%s", a);
+    if (*i + 1 >= argc)
+        return 0;
+    *val = argv[++*i];
+    return 1;
+}
+
+/* The integer a numeric flag sets: a common one or the type's own; NULL if
+ * the flag is unknown. */
+static uint64_t *bench_flag_dst(const bench_type *t, bench_args *a, const char *name)
+{
+    static const char *const common[] = {"--key-bytes", "--value-bytes", "--queries", "--reps",
+                                         "--seed", "--warmup"};
+    uint64_t *const dsts[] = {&a->p.key_bytes, &a->p.value_bytes, &a->p.queries,
+                              &a->p.reps,      &a->p.seed,        &a->warmup};
+    for (size_t k = 0; k < sizeof(common) / sizeof(common[0]); k++)
+        if (!strcmp(name, common[k]))
+            return dsts[k];
+    for (int k = 0; k < t->nextra; k++)
+        if (!strcmp(name, t->extra[k].flag))
+            return &a->p.extra[k];
+    return NULL;
+}
+
+/* One flag and its value; 0, or the exit status of a usage error. */
+static int bench_flag(const bench_type *t, bench_args *a, const char *name, const char *val)
+{
+    if (!strcmp(name, "--n") || (t->n_flag && !strcmp(name, t->n_flag))) {
+        if (!bench_parse_n_list(val, a->ns, &a->nn))
+            return bench_usage_error("%s: bad --n '%s' (e.g. 1024, 1024,4096, 2^10..2^20)",
+                                     t->name, val);
+        return 0;
+    }
+    if (!strcmp(name, "--json")) {
+        a->json_path = val;
+        return 0;
+    }
+    if (!strcmp(name, "--cpu")) {
+        uint64_t k;
+        if (!bench_parse_u64(val, &k))
+            return bench_usage_error("%s: --cpu needs a CPU number, not '%s'", t->name, val);
+        if (bench_pin_cpu(k) != 0)
+            return bench_usage_error("%s: cannot pin to CPU %s: %s (--cpu takes a CPU "
+                                     "this process may use)",
+                                     t->name, val, strerror(errno));
+        return 0;
+    }
+    uint64_t *dst = bench_flag_dst(t, a, name);
+    if (!dst)
+        return bench_usage_error("%s: unknown flag '%s'", t->name, name);
+    if (!bench_parse_u64(val, dst))
+        return bench_usage_error("%s: %s needs a non-negative integer, not '%s'", t->name,
+                                 name, val);
+    return 0;
+}
+
+/* The ranges of the parsed arguments, and every case's own check before
+ * any runs (a bad size fails fast); 0, or the exit status of a usage error. */
+static int bench_args_check(const bench_type *t, bench_args *a)
+{
+    if (a->warmup > 100)
         return bench_usage_error("%s: --warmup must be in 0..100", t->name);
     for (int k = 0; k < t->nextra; k++)
-        if (p.extra[k] < t->extra[k].min || p.extra[k] > t->extra[k].max)
+        if (a->p.extra[k] < t->extra[k].min || a->p.extra[k] > t->extra[k].max)
             return bench_usage_error("%s: %s must be in %" PRIu64 "..%" PRIu64, t->name,
                                      t->extra[k].flag, t->extra[k].min, t->extra[k].max);
-    /* check every case before running any: a bad size fails fast */
-    for (int k = 0; k < nn; k++) {
+    for (int k = 0; k < a->nn; k++) {
         char msg[256];
-        p.n = ns[k];
-        if (bench_check_generic(&p, msg, sizeof(msg)) || (t->check && t->check(&p, msg, sizeof(msg))))
+        a->p.n = a->ns[k];
+        if (bench_check_generic(&a->p, msg, sizeof(msg)) ||
+            (t->check && t->check(&a->p, msg, sizeof(msg))))
             return bench_usage_error("%s: %s", t->name, msg);
     }
+    return 0;
+}
+
+/* Runs the cases of every size, appending their JSON lines to the file
+ * if one is named; the exit status. */
+static int bench_run_cases(const bench_type *t, const bench_args *a)
+{
     FILE *json = NULL;
-    if (json_path) {
-        json = fopen(json_path, "a");
+    if (a->json_path) {
+        json = fopen(a->json_path, "a");
         if (!json) {
-            fprintf(stderr, "obl-bench: cannot open %s: %s\n", json_path, strerror(errno));
+            fprintf(stderr, "obl-bench: cannot open %s: %s\n", a->json_path, strerror(errno));
             return 2;
         }
     }
     bench_case *c = calloc(1, sizeof(*c));
-    if (!c) {
+    if (!c)
         fprintf(stderr, "obl-bench: out of memory\n");
-        if (json)
-            fclose(json);
-        return 1;
-    }
-    int rc = 0;
-    for (int k = 0; k < nn && rc == 0; k++) {
+    int rc = c ? 0 : 1;
+    for (int k = 0; c && k < a->nn && rc == 0; k++) {
         memset(c, 0, sizeof(*c));
         c->type = t;
-        c->p = p;
-        c->p.n = ns[k];
-        rc = bench_run_case(c, warmup, json);
+        c->p = a->p;
+        c->p.n = a->ns[k];
+        rc = bench_run_case(c, a->warmup, json);
     }
     free(c);
     if (json)
         fclose(json);
     return rc;
+}
+
+/* obl-bench TYPE FLAGS...: the exit status (0, 1 on a failed case, 2 on bad usage). */
+static int bench_run_type(const bench_type *t, int argc, char **argv)
+{
+    bench_args a = {.nn = 1, .ns = {1024}};
+    a.p.key_bytes = t->default_key_bytes;
+    a.p.value_bytes = t->default_value_bytes;
+    a.p.queries = t->default_queries;
+    a.p.reps = t->default_reps;
+    a.p.seed = 1;
+    for (int i = 0; i < t->nextra; i++)
+        a.p.extra[i] = t->extra[i].def;
+    for (int i = 0; i < argc; i++) {
+        if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
+            bench_type_help(t);
+            return 0;
+        }
+        char name[64];
+        const char *val = NULL;
+        if (!bench_flag_split(argc, argv, &i, name, &val))
+            return bench_usage_error("%s: flag '%s' needs a value", t->name, argv[i]);
+        int rc = bench_flag(t, &a, name, val);
+        if (rc)
+            return rc;
+    }
+    int rc = bench_args_check(t, &a);
+    return rc ? rc : bench_run_cases(t, &a);
 }
 
 int bench_main(int argc, char **argv, const bench_type *const *types, size_t ntypes)

@@ -5,7 +5,8 @@
  * and checked against plain reference models: NRORAM (32- and 64-bit
  * metadata, block sizes that take the register, whole-bucket and generic
  * paths), RORAM and the map (word and generic layouts), the sorts (record
- * and column networks, one- and two-word keys), compaction and the load
+ * and column networks, one- and two-word keys), the map's key functions
+ * (against SipHash and Speck built once), compaction and the load
  * balancer (its answers, and its shard batches the same bytes in every
  * variant). Then the variants
  * are checked against each other: the same seed and operations must leave
@@ -25,10 +26,15 @@
 
 #include "common/cpu.h"
 #include "common/secret.h"
+#include "omap/omap_internal.h"
+#include "omap/siphash.h"
+#include "omap/speck.h"
 #include "oram/nroram_internal.h"
 #include "testutil.h"
 
 static test_rng R;
+
+__extension__ typedef unsigned __int128 test_u128;
 
 /* Forces variant v (or, with name, that word) for the structures created next. */
 static void force(const char *name) { setenv("OBL_CT_VARIANT", name, 1); }
@@ -37,13 +43,8 @@ static void force(const char *name) { setenv("OBL_CT_VARIANT", name, 1); }
 static obl_nroram *nroram_model(uint64_t cap, size_t vs, uint32_t pb, long ops, uint64_t seed,
                                 const char *want)
 {
-    obl_nroram_params p;
-    memset(&p, 0, sizeof(p));
-    p.capacity = cap;
-    p.value_size = vs;
+    obl_nroram_params p = test_nroram_params(cap, vs, seed);
     p.pos_bytes = pb;
-    p.use_seed = 1;
-    p.seed = seed;
     obl_nroram *o = NULL;
     CHECK_EQ_U64(obl_nroram_create(&o, &p), OBL_OK);
     if (!o)
@@ -86,13 +87,8 @@ static obl_nroram *nroram_model(uint64_t cap, size_t vs, uint32_t pb, long ops, 
 
 static void roram_model(uint64_t n, size_t vs, long ops, const char *want)
 {
-    obl_roram_params p;
-    memset(&p, 0, sizeof(p));
-    p.n = n;
-    p.value_size = vs;
+    obl_roram_params p = test_roram_params(n, vs, 5);
     p.scan_max = 2; /* trees at every level, also for small n */
-    p.use_seed = 1;
-    p.seed = 5;
     obl_roram *r = NULL;
     CHECK_EQ_U64(obl_roram_create(&r, &p), OBL_OK);
     if (!r)
@@ -120,13 +116,7 @@ static void roram_model(uint64_t n, size_t vs, long ops, const char *want)
  * little-endian bytes, zero-padded). */
 static void omap_model(uint64_t cap, size_t ks, size_t vs, long ops, const char *want)
 {
-    obl_omap_params p;
-    memset(&p, 0, sizeof(p));
-    p.capacity = cap;
-    p.key_size = ks;
-    p.value_size = vs;
-    p.use_seed = 1;
-    p.seed = 9;
+    obl_omap_params p = test_omap_params(cap, ks, vs, 9);
     obl_omap *m = NULL;
     CHECK_EQ_U64(obl_omap_create(&m, &p), OBL_OK);
     if (!m)
@@ -167,6 +157,45 @@ static void omap_model(uint64_t cap, size_t ks, size_t vs, long ops, const char 
     }
     free(ref);
     free(has);
+    obl_omap_destroy(m);
+}
+
+/* The map's key functions in the map's variant (keys.c) against the hashes
+ * built once: a word map's words (keys zero-extended, or fingerprints of
+ * long keys), another map's buckets. */
+static void keys_model(size_t ks, size_t vs, uint32_t layout, const char *want)
+{
+    obl_omap_params p = test_omap_params(1000, ks, vs, 11);
+    p.layout = layout;
+    obl_omap *m = NULL;
+    CHECK_EQ_U64(obl_omap_create(&m, &p), OBL_OK);
+    if (!m)
+        return;
+    CHECK(!strcmp(obl_omap_variant(m), want));
+    unsigned char key[32];
+    for (int t = 0; t < 500; t++) {
+        test_rng_fill(&R, key, ks);
+        uint64_t got, ref;
+        if (m->words) {
+            uint64_t k = 0;
+            if (m->fp) {
+                k = obl_siphash24(m->sk[2], m->sk[3], key, ks) & m->fpmask;
+                k -= k == UINT64_MAX;
+            } else {
+                memcpy(&k, key, ks < 8 ? ks : 8);
+            }
+            ref = obl_speck_enc(&m->pk, k);
+            ref -= m->fp && ref == UINT64_MAX;
+            got = omap_word(m, key);
+        } else {
+            uint64_t h = obl_siphash24(m->sk[0], m->sk[1], key, m->iks);
+            ref = (uint64_t)(((test_u128)h * m->M) >> 64);
+            got = omap_bucket(m, key);
+        }
+        OBL_DECLASSIFY(&got, sizeof(got));
+        OBL_DECLASSIFY(&ref, sizeof(ref));
+        CHECK_EQ_U64(got, ref);
+    }
     obl_omap_destroy(m);
 }
 
@@ -316,10 +345,38 @@ static void lb_model(size_t B, unsigned S, obl_lb_entry **ent, size_t *nent, con
     obl_lb_destroy(lb);
 }
 
+#if defined(OBL_DISPATCH)
+/* A bad OBL_CT_VARIANT makes every create refuse; a cap above the CPU's
+ * best variant (named best) gives the best. */
+static void bad_variant_refuses(const char *best)
+{
+    printf("a bad OBL_CT_VARIANT: every create refuses\n");
+    force("avx3");
+    CHECK(!strcmp(obl_ct_variant(), "unsupported"));
+    obl_nroram_params np = test_nroram_params(10, 8, 1);
+    obl_nroram *o = NULL;
+    CHECK_EQ_U64(obl_nroram_create(&o, &np), OBL_ERR_UNSUPPORTED);
+    CHECK(o == NULL);
+    obl_roram_params rp = test_roram_params(10, 8, 1);
+    obl_roram *r = NULL;
+    CHECK_EQ_U64(obl_roram_create(&r, &rp), OBL_ERR_UNSUPPORTED);
+    CHECK(r == NULL);
+    obl_omap_params mp = test_omap_params(10, 8, 8, 1);
+    obl_omap *m = NULL;
+    CHECK_EQ_U64(obl_omap_create(&m, &mp), OBL_ERR_UNSUPPORTED);
+    CHECK(m == NULL);
+    uint64_t key = 1;
+    CHECK_EQ_U64(obl_omap_build(&m, &mp, &key, &key, 1), OBL_ERR_UNSUPPORTED);
+    CHECK(m == NULL);
+    /* a cap above the CPU's best: the best */
+    force("avx512");
+    CHECK(!strcmp(obl_ct_variant(), best));
+}
+#endif
+
 int main(int argc, char **argv)
 {
-    test_init(argc, argv, "test_dispatch");
-    test_rng_seed(&R, T.seed);
+    test_start(argc, argv, "test_dispatch", &R);
     const int ct = T.ct;
     printf("variant for new structures: %s; runnable:", obl_ct_variant());
     int nv = 0, vars[OBL_ISA_COUNT];
@@ -333,39 +390,7 @@ int main(int argc, char **argv)
     CHECK(!strcmp(obl_ct_variant(), obl_isa_name(vars[nv - 1])));
 
 #if defined(OBL_DISPATCH)
-    printf("a bad OBL_CT_VARIANT: every create refuses\n");
-    {
-        force("avx3");
-        CHECK(!strcmp(obl_ct_variant(), "unsupported"));
-        obl_nroram_params np;
-        memset(&np, 0, sizeof(np));
-        np.capacity = 10;
-        np.value_size = 8;
-        obl_nroram *o = NULL;
-        CHECK_EQ_U64(obl_nroram_create(&o, &np), OBL_ERR_UNSUPPORTED);
-        CHECK(o == NULL);
-        obl_roram_params rp;
-        memset(&rp, 0, sizeof(rp));
-        rp.n = 10;
-        rp.value_size = 8;
-        obl_roram *r = NULL;
-        CHECK_EQ_U64(obl_roram_create(&r, &rp), OBL_ERR_UNSUPPORTED);
-        CHECK(r == NULL);
-        obl_omap_params mp;
-        memset(&mp, 0, sizeof(mp));
-        mp.capacity = 10;
-        mp.key_size = 8;
-        mp.value_size = 8;
-        obl_omap *m = NULL;
-        CHECK_EQ_U64(obl_omap_create(&m, &mp), OBL_ERR_UNSUPPORTED);
-        CHECK(m == NULL);
-        uint64_t key = 1;
-        CHECK_EQ_U64(obl_omap_build(&m, &mp, &key, &key, 1), OBL_ERR_UNSUPPORTED);
-        CHECK(m == NULL);
-        /* a cap above the CPU's best: the best */
-        force("avx512");
-        CHECK(!strcmp(obl_ct_variant(), obl_isa_name(vars[nv - 1])));
-    }
+    bad_variant_refuses(obl_isa_name(vars[nv - 1]));
 #endif
 
     /* sizes: 8 (whole buckets with AVX-512), 56 and 64 (registers), 100
@@ -388,6 +413,9 @@ int main(int argc, char **argv)
         omap_model(ct ? 40 : 2000, 8, 8, ops, name);
         omap_model(ct ? 40 : 2000, 8, 56, ops, name);
         omap_model(ct ? 40 : 2000, 16, 8, ops, name);
+        keys_model(8, 8, OBL_OMAP_LAYOUT_INLINE, name);    /* words */
+        keys_model(16, 8, OBL_OMAP_LAYOUT_COMPACT, name);  /* fingerprint words */
+        keys_model(16, 56, OBL_OMAP_LAYOUT_INLINE, name);  /* buckets of whole keys */
         printf("variant %s: sorts, compaction, load balancer\n", name);
         sort_model(ct ? 64 : 4096, 4, 1);  /* columns, one-word key */
         sort_model(ct ? 64 : 1024, 3, 2);  /* columns, two-word key */

@@ -5,7 +5,8 @@
  * when the test runs under memcheck (tests shrink their sizes there), a
  * deterministic test-side PRNG for generating operations, CHECK macros
  * that count failures instead of stopping at the first, and named sub-tests
- * (test_run: `--list`, `--only NAME`; each is its own ctest entry).
+ * (test_run: `--list`, `--only NAME`; each is its own ctest entry), and
+ * the parameters of a structure that tests create with a fixed seed.
  *
  * Values computed from secrets must be declassified (OBL_DECLASSIFY) before a
  * CHECK compares them: the comparison is the test's own branch.
@@ -18,6 +19,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include <obl/omap.h>
+#include <obl/oram.h>
+#include <obl/shard.h>
 
 #include "test_rng.h"
 
@@ -57,6 +62,13 @@ static inline void test_init(int argc, char **argv, const char *name)
     printf("%s: seed %" PRIu64 "%s (replay with -s %" PRIu64 ")\n", name, T.seed,
            T.ct ? " [memcheck]" : "", T.seed);
     fflush(stdout);
+}
+
+/* test_init, then rng seeded with the run's seed. */
+static inline void test_start(int argc, char **argv, const char *name, test_rng *rng)
+{
+    test_init(argc, argv, name);
+    test_rng_seed(rng, T.seed);
 }
 
 static inline int test_done(const char *name)
@@ -212,6 +224,34 @@ static inline void test_fa_free(void *opaque, void *p, size_t size)
     f->live--;
     f->live_bytes -= size;
     free(p);
+}
+
+/* ------------------------------------------------- structure parameters -- */
+
+/* Parameters of an NRORAM of cap values of vs bytes, seeded (no system
+ * randomness: a run replays); every other field zero, the defaults. */
+static inline obl_nroram_params test_nroram_params(uint64_t cap, size_t vs, uint64_t seed)
+{
+    return (obl_nroram_params){.capacity = cap, .value_size = vs, .use_seed = 1, .seed = seed};
+}
+
+/* The same for a RORAM of n values. */
+static inline obl_roram_params test_roram_params(uint64_t n, size_t vs, uint64_t seed)
+{
+    return (obl_roram_params){.n = n, .value_size = vs, .use_seed = 1, .seed = seed};
+}
+
+/* The same for a map of cap keys of ks bytes with values of vs. */
+static inline obl_omap_params test_omap_params(uint64_t cap, size_t ks, size_t vs, uint64_t seed)
+{
+    return (obl_omap_params){
+        .capacity = cap, .key_size = ks, .value_size = vs, .use_seed = 1, .seed = seed};
+}
+
+/* The same for a sharded map's shards (keys of ks bytes, values of vs). */
+static inline obl_shard_params test_shard_params(size_t ks, size_t vs, uint64_t seed)
+{
+    return (obl_shard_params){.key_size = ks, .value_size = vs, .use_seed = 1, .seed = seed};
 }
 
 #endif /* OBL_TESTUTIL_H */

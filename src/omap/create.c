@@ -131,6 +131,97 @@ static obl_err omap_init_secrets(obl_omap *m, const obl_omap_params *p)
     return OBL_OK;
 }
 
+/* The slot layout of the map of p in m (public: sizes only): index keys
+ * of iks bytes, slot values of svs, and for word maps the quotiented
+ * slot's widths. Keys of at most 8 bytes (and fingerprints) are 8-byte
+ * words in the index, zero-extended, and so are inline values of at most 8
+ * bytes: op_words then serves them (docs/omap.md, "Layouts"). Word maps keep
+ * quotiented slots: the rest of the word (64 - logM bits) and the slot
+ * value in as few bytes as hold them: a leaf below the capacity (compact),
+ * or the value. */
+static void omap_slots(obl_omap *m, const obl_omap_params *p)
+{
+    const int compact = m->layout == OBL_OMAP_LAYOUT_COMPACT;
+    m->fp = compact && p->key_size > 8;
+    m->iks = m->fp || p->key_size <= 8 ? 8 : p->key_size;
+    m->svs = compact ? 4 : p->value_size <= 8 ? 8 : p->value_size;
+    m->kv = m->iks + m->svs;
+    m->words = m->iks == 8 && m->svs <= 8;
+    m->rw = (64 - m->logM + 7) / 8;
+    m->lw = 0;
+    if (m->words && compact) {
+        /* the value ORAM's leaves are below its L leaves (nr_create) */
+        const uint32_t logL = nr_log_leaves(p->capacity);
+        m->lw = 1;
+        while (m->lw < 4 && 8 * m->lw < logL)
+            m->lw++;
+    } else if (m->words) {
+        m->lw = (uint32_t)p->value_size;
+    }
+}
+
+/* The shape of the map of p in m: layout, table size, slots and the
+ * sizes of its arrays; everything public, nothing allocated. */
+static obl_err omap_shape(obl_omap *m, const obl_omap_params *p, int isa)
+{
+    m->layout = omap_layout(p);
+    if (!m->layout)
+        return OBL_ERR_TOO_LARGE;
+    const int compact = m->layout == OBL_OMAP_LAYOUT_COMPACT;
+    m->M = omap_size(p, compact ? OBL_OMAP_OVERFLOW_TARGET_COMPACT : OBL_OMAP_OVERFLOW_TARGET,
+                     &m->B, &m->S, &m->logM);
+    if (!m->M)
+        return OBL_ERR_TOO_LARGE;
+    omap_slots(m, p);
+    m->ses = OMAP_HS + m->kv;
+    size_t slot = m->words ? (size_t)m->rw + m->lw : m->kv;
+    /* fingerprint mode keeps one more stash entry that only the restore of
+     * a collision may take (omap_internal.h) */
+    m->Sa = m->S + (m->fp ? 1u : 0u);
+    if (!obl_mul_ok(slot, m->B, &m->bsz) || !obl_add_ok(m->bsz, OMAP_HS + 7, &m->bsz) ||
+        (m->bsz &= ~(size_t)7) > OBL_ORAM_MAX_VALUE_SIZE ||
+        !obl_mul_ok(m->ses, m->Sa, &m->stash_bytes))
+        return OBL_ERR_TOO_LARGE;
+    m->isa = isa;
+    m->capacity = p->capacity;
+    m->ks = p->key_size;
+    m->vs = p->value_size;
+    m->fpmask = UINT64_MAX;
+    m->wshift = 64 - m->logM;
+    m->scan_max = p->oram_scan_max;
+    m->scratch_bytes = m->ses + 2 * m->svs + 2 * p->value_size;
+    /* any key of up to 8 bytes may have the all-ones word (a key of ks
+     * bytes with probability 2^(8 ks - 64) per map) */
+    m->ones_bytes = compact && !m->fp ? p->value_size : 0;
+    m->st.buckets = m->M;
+    m->st.slots_per_bucket = m->B;
+    m->st.overflow_size = m->S;
+    m->st.layout = m->layout;
+    return OBL_OK;
+}
+
+/* The stash, the scratch and the all-ones value of m, whose shape is set,
+ * and its secrets; on an error, m is freed. */
+static obl_err omap_fill(obl_omap *m, const obl_omap_params *p)
+{
+    m->stash = (unsigned char *)obl_alloc(&m->ac, m->stash_bytes, 64);
+    if (m->stash) {
+        m->sh = (uint64_t *)m->stash;
+        m->skey = m->stash + (size_t)m->Sa * OMAP_HS;
+        m->ssv = m->skey + (size_t)m->Sa * m->iks;
+    }
+    m->scratch = (unsigned char *)obl_alloc(&m->ac, m->scratch_bytes, 64);
+    m->ones = m->ones_bytes ? (unsigned char *)obl_alloc(&m->ac, m->ones_bytes, 64) : NULL;
+    obl_err err = OBL_OK;
+    if (!m->stash || !m->scratch || (m->ones_bytes && !m->ones))
+        err = OBL_ERR_NOMEM;
+    else if (omap_init_secrets(m, p) != OBL_OK)
+        err = OBL_ERR_RANDOM;
+    if (err != OBL_OK)
+        omap_free(m);
+    return err;
+}
+
 /* see omap_internal.h */
 obl_err omap_alloc(obl_omap **out, const obl_omap_params *p)
 {
@@ -143,99 +234,22 @@ obl_err omap_alloc(obl_omap **out, const obl_omap_params *p)
     const int isa = obl_isa_pick(); /* its ORAMs pick the same */
     if (isa < 0)
         return OBL_ERR_UNSUPPORTED;
-    uint32_t layout = omap_layout(p);
-    if (!layout)
-        return OBL_ERR_TOO_LARGE;
-    int compact = layout == OBL_OMAP_LAYOUT_COMPACT;
-    int fp = compact && p->key_size > 8;
-    /* keys of at most 8 bytes (and fingerprints) are 8-byte words in the
-     * index, zero-extended, and so are inline values of at most 8 bytes:
-     * op_words then serves them (docs/omap.md, "Layouts") */
-    size_t iks = fp || p->key_size <= 8 ? 8 : p->key_size;
-    size_t svs = compact ? 4 : p->value_size <= 8 ? 8 : p->value_size;
-    size_t kv = iks + svs, bsz, ses = OMAP_HS + kv, sb;
-    uint32_t B, S, logM;
-    uint64_t M = omap_size(p, compact ? OBL_OMAP_OVERFLOW_TARGET_COMPACT : OBL_OMAP_OVERFLOW_TARGET,
-                           &B, &S, &logM);
-    if (!M)
-        return OBL_ERR_TOO_LARGE;
-    /* Word maps (those op_words serves) keep quotiented slots: the rest of
-     * the word (64 - logM bits) and the slot value in as few bytes as hold
-     * them: a leaf below the capacity (compact), or the value. */
-    const int words = iks == 8 && svs <= 8;
-    uint32_t rw = (64 - logM + 7) / 8, lw = 0;
-    if (words && compact) {
-        /* the value ORAM's leaves are below its L leaves (nr_create) */
-        const uint32_t logL = nr_log_leaves(p->capacity);
-        lw = 1;
-        while (lw < 4 && 8 * lw < logL)
-            lw++;
-    } else if (words) {
-        lw = (uint32_t)p->value_size;
-    }
-    size_t slot = words ? (size_t)rw + lw : kv;
-    /* fingerprint mode keeps one more stash entry that only the restore of
-     * a collision may take (omap_internal.h) */
-    uint32_t Sa = S + (fp ? 1u : 0u);
-    if (!obl_mul_ok(slot, B, &bsz) || !obl_add_ok(bsz, OMAP_HS + 7, &bsz) ||
-        (bsz &= ~(size_t)7) > OBL_ORAM_MAX_VALUE_SIZE || !obl_mul_ok(ses, Sa, &sb))
-        return OBL_ERR_TOO_LARGE;
-
+    obl_omap sh; /* the shape, checked before anything is allocated */
+    memset(&sh, 0, sizeof(sh));
+    e = omap_shape(&sh, p, isa);
+    if (e != OBL_OK)
+        return e;
     obl_alloc_ctx ac;
     obl_alloc_init(&ac, p->alloc);
     obl_omap *m = (obl_omap *)obl_alloc(&ac, sizeof(*m), 64);
     if (!m)
         return OBL_ERR_NOMEM;
-    m->isa = isa;
+    *m = sh;
     m->ac = ac;
-    m->capacity = p->capacity;
-    m->M = M;
-    m->logM = logM;
-    m->ks = p->key_size;
-    m->vs = p->value_size;
-    m->iks = iks;
-    m->fp = fp;
-    m->fpmask = UINT64_MAX;
-    m->words = words;
-    m->wshift = 64 - logM;
-    m->rw = rw;
-    m->lw = lw;
-    m->svs = svs;
-    m->kv = kv;
-    m->layout = layout;
-    m->bsz = bsz;
-    m->ses = ses;
-    m->B = B;
-    m->S = S;
-    m->Sa = Sa;
-    m->scan_max = p->oram_scan_max;
-    m->stash_bytes = sb;
-    m->scratch_bytes = ses + 2 * svs + 2 * p->value_size;
-    /* any key of up to 8 bytes may have the all-ones word (a key of ks
-     * bytes with probability 2^(8 ks - 64) per map) */
-    m->ones_bytes = compact && !fp ? p->value_size : 0;
-    m->stash = (unsigned char *)obl_alloc(&m->ac, sb, 64);
-    if (m->stash) {
-        m->sh = (uint64_t *)m->stash;
-        m->skey = m->stash + (size_t)Sa * OMAP_HS;
-        m->ssv = m->skey + (size_t)Sa * iks;
-    }
-    m->scratch = (unsigned char *)obl_alloc(&m->ac, m->scratch_bytes, 64);
-    m->ones = m->ones_bytes ? (unsigned char *)obl_alloc(&m->ac, m->ones_bytes, 64) : NULL;
-    if (!m->stash || !m->scratch || (m->ones_bytes && !m->ones)) {
-        omap_free(m);
-        return OBL_ERR_NOMEM;
-    }
-    if (omap_init_secrets(m, p) != OBL_OK) {
-        omap_free(m);
-        return OBL_ERR_RANDOM;
-    }
-    m->st.buckets = M;
-    m->st.slots_per_bucket = B;
-    m->st.overflow_size = S;
-    m->st.layout = layout;
-    *out = m;
-    return OBL_OK;
+    e = omap_fill(m, p);
+    if (e == OBL_OK)
+        *out = m;
+    return e;
 }
 
 /* see obl/omap.h */

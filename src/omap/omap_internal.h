@@ -144,6 +144,9 @@ void omap_oram_params(obl_omap *m, obl_roram_params *rp, const obl_omap_params *
  * the map's; 8-byte ids). */
 void omap_values_params(obl_omap *m, obl_nroram_params *np, const obl_omap_params *p);
 
+/* The key functions below are compiled once per variant (keys.c): code
+ * built once may call omap_word and omap_bucket only (keys_dispatch.c). */
+
 /* Bucket of an index key (iks bytes), in [0, M). Secret: key and the
  * result. */
 uint64_t omap_bucket(const obl_omap *m, const void *key);

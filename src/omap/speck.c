@@ -7,9 +7,6 @@
  */
 #include "omap/speck.h"
 
-#define SPK_ROR(v, r) (uint32_t)(((v) >> (r)) | ((v) << (32 - (r))))
-#define SPK_ROL(v, r) (uint32_t)(((v) << (r)) | ((v) >> (32 - (r))))
-
 /* see speck.h */
 void obl_speck_init(obl_speck *s, const uint32_t k[4])
 {
@@ -30,15 +27,7 @@ void obl_speck_init(obl_speck *s, const uint32_t k[4])
 }
 
 /* see speck.h */
-uint64_t obl_speck_enc(const obl_speck *s, uint64_t w)
-{
-    uint32_t x = (uint32_t)(w >> 32), y = (uint32_t)w;
-    for (uint32_t i = 0; i < OBL_SPECK_ROUNDS; i++) {
-        x = (SPK_ROR(x, 8) + y) ^ s->rk[i];
-        y = SPK_ROL(y, 3) ^ x;
-    }
-    return (uint64_t)x << 32 | y;
-}
+uint64_t obl_speck_enc(const obl_speck *s, uint64_t w) { return obl_speck_enc_inline(s, w); }
 
 /* see speck.h */
 uint64_t obl_speck_dec(const obl_speck *s, uint64_t w)

@@ -44,4 +44,19 @@ uint64_t obl_speck_dec(const obl_speck *s, uint64_t w);
  */
 void obl_speck_enc_many(const obl_speck *s, const uint64_t *in, uint64_t *out, size_t n);
 
+#define SPK_ROR(v, r) (uint32_t)(((v) >> (r)) | ((v) << (32 - (r))))
+#define SPK_ROL(v, r) (uint32_t)(((v) << (r)) | ((v) >> (32 - (r))))
+
+/* obl_speck_enc, inline: for the map's key functions, compiled once per
+ * instruction-set variant (src/omap/keys.c). */
+static inline uint64_t obl_speck_enc_inline(const obl_speck *s, uint64_t w)
+{
+    uint32_t x = (uint32_t)(w >> 32), y = (uint32_t)w;
+    for (uint32_t i = 0; i < OBL_SPECK_ROUNDS; i++) {
+        x = (SPK_ROR(x, 8) + y) ^ s->rk[i];
+        y = SPK_ROL(y, 3) ^ x;
+    }
+    return (uint64_t)x << 32 | y;
+}
+
 #endif /* OBL_SRC_OMAP_SPECK_H */

@@ -52,64 +52,72 @@ static void nr_clear(obl_nroram *o, int clear)
     memset(o->bmeta, 0xff, o->bmeta_bytes);
 }
 
-/* see nroram_internal.h */
-obl_err nr_create(obl_nroram **out, const obl_nroram_params *p, int clear)
+/* The parameters' checks (public); the stash size S and the metadata width
+ * pb they give. */
+static obl_err nr_check(const obl_nroram_params *p, uint32_t *S, uint32_t *pb)
 {
-    *out = NULL;
-    const int isa = obl_isa_pick();
-    if (isa < 0)
-        return OBL_ERR_UNSUPPORTED;
-    uint32_t S = p->stash_size ? p->stash_size : OBL_ORAM_DEFAULT_STASH;
-    if (S < 2 || S > 64)
+    *S = p->stash_size ? p->stash_size : OBL_ORAM_DEFAULT_STASH;
+    if (*S < 2 || *S > 64)
         return OBL_ERR_INVALID_ARG;
     if (p->capacity == 0 || p->value_size == 0 || p->value_size > OBL_ORAM_MAX_VALUE_SIZE)
         return OBL_ERR_INVALID_ARG;
-    uint32_t pb = p->pos_bytes;
-    if (pb == 0)
-        pb = p->capacity < UINT32_MAX ? 4 : 8;
-    if (pb != 4 && pb != 8)
+    *pb = p->pos_bytes;
+    if (*pb == 0)
+        *pb = p->capacity < UINT32_MAX ? 4 : 8;
+    if (*pb != 4 && *pb != 8)
         return OBL_ERR_INVALID_ARG;
-    if (pb == 4 && p->capacity >= UINT32_MAX)
+    if (*pb == 4 && p->capacity >= UINT32_MAX)
         return OBL_ERR_TOO_LARGE;
     if (p->capacity > ((uint64_t)1 << 56))
         return OBL_ERR_TOO_LARGE;
+    if (*pb == 4 && nr_log_leaves(p->capacity) > 31)
+        return OBL_ERR_TOO_LARGE;
+    return OBL_OK;
+}
 
-    uint32_t logL = nr_log_leaves(p->capacity);
-    uint64_t L = (uint64_t)1 << logL;
-    if (pb == 4 && L > ((uint64_t)1 << 31))
+/* The bucket stride (rounded up to 8 bytes, so that every bucket's
+ * metadata is aligned) and the tree's bytes, for buckets of Z values of vs
+ * bytes and Z metadata of msz. A bucket of 33 to 63 bytes (8-byte values
+ * with 64-bit metadata: 48) is padded to one cache line: it then never
+ * straddles two lines, so a path is one line per level and no load of a
+ * bucket is split. Costs a third more memory for those sizes only, for
+ * faster accesses (docs/oram.md, "Buckets of one line"). Larger buckets keep
+ * their size (the RORAM's 144-byte ones would grow by a third too, past its
+ * memory target). Public: the sizes. */
+static obl_err nr_tree_size(size_t vs, size_t msz, uint64_t nbuckets, size_t *bstride,
+                            size_t *tree_bytes)
+{
+    size_t bdat;
+    if (!obl_mul_ok(vs, NR_Z, &bdat) || !obl_add_ok(bdat, NR_Z * msz + 7, bstride))
         return OBL_ERR_TOO_LARGE;
+    *bstride &= ~(size_t)7;
+    if (*bstride > 32 && *bstride < 64)
+        *bstride = 64;
+    if (!obl_mul_ok((size_t)nbuckets, *bstride, tree_bytes) || *tree_bytes > OBL_ORAM_MAX_BYTES)
+        return OBL_ERR_TOO_LARGE;
+    *tree_bytes += NR_SLACK; /* the register moves' overhang, see nr_reg_words */
+    return OBL_OK;
+}
 
-    size_t vs = p->value_size, msz = pb == 4 ? sizeof(nr_meta32) : sizeof(nr_meta64);
-    uint64_t nbuckets = 2 * L - 1;
-    /* bucket stride rounded up to 8 bytes so that every bucket's metadata
-     * is aligned */
-    size_t bdat, bstride, tree_bytes;
-    if (!obl_mul_ok(vs, NR_Z, &bdat) || !obl_add_ok(bdat, NR_Z * msz + 7, &bstride))
-        return OBL_ERR_TOO_LARGE;
-    bstride &= ~(size_t)7;
-    /* A bucket of 33 to 63 bytes (8-byte values with 64-bit metadata: 48)
-     * is padded to one cache line: it then never straddles two lines, so a
-     * path is one line per level and no load of a bucket is split. Costs a
-     * third more memory for those sizes only, for faster accesses
-     * (docs/oram.md, "Buckets of one line"). Larger buckets keep their
-     * size (the RORAM's 144-byte ones would grow by a third too, past its
-     * memory target). Public: the sizes. */
-    if (bstride > 32 && bstride < 64)
-        bstride = 64;
-    if (!obl_mul_ok((size_t)nbuckets, bstride, &tree_bytes) || tree_bytes > OBL_ORAM_MAX_BYTES)
-        return OBL_ERR_TOO_LARGE;
-    tree_bytes += NR_SLACK; /* the register moves' overhang, see nr_reg_words */
-    uint32_t P = S + 2, D = logL + 1;
-    /* a tree that nr_build fills next also holds its working array */
-    if (!clear && !obl_add_ok(tree_bytes, nr_build_slack(P, vs), &tree_bytes))
-        return OBL_ERR_TOO_LARGE;
-    uint32_t nslots = P + NR_Z * D;
-
-    obl_alloc_ctx ac;
-    obl_alloc_init(&ac, p->alloc);
-    obl_nroram *o = (obl_nroram *)obl_alloc(&ac, sizeof(*o), 64);
-    if (!o)
-        return OBL_ERR_NOMEM;
+/* The shape of the tree of p in o (public: sizes and the variant's
+ * operations), every field but the allocator, the prg and the arrays; a
+ * tree that nr_build fills next (!clear) also holds its working array. */
+static obl_err nr_shape(obl_nroram *o, const obl_nroram_params *p, int clear, int isa)
+{
+    uint32_t S, pb;
+    obl_err err = nr_check(p, &S, &pb);
+    if (err != OBL_OK)
+        return err;
+    const uint32_t logL = nr_log_leaves(p->capacity), P = S + 2, D = logL + 1;
+    const size_t vs = p->value_size, msz = pb == 4 ? sizeof(nr_meta32) : sizeof(nr_meta64);
+    o->L = (uint64_t)1 << logL;
+    o->nbuckets = 2 * o->L - 1;
+    err = nr_tree_size(vs, msz, o->nbuckets, &o->bstride, &o->tree_bytes);
+    if (err == OBL_OK && !clear &&
+        !obl_add_ok(o->tree_bytes, nr_build_slack(P, vs), &o->tree_bytes))
+        err = OBL_ERR_TOO_LARGE;
+    if (err != OBL_OK)
+        return err;
     o->ops = pb == 4 ? OBL_VARIANT_PICK(nr_ops32, isa) : OBL_VARIANT_PICK(nr_ops64, isa);
     o->isa = isa;
     o->capacity = p->capacity;
@@ -119,39 +127,41 @@ obl_err nr_create(obl_nroram **out, const obl_nroram_params *p, int clear)
     o->P = P;
     o->D = D;
     o->logL = logL;
-    o->L = L;
-    o->nslots = nslots;
-    o->nbuckets = nbuckets;
+    o->nslots = P + NR_Z * D;
     o->track_hist = p->track_histogram != 0;
     o->st.stash_size = S;
-    o->tree_bytes = tree_bytes;
     o->tree_zero = !clear; /* obl_alloc zeroes */
-    o->bstride = bstride;
     o->doff = NR_Z * msz;
-    o->pf_lines = (size_t)nbuckets * bstride > NR_PF_LINES_BYTES;
+    o->pf_lines = (size_t)o->nbuckets * o->bstride > NR_PF_LINES_BYTES;
     o->pf_lead = 1; /* obl_nroram_create: 2 */
     o->pf_k0 = 0;
-    while (o->pf_k0 < D && ((((uint64_t)2 << o->pf_k0) - 1) * bstride) <= NR_PF_HOT_BYTES)
+    while (o->pf_k0 < D && ((((uint64_t)2 << o->pf_k0) - 1) * o->bstride) <= NR_PF_HOT_BYTES)
         o->pf_k0++;
-    o->bmeta_bytes = (size_t)nslots * msz + NR_SLACK; /* whole-vector reads: nr_stash_count */
+    o->bmeta_bytes = (size_t)o->nslots * msz + NR_SLACK; /* whole-vector reads: nr_stash_count */
     o->bdata_bytes = (size_t)P * vs + NR_SLACK;
     o->tmp_bytes = vs + NR_SLACK;
+    return OBL_OK;
+}
 
+/* The prg and the arrays of o, whose shape is set; on an error, o is
+ * freed. */
+static obl_err nr_fill(obl_nroram *o, const obl_nroram_params *p, obl_alloc_ctx *ac, int clear)
+{
     obl_err err = OBL_OK;
     if (p->use_seed)
         obl_prg_init_seed(&o->prg, p->seed);
     else
         err = obl_prg_init(&o->prg, p->random, p->random_opaque);
     if (err != OBL_OK) {
-        o->ac = ac;
+        o->ac = *ac;
         nr_free_all(o);
         return err;
     }
-    o->tree = (unsigned char *)obl_alloc(&ac, tree_bytes, OBL_ALIGN_RANDOM);
-    o->bmeta = o->tree ? obl_alloc(&ac, o->bmeta_bytes, 64) : NULL;
-    o->bdata = o->bmeta ? (unsigned char *)obl_alloc(&ac, o->bdata_bytes, 64) : NULL;
-    o->tmp = o->bdata ? (unsigned char *)obl_alloc(&ac, o->tmp_bytes, 64) : NULL;
-    o->ac = ac;
+    o->tree = (unsigned char *)obl_alloc(ac, o->tree_bytes, OBL_ALIGN_RANDOM);
+    o->bmeta = o->tree ? obl_alloc(ac, o->bmeta_bytes, 64) : NULL;
+    o->bdata = o->bmeta ? (unsigned char *)obl_alloc(ac, o->bdata_bytes, 64) : NULL;
+    o->tmp = o->bdata ? (unsigned char *)obl_alloc(ac, o->tmp_bytes, 64) : NULL;
+    o->ac = *ac;
     if (!o->tmp) {
         nr_free_all(o);
         return OBL_ERR_NOMEM;
@@ -162,11 +172,34 @@ obl_err nr_create(obl_nroram **out, const obl_nroram_params *p, int clear)
     OBL_SECRET(o->tree, o->tree_bytes);
     OBL_SECRET(o->bmeta, o->bmeta_bytes);
     OBL_SECRET(o->bdata, o->bdata_bytes);
-    OBL_SECRET(o->tmp, vs);
+    OBL_SECRET(o->tmp, o->vs);
     OBL_SECRET(&o->st.stash_max, sizeof(o->st.stash_max));
     OBL_SECRET(o->st.hist, sizeof(o->st.hist));
-    *out = o;
     return OBL_OK;
+}
+
+/* see nroram_internal.h */
+obl_err nr_create(obl_nroram **out, const obl_nroram_params *p, int clear)
+{
+    *out = NULL;
+    const int isa = obl_isa_pick();
+    if (isa < 0)
+        return OBL_ERR_UNSUPPORTED;
+    obl_nroram sh; /* the shape, checked before anything is allocated */
+    memset(&sh, 0, sizeof(sh));
+    obl_err err = nr_shape(&sh, p, clear, isa);
+    if (err != OBL_OK)
+        return err;
+    obl_alloc_ctx ac;
+    obl_alloc_init(&ac, p->alloc);
+    obl_nroram *o = (obl_nroram *)obl_alloc(&ac, sizeof(*o), 64);
+    if (!o)
+        return OBL_ERR_NOMEM;
+    *o = sh;
+    err = nr_fill(o, p, &ac, clear);
+    if (err == OBL_OK)
+        *out = o;
+    return err;
 }
 
 /* see obl/oram.h */

@@ -485,15 +485,97 @@ static inline __attribute__((always_inline)) void NR_F(nr_evict_pass_fb)(obl_nro
 }
 #endif
 
+/* EvictFast's pick-up from the stash's metadata (bm, P slots): slot sel's
+ * entry (a dummy when sel is 255: none), its id set to all ones. In chunks
+ * with AVX-512: the lanes of slot sel (a comparison per lane) OR-ed out.
+ * Secret: sel, the metadata. */
+static inline __attribute__((always_inline)) NR_META NR_F(nr_evict_pick_meta)(NR_META *bm,
+                                                                             uint32_t P,
+                                                                             uint64_t sel)
+{
+    NR_META hm;
+#if OBL_CT_AVX512
+    const __m512i lane = _mm512_set_epi64(7, 6, 5, 4, 3, 2, 1, 0);
+    const __m512i slot = NRW == 64 ? _mm512_srli_epi64(lane, 1) : lane;
+    const __m512i vsel = _mm512_set1_epi64((long long)sel);
+    const __m512i idw = _mm512_set1_epi64(NRW == 64 ? -1 : 0xffffffffLL);
+    const __mmask8 idl = NRW == 64 ? 0x55 : 0xff;
+    __m512i acc = _mm512_setzero_si512();
+    for (uint32_t j = 0; j < P; j += NR_PER) {
+        /* only lanes below P can match the chosen slot */
+        __m512i v = NR_F(nr_chunk_load)(bm, j);
+        __mmask8 k = _mm512_cmpeq_epi64_mask(
+            _mm512_add_epi64(slot, _mm512_set1_epi64((long long)j)), vsel);
+        acc = _mm512_mask_or_epi64(acc, k, acc, v);
+        NR_F(nr_chunk_store)(bm, j, _mm512_mask_or_epi64(v, k & idl, v, idw));
+    }
+    NR_WORD any = (NR_WORD)0 - (NR_WORD)nr_lt(sel, P);
+#if NRW == 64
+    hm.id = (NR_WORD)_mm512_mask_reduce_or_epi64(0x55, acc) | ~any;
+    hm.leaf = (NR_WORD)_mm512_mask_reduce_or_epi64(0xaa, acc);
+#else
+    uint64_t r = (uint64_t)_mm512_reduce_or_epi64(acc);
+    hm.id = (NR_WORD)r | ~any;
+    hm.leaf = (NR_WORD)(r >> 32);
+#endif
+#else
+    NR_WORD hid = 0, hleaf = 0, any = 0;
+    for (uint32_t j = 0; j < P; j++) {
+        NR_WORD m = (NR_WORD)0 - (NR_WORD)(j == (NR_WORD)sel);
+        hid |= bm[j].id & m;
+        hleaf |= bm[j].leaf & m;
+        any |= m;
+        bm[j].id |= m; /* the picked slot becomes empty (all ones) */
+    }
+    hm.id = hid | ~any; /* dummy when nothing was picked */
+    hm.leaf = hleaf;
+#endif
+    return hm;
+}
+
+/* EvictFast's pick-up of stash slot sel's 8-byte value (0 when sel is 255).
+ * Secret: sel, the values. */
+static inline __attribute__((always_inline)) uint64_t NR_F(nr_evict_pick8)(const obl_nroram *o,
+                                                                          uint32_t P, uint64_t sel)
+{
+    uint64_t h8;
+#if OBL_CT_AVX512
+    /* eight blocks per vector, the lanes masked after the load */
+    const __m512i lane = _mm512_set_epi64(7, 6, 5, 4, 3, 2, 1, 0);
+    const __m512i vsel = _mm512_set1_epi64((long long)sel);
+    __m512i acc = _mm512_setzero_si512();
+    for (uint32_t j = 0; j < P; j += 8) {
+        /* only lanes below P can match the chosen slot */
+        __m512i v = NR_F(nr_vals_load)(o, j);
+        __mmask8 k = _mm512_cmpeq_epi64_mask(
+            _mm512_add_epi64(lane, _mm512_set1_epi64((long long)j)), vsel);
+        acc = _mm512_mask_or_epi64(acc, k, acc, v);
+    }
+    h8 = (uint64_t)_mm512_reduce_or_epi64(acc);
+#else
+    uint64_t h = 0;
+    for (uint32_t j = 0; j < P; j++) {
+        uint64_t v;
+        memcpy(&v, o->bdata + (size_t)j * 8, 8);
+        /* through the barrier: else the loop vectorises into loads
+         * masked by the secret slot (gcc 12 did) */
+        h |= v & obl_ct_mask(nr_eqs(j, sel));
+    }
+    h8 = h;
+#endif
+    return h8;
+}
+
 /*
  * One eviction (EvictFast, section 3.4) on path e, specialised by the
  * constant block size vs, register count NW and whole-bucket flag FB
  * (nr_evict_buf): the reaches (nr_evict_reach), the plan (nr_plan, in
- * nr_plan.h), the stash pick-up and the data pass (nr_evict_pass_fb, or the
- * per-level loop below). Longer than a screen because the pick-up and the
- * data pass share the held block in registers (hreg, h8, hm): a split must
- * keep them there, which these always-inline parts do only when they are
- * passed by value (measure the machine code after any further split).
+ * nr_plan.h), the stash pick-up (nr_evict_pick_meta, nr_evict_pick8, the
+ * registers' below) and the data pass (nr_evict_pass_fb, or the per-level
+ * loop below). One function of about 130 lines: the register pick-up and
+ * the data pass share the held block in vector registers (hreg), and the
+ * level step as a helper taking hreg compiled to other machine code
+ * (scripts/same_code.sh; docs/dispatch.md, "Same machine code").
  * Secret: the metadata, the blocks, the plan. Public: e, the sizes.
  */
 static inline __attribute__((always_inline)) void NR_F(nr_evict_core)(obl_nroram *o, uint64_t e,
@@ -535,47 +617,7 @@ static inline __attribute__((always_inline)) void NR_F(nr_evict_core)(obl_nroram
     const __m512i tail = nr_tail_lanes(vs);
 #endif
     {
-#if OBL_CT_AVX512
-        /* The stash's metadata in chunks, the lanes of slot sel (none
-         * when sel is 255: a comparison per lane) OR-ed out; its id
-         * becomes all ones. */
-        {
-            const __m512i lane = _mm512_set_epi64(7, 6, 5, 4, 3, 2, 1, 0);
-            const __m512i slot = NRW == 64 ? _mm512_srli_epi64(lane, 1) : lane;
-            const __m512i vsel = _mm512_set1_epi64((long long)sel);
-            const __m512i idw = _mm512_set1_epi64(NRW == 64 ? -1 : 0xffffffffLL);
-            const __mmask8 idl = NRW == 64 ? 0x55 : 0xff;
-            __m512i acc = _mm512_setzero_si512();
-            for (uint32_t j = 0; j < P; j += NR_PER) {
-                /* only lanes below P can match the chosen slot */
-                __m512i v = NR_F(nr_chunk_load)(bm, j);
-                __mmask8 k = _mm512_cmpeq_epi64_mask(
-                    _mm512_add_epi64(slot, _mm512_set1_epi64((long long)j)), vsel);
-                acc = _mm512_mask_or_epi64(acc, k, acc, v);
-                NR_F(nr_chunk_store)(bm, j, _mm512_mask_or_epi64(v, k & idl, v, idw));
-            }
-            NR_WORD any = (NR_WORD)0 - (NR_WORD)nr_lt(sel, P);
-#if NRW == 64
-            hm.id = (NR_WORD)_mm512_mask_reduce_or_epi64(0x55, acc) | ~any;
-            hm.leaf = (NR_WORD)_mm512_mask_reduce_or_epi64(0xaa, acc);
-#else
-            uint64_t r = (uint64_t)_mm512_reduce_or_epi64(acc);
-            hm.id = (NR_WORD)r | ~any;
-            hm.leaf = (NR_WORD)(r >> 32);
-#endif
-        }
-#else
-        NR_WORD hid = 0, hleaf = 0, any = 0;
-        for (uint32_t j = 0; j < P; j++) {
-            NR_WORD m = (NR_WORD)0 - (NR_WORD)(j == (NR_WORD)sel);
-            hid |= bm[j].id & m;
-            hleaf |= bm[j].leaf & m;
-            any |= m;
-            bm[j].id |= m; /* the picked slot becomes empty (all ones) */
-        }
-        hm.id = hid | ~any; /* dummy when nothing was picked */
-        hm.leaf = hleaf;
-#endif
+        hm = NR_F(nr_evict_pick_meta)(bm, P, sel);
 #if OBL_CT_AVX512
         if (NW) { /* public: the block goes straight into the registers */
             for (int w = 0; w < NR_REG_MAX_W; w++)
@@ -590,30 +632,7 @@ static inline __attribute__((always_inline)) void NR_F(nr_evict_core)(obl_nroram
         } else
 #endif
         if (vs == 8) { /* public */
-#if OBL_CT_AVX512
-            /* eight blocks per vector, the lanes masked after the load */
-            const __m512i lane = _mm512_set_epi64(7, 6, 5, 4, 3, 2, 1, 0);
-            const __m512i vsel = _mm512_set1_epi64((long long)sel);
-            __m512i acc = _mm512_setzero_si512();
-            for (uint32_t j = 0; j < P; j += 8) {
-                /* only lanes below P can match the chosen slot */
-                __m512i v = NR_F(nr_vals_load)(o, j);
-                __mmask8 k = _mm512_cmpeq_epi64_mask(
-                    _mm512_add_epi64(lane, _mm512_set1_epi64((long long)j)), vsel);
-                acc = _mm512_mask_or_epi64(acc, k, acc, v);
-            }
-            h8 = (uint64_t)_mm512_reduce_or_epi64(acc);
-#else
-            uint64_t h = 0;
-            for (uint32_t j = 0; j < P; j++) {
-                uint64_t v;
-                memcpy(&v, o->bdata + (size_t)j * 8, 8);
-                /* through the barrier: else the loop vectorises into loads
-                 * masked by the secret slot (gcc 12 did) */
-                h |= v & obl_ct_mask(nr_eqs(j, sel));
-            }
-            h8 = h;
-#endif
+            h8 = NR_F(nr_evict_pick8)(o, P, sel);
         } else {
             for (uint32_t j = 0; j < P; j++)
                 obl_ct_cmov(nr_eqs(j, sel), hold, o->bdata + (size_t)j * vs, vs);
@@ -723,23 +742,13 @@ static int NR_F(nr_evict_buf)(obl_nroram *o, uint64_t e)
 
 static void NR_F(nr_settle)(obl_nroram *o);
 
-/* ReadAndRemove of block id on path pos, with the previous access's owed
- * evictions run while the path arrives (nr_settle). One function of about
- * 180 lines: the stash and path scans OR the found block into registers
- * (acc8, or vectors for 64 bytes) that live across both scans; the vector
- * and portable scans are alternatives of each scan, kept side by side. */
-static inline __attribute__((always_inline)) uint64_t NR_F(nr_fetch_core)(obl_nroram *o, uint64_t id,
-                                                                          uint64_t pos, const size_t vs,
-                                                                          const int NW)
+/* Path pos indexed and prefetched, with the previous access's owed
+ * evictions run while it arrives (nr_settle); they load their own paths
+ * into o->pathb, so the access's is computed again. Public: pos, the
+ * sizes. */
+static inline __attribute__((always_inline)) void NR_F(nr_fetch_settle)(obl_nroram *o, uint64_t pos)
 {
-    (void)NW;
-    NR_META *bm = (NR_META *)o->bmeta;
-    const size_t bstride = o->bstride, doff = o->doff;
-    const NR_WORD wid = (NR_WORD)id;
-    const uint32_t P = o->P, D = o->D;
     NR_F(nr_path_index)(o, pos);
-    /* the previous access's evictions, while the path arrives; they load
-     * their own paths into o->pathb, so the access's is computed again */
     if (o->pf_lead == 1 && o->owed && NR_F(nr_whole_buckets)(o)) { /* public */
         /* the read path's prefetches are queued and the first eviction's
          * data pass issues one per level, so they do not stall on miss
@@ -761,22 +770,49 @@ static inline __attribute__((always_inline)) uint64_t NR_F(nr_fetch_core)(obl_nr
             NR_PREFETCH_BUCKET(o, o->pfq[o->pfq_i++], 0, 3);
         NR_F(nr_path_index)(o, pos);
     }
-    OBL_TRACE_TOUCH(OBL_TRACE_REGION_ORAM_STASH, OBL_TRACE_RW, 0, P);
-    /* ReadAndRemove over the stash and then the path, in place: the block
-     * is taken under its match mask and its id set to the dummy (all ones);
-     * mask arithmetic as in nr_evict_buf. At most one real block matches
-     * (an id is stored once: obl_nroram_insert's rule that the id be absent),
-     * so 8- and 64-byte blocks are OR-ed into a register (the compiler
-     * cannot keep o->tmp in one: it may alias the tree), as the eviction's
-     * held block is (nr_evict_core) for 64 bytes. Other sizes are moved
-     * into o->tmp. */
-    NR_WORD f = 0;
-    uint64_t acc8 = 0;
+}
+
 #if OBL_CT_AVX512
-    const int reg64 = NW != 0; /* public */
-    __m512i acc64[NR_REG_MAX_W];
-    for (int w = 0; w < NR_REG_MAX_W; w++)
-        acc64[w] = _mm512_setzero_si512();
+/* The stash's ids (bm, P slots) compared with wid in chunks, a match's id set to all
+ * ones; the matches as a bit mask (bit s: slot s; none at or past P).
+ * Secret: the ids, wid, the mask. */
+static inline __attribute__((always_inline)) uint64_t NR_F(nr_fetch_stash_ids)(NR_META *bm,
+                                                                               uint32_t P,
+                                                                               NR_WORD wid)
+{
+    uint64_t mt = 0;
+    for (uint32_t j = 0; j < P; j += NR_PER) {
+        __mmask8 ld = NR_F(nr_chunk_lanes)(P, j);
+        __m512i v = NR_F(nr_chunk_load)(bm, j);
+        __mmask8 kl = NR_F(nr_chunk_ideq)(v, ld, wid);
+        NR_F(nr_chunk_store)(bm, j, NR_F(nr_chunk_drop)(v, kl));
+        mt |= (uint64_t)NR_F(nr_lanes_entries)(kl) << j;
+    }
+    return mt;
+}
+
+/* The 8-byte value of the stash slots (P of them) in mt (at most one), eight
+ * per vector.
+ * Secret: mt, the values. */
+static inline __attribute__((always_inline)) uint64_t NR_F(nr_fetch_stash_vals8)(const obl_nroram *o,
+                                                                                 uint32_t P,
+                                                                                 uint64_t mt)
+{
+    __m512i acc = _mm512_setzero_si512();
+    for (uint32_t j = 0; j < P; j += 8) {
+        /* mt has no bit at or past P */
+        __m512i v = NR_F(nr_vals_load)(o, j);
+        acc = _mm512_mask_or_epi64(acc, (__mmask8)(mt >> j), acc, v);
+    }
+    return (uint64_t)_mm512_reduce_or_epi64(acc);
+}
+
+#endif
+
+/* A fetch's take of the block at p under the match m (nr_fetch_core, whose
+ * locals vs, reg64, acc8, acc64 and o they name): OR-ed into acc8 (8 bytes)
+ * or the vectors acc64 (NW of them), else moved into o->tmp. */
+#if OBL_CT_AVX512
 #define NR_TAKE64(p, m)                                                                  \
     do {                                                                                 \
         __m512i mv_ = _mm512_set1_epi64((long long)(m));                                 \
@@ -785,7 +821,6 @@ static inline __attribute__((always_inline)) uint64_t NR_F(nr_fetch_core)(obl_nr
             acc64[w], _mm512_and_si512(mv_, _mm512_loadu_si512((const void *)((p) + 64 * w)))); \
     } while (0)
 #else
-    const int reg64 = 0;
 #define NR_TAKE64(p, m) ((void)(p), (void)(m))
 #endif
 #define NR_TAKE(p, m)                                                                    \
@@ -803,28 +838,50 @@ static inline __attribute__((always_inline)) uint64_t NR_F(nr_fetch_core)(obl_nr
             obl_ct_cmov((uint64_t)((m) & 1), o->tmp, (p), vs);                          \
         }                                                                                \
     } while (0)
+
+/* ReadAndRemove of block id on path pos, with the previous access's owed
+ * evictions run while the path arrives (nr_fetch_settle). The stash scan's
+ * parts without live vectors are helpers; the rest is one function of about
+ * 120 lines because the found block's registers (acc8, acc64) live across
+ * both scans, and the path scans as a helper compiled to other machine code
+ * (scripts/same_code.sh; docs/dispatch.md, "Same machine code"). */
+static inline __attribute__((always_inline)) uint64_t NR_F(nr_fetch_core)(obl_nroram *o, uint64_t id,
+                                                                          uint64_t pos, const size_t vs,
+                                                                          const int NW)
+{
+    (void)NW;
+    NR_META *bm = (NR_META *)o->bmeta;
+    const size_t bstride = o->bstride, doff = o->doff;
+    const NR_WORD wid = (NR_WORD)id;
+    const uint32_t P = o->P, D = o->D;
+    NR_F(nr_fetch_settle)(o, pos);
+    OBL_TRACE_TOUCH(OBL_TRACE_REGION_ORAM_STASH, OBL_TRACE_RW, 0, P);
+    /* ReadAndRemove over the stash and then the path, in place: the block
+     * is taken under its match mask and its id set to the dummy (all ones);
+     * mask arithmetic as in nr_evict_buf. At most one real block matches
+     * (an id is stored once: obl_nroram_insert's rule that the id be absent),
+     * so 8- and 64-byte blocks are OR-ed into a register (the compiler
+     * cannot keep o->tmp in one: it may alias the tree), as the eviction's
+     * held block is (nr_evict_core) for 64 bytes. Other sizes are moved
+     * into o->tmp. */
+    NR_WORD f = 0;
+    uint64_t acc8 = 0;
+#if OBL_CT_AVX512
+    const int reg64 = NW != 0; /* public */
+    __m512i acc64[NR_REG_MAX_W];
+    for (int w = 0; w < NR_REG_MAX_W; w++)
+        acc64[w] = _mm512_setzero_si512();
+#else
+    const int reg64 = 0;
+#endif
     if (vs != 8 && !reg64) /* public */
         memset(o->tmp, 0, vs);
 #if OBL_CT_AVX512
     if (P <= 64 && !o->plan_scalar) { /* public (the switch: tests only) */
-        /* the stash's ids compared in chunks; the matches as a bit mask */
-        uint64_t mt = 0;
-        for (uint32_t j = 0; j < P; j += NR_PER) {
-            __mmask8 ld = NR_F(nr_chunk_lanes)(P, j);
-            __m512i v = NR_F(nr_chunk_load)(bm, j);
-            __mmask8 kl = NR_F(nr_chunk_ideq)(v, ld, wid);
-            NR_F(nr_chunk_store)(bm, j, NR_F(nr_chunk_drop)(v, kl));
-            mt |= (uint64_t)NR_F(nr_lanes_entries)(kl) << j;
-        }
+        uint64_t mt = NR_F(nr_fetch_stash_ids)(bm, P, wid);
         f = (NR_WORD)0 - (NR_WORD)((mt | (0 - mt)) >> 63);
         if (vs == 8) { /* public */
-            __m512i acc = _mm512_setzero_si512();
-            for (uint32_t j = 0; j < P; j += 8) {
-                /* mt has no bit at or past P */
-                __m512i v = NR_F(nr_vals_load)(o, j);
-                acc = _mm512_mask_or_epi64(acc, (__mmask8)(mt >> j), acc, v);
-            }
-            acc8 = (uint64_t)_mm512_reduce_or_epi64(acc);
+            acc8 = NR_F(nr_fetch_stash_vals8)(o, P, mt);
         } else {
             for (uint32_t s = 0; s < P; s++)
                 NR_TAKE(o->bdata + (size_t)s * vs, (NR_WORD)0 - (NR_WORD)((mt >> s) & 1));
@@ -897,8 +954,6 @@ static inline __attribute__((always_inline)) uint64_t NR_F(nr_fetch_core)(obl_nr
             }
         }
     }
-#undef NR_TAKE
-#undef NR_TAKE64
     if (vs == 8) /* public */
         memcpy(o->tmp, &acc8, 8);
 #if OBL_CT_AVX512
@@ -909,6 +964,9 @@ static inline __attribute__((always_inline)) uint64_t NR_F(nr_fetch_core)(obl_nr
 #endif
     return (uint64_t)(f & 1);
 }
+
+#undef NR_TAKE
+#undef NR_TAKE64
 
 /* see nroram_internal.h; block size as in nr_evict_buf */
 static uint64_t NR_F(nr_fetch)(obl_nroram *o, uint64_t id, uint64_t pos)

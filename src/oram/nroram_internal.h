@@ -203,7 +203,7 @@ typedef uint64_t (*nr_id_fn)(const void *ctx, const unsigned char *block);
 /* Bytes per block of nr_build's working array for blocks of pl bytes (the
  * value, and 8 more with explicit ids): blocks of up to 128 bytes are
  * padded to whole cache lines, larger ones only when that adds at most
- * 1/16 (src/oram/build.c says why). At most pl + 63. Public. */
+ * 1/16 (docs/oram.md, "Build": payload stride). At most pl + 63. Public. */
 static inline size_t nr_build_stride(size_t pl)
 {
     size_t r = (pl + 63) & ~(size_t)63;

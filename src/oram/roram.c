@@ -60,62 +60,144 @@ static void ro_free(obl_roram *r)
     obl_free(&ac, r, sizeof(*r));
 }
 
-/*
- * Shared creation. values: NULL (all zero) or n * vs bytes.
- * Secret: the contents of values. Public: the parameters.
- */
-static obl_err ro_create(obl_roram **out, const obl_roram_params *p, const void *values)
+/* The parameters' own checks (public). Stash sizes are checked here, not
+ * only by the trees: an array small enough to be a scan has none, and its
+ * parameters must not pass where a larger array's fail. */
+static obl_err ro_check(const obl_roram_params *p, size_t *total)
 {
-    if (!out)
-        return OBL_ERR_INVALID_ARG;
-    *out = NULL;
     if (!p || p->n == 0 || p->value_size == 0 || p->value_size > OBL_ORAM_MAX_VALUE_SIZE)
         return OBL_ERR_INVALID_ARG;
-    /* checked here, not only by the trees: an array small enough to be a
-     * scan has none, and its parameters must not pass where a larger
-     * array's fail */
     if (p->stash_size && (p->stash_size < 2 || p->stash_size > 64))
         return OBL_ERR_INVALID_ARG;
-    const int isa = obl_isa_pick(); /* its trees pick the same (nr_create) */
-    if (isa < 0)
-        return OBL_ERR_UNSUPPORTED;
-    const size_t vs = p->value_size;
-    size_t total;
-    if (!obl_mul_ok((size_t)p->n, vs, &total) || p->n > ((uint64_t)1 << 40))
+    if (!obl_mul_ok((size_t)p->n, p->value_size, total) || p->n > ((uint64_t)1 << 40))
         return OBL_ERR_TOO_LARGE;
-    uint32_t lk = 0;
-    while (lk < 6 && (vs << (lk + 1)) <= 64)
-        lk++;
-    /* Data blocks: k = 2^lk values, the most that fit in 64 bytes; a block
-     * of 33 to 63 bytes is padded to 64 (one cache line, and the ORAM's
-     * block moves then have no tail): faster accesses for about a tenth
-     * more memory per entry of 56 bytes (docs/oram.md, "RORAM: recursive
-     * ORAM"). */
-    const size_t bpk = vs << lk; /* bytes of the k packed values */
-    const size_t bsz = bpk > 32 && bpk < 64 ? 64 : bpk;
-    const uint64_t nb = (p->n + ((uint64_t)1 << lk) - 1) >> lk;
-    const uint64_t scan_max = p->scan_max ? p->scan_max : RO_SCAN_MAX_DEFAULT;
+    return OBL_OK;
+}
 
-    /* Level sizes: the data ORAM, then position maps until the base fits. */
-    uint64_t cnt[RO_MAX_LEVELS];
-    uint8_t fl[RO_MAX_LEVELS] = {0};
-    uint32_t T = 0;
-    /* Arrays of at most RO_SCAN_VALUES_MAX bytes are a scanned array of
-     * values (measured: a 4 KiB scan costs about one small tree access);
-     * tests force trees with scan_max < 64. */
+/* Level sizes (public): cnt[0] = nb data blocks, then position maps of
+ * fan-out 2^fl[l] until the base has at most scan_max entries; *T = 0 for a
+ * scanned array of values. Arrays of at most RO_SCAN_VALUES_MAX bytes are
+ * one (measured: a 4 KiB scan costs about one small tree access); tests
+ * force trees with scan_max < 64. */
+static obl_err ro_levels(const obl_roram_params *p, size_t total, uint64_t nb,
+                         uint64_t cnt[RO_MAX_LEVELS], uint8_t fl[RO_MAX_LEVELS], uint32_t *T)
+{
+    const uint64_t scan_max = p->scan_max ? p->scan_max : RO_SCAN_MAX_DEFAULT;
+    uint32_t t = 0;
     if (total > RO_SCAN_VALUES_MAX || (p->scan_max && p->scan_max < 64 && p->n > 1)) {
-        cnt[T++] = nb;
-        while (cnt[T - 1] > scan_max) {
-            if (T == RO_MAX_LEVELS)
+        cnt[t++] = nb;
+        while (cnt[t - 1] > scan_max) {
+            if (t == RO_MAX_LEVELS)
                 return OBL_ERR_TOO_LARGE;
-            fl[T] = ro_leaves16(cnt[T - 1]) ? RO_FAN_LOG16 : RO_FAN_LOG;
-            cnt[T] = (cnt[T - 1] + ((uint64_t)1 << fl[T]) - 1) >> fl[T];
-            T++;
+            fl[t] = ro_leaves16(cnt[t - 1]) ? RO_FAN_LOG16 : RO_FAN_LOG;
+            cnt[t] = (cnt[t - 1] + ((uint64_t)1 << fl[t]) - 1) >> fl[t];
+            t++;
         }
     }
-    if (T && nb > ((uint64_t)1 << 30))
+    if (t && nb > ((uint64_t)1 << 30))
         return OBL_ERR_TOO_LARGE;
+    *T = t;
+    return OBL_OK;
+}
 
+/* The tree parameters of level l (cnt blocks of vs bytes). */
+static void ro_level_params(obl_nroram_params *np, const obl_roram_params *p, uint32_t l,
+                            uint64_t cnt, size_t vs)
+{
+    memset(np, 0, sizeof(*np));
+    np->capacity = cnt;
+    np->value_size = vs;
+    np->stash_size = p->stash_size;
+    np->pos_bytes = 4;
+    np->track_histogram = l == 0 ? p->track_histogram : 0;
+    np->random = p->random;
+    np->random_opaque = p->random_opaque;
+    np->use_seed = p->use_seed;
+    np->seed = p->seed + 0x9e3779b97f4a7c15ULL * (l + 1);
+    np->alloc = p->alloc;
+}
+
+/* Level l's leaves (cnt 32-bit words, *bytes of them) as 16-bit words, in a
+ * new array that replaces them; NULL (the old array kept) on no memory. */
+static void *ro_leaves_to16(obl_roram *r, uint32_t *leaves, uint64_t cnt, size_t *bytes)
+{
+    size_t hb = (size_t)cnt * 2;
+    uint16_t *h = (uint16_t *)obl_alloc(&r->ac, hb, 64);
+    if (!h)
+        return NULL;
+    for (uint64_t i = 0; i < cnt; i++)
+        h[i] = (uint16_t)leaves[i];
+    obl_free(&r->ac, leaves, *bytes);
+    *bytes = hb;
+    return h;
+}
+
+/* Bottom-up: builds level l with the leaves of level l - 1 as content (level
+ * 0: values, NULL for zeros, packed bpk bytes a block); the top level's
+ * leaves become the base. On an error the levels built so far stay in r for
+ * ro_free. */
+static obl_err ro_build_levels(obl_roram *r, const obl_roram_params *p, const void *values,
+                               const uint64_t cnt[RO_MAX_LEVELS], size_t total, size_t bpk)
+{
+    const unsigned char *content = (const unsigned char *)values;
+    size_t content_len = values ? total : 0;
+    void *prev = NULL;
+    size_t prev_bytes = 0;
+    for (uint32_t l = 0; l < r->T; l++) {
+        obl_nroram_params np;
+        ro_level_params(&np, p, l, cnt[l], l == 0 ? r->bsz : 64);
+        obl_err err = nr_create(&r->lv[l], &np, 0);
+        size_t lb = (size_t)cnt[l] * 4;
+        uint32_t *leaves = err == OBL_OK ? (uint32_t *)obl_alloc(&r->ac, lb, 64) : NULL;
+        if (err == OBL_OK && !leaves)
+            err = OBL_ERR_NOMEM;
+        if (err == OBL_OK)
+            err = nr_build(r->lv[l], cnt[l], content, l == 0 ? bpk : 64, content_len, NULL,
+                           NULL, NULL, leaves);
+        obl_free(&r->ac, prev, prev_bytes);
+        prev = leaves;
+        prev_bytes = lb;
+        /* 16-bit positions for the level above (or the base) when these
+         * leaves fit: packed into a new array, in place of the 32-bit one */
+        int to16 = l + 1 < r->T ? r->fl[l + 1] == RO_FAN_LOG16 : r->base16;
+        if (err == OBL_OK && to16) {
+            void *h = ro_leaves_to16(r, leaves, cnt[l], &prev_bytes);
+            err = h ? OBL_OK : OBL_ERR_NOMEM;
+            prev = h ? h : prev;
+        }
+        if (err != OBL_OK) {
+            obl_free(&r->ac, prev, prev_bytes);
+            return err;
+        }
+        content = (const unsigned char *)prev;
+        content_len = prev_bytes;
+    }
+    r->base = prev;
+    r->base_bytes = prev_bytes;
+    r->nbase = cnt[r->T - 1];
+    OBL_SECRET(r->base, r->base_bytes);
+    return OBL_OK;
+}
+
+/* The scanned array of values (T = 0): total bytes of values, or zeros. */
+static obl_err ro_fill_scan(obl_roram *r, const void *values, size_t total)
+{
+    r->scan_bytes = total;
+    r->scan = (unsigned char *)obl_alloc(&r->ac, total, 64);
+    if (!r->scan)
+        return OBL_ERR_NOMEM;
+    if (values)
+        memcpy(r->scan, values, total);
+    OBL_SECRET(r->scan, total);
+    return OBL_OK;
+}
+
+/* A new structure with its shape (lk, bsz, the levels' fan-outs), its prg
+ * and its scratch value; NULL in *out and an error if any step failed. */
+static obl_err ro_new(obl_roram **out, const obl_roram_params *p, int isa, uint32_t lk,
+                      size_t bsz, uint32_t T, const uint64_t cnt[RO_MAX_LEVELS],
+                      const uint8_t fl[RO_MAX_LEVELS])
+{
     obl_alloc_ctx ac;
     obl_alloc_init(&ac, p->alloc);
     obl_roram *r = (obl_roram *)obl_alloc(&ac, sizeof(*r), 64);
@@ -124,7 +206,7 @@ static obl_err ro_create(obl_roram **out, const obl_roram_params *p, const void 
     r->isa = isa;
     r->access = *OBL_VARIANT_PICK(ro_access_fn, isa);
     r->n = p->n;
-    r->vs = vs;
+    r->vs = p->value_size;
     r->lk = lk;
     r->bsz = bsz;
     r->T = T;
@@ -139,95 +221,63 @@ static obl_err ro_create(obl_roram **out, const obl_roram_params *p, const void 
     else
         err = obl_prg_init(&r->prg, p->random, p->random_opaque);
     r->ac = ac;
-    if (err != OBL_OK)
-        goto fail;
-    r->val = (unsigned char *)obl_alloc(&r->ac, vs, 64);
-    if (!r->val) {
+    r->val = err == OBL_OK ? (unsigned char *)obl_alloc(&r->ac, r->vs, 64) : NULL;
+    if (err == OBL_OK && !r->val)
         err = OBL_ERR_NOMEM;
-        goto fail;
+    if (err != OBL_OK) {
+        ro_free(r);
+        return err;
     }
-    OBL_SECRET(r->val, vs);
+    OBL_SECRET(r->val, r->vs);
+    *out = r;
+    return OBL_OK;
+}
 
-    if (T == 0) {
-        r->scan_bytes = total;
-        r->scan = (unsigned char *)obl_alloc(&r->ac, total, 64);
-        if (!r->scan) {
-            err = OBL_ERR_NOMEM;
-            goto fail;
-        }
-        if (values)
-            memcpy(r->scan, values, total);
-        OBL_SECRET(r->scan, total);
-        *out = r;
-        return OBL_OK;
-    }
-
-    /* Bottom-up: build level l with the leaves of level l - 1 as content. */
-    {
-        const unsigned char *content = (const unsigned char *)values;
-        size_t content_len = values ? total : 0;
-        void *prev_leaves = NULL;
-        size_t prev_bytes = 0;
-        for (uint32_t l = 0; l < T; l++) {
-            obl_nroram_params np;
-            memset(&np, 0, sizeof(np));
-            np.capacity = cnt[l];
-            np.value_size = l == 0 ? bsz : 64;
-            np.stash_size = p->stash_size;
-            np.pos_bytes = 4;
-            np.track_histogram = l == 0 ? p->track_histogram : 0;
-            np.random = p->random;
-            np.random_opaque = p->random_opaque;
-            np.use_seed = p->use_seed;
-            np.seed = p->seed + 0x9e3779b97f4a7c15ULL * (l + 1);
-            np.alloc = p->alloc;
-            err = nr_create(&r->lv[l], &np, 0);
-            size_t lb = (size_t)cnt[l] * 4;
-            uint32_t *leaves = err == OBL_OK ? (uint32_t *)obl_alloc(&r->ac, lb, 64) : NULL;
-            if (err == OBL_OK && !leaves)
-                err = OBL_ERR_NOMEM;
-            if (err == OBL_OK)
-                err = nr_build(r->lv[l], cnt[l], content, l == 0 ? bpk : 64, content_len, NULL,
-                               NULL, NULL, leaves);
-            if (prev_leaves)
-                obl_free(&r->ac, prev_leaves, prev_bytes);
-            prev_leaves = leaves;
-            prev_bytes = lb;
-            if (err != OBL_OK) {
-                obl_free(&r->ac, prev_leaves, prev_bytes);
-                goto fail;
-            }
-            /* 16-bit positions for the level above (or the base) when
-             * these leaves fit: packed into a new array, in place of the
-             * 32-bit one */
-            if (l + 1 < T ? r->fl[l + 1] == RO_FAN_LOG16 : r->base16) {
-                size_t hb = (size_t)cnt[l] * 2;
-                uint16_t *h = (uint16_t *)obl_alloc(&r->ac, hb, 64);
-                if (!h) {
-                    err = OBL_ERR_NOMEM;
-                    obl_free(&r->ac, prev_leaves, prev_bytes);
-                    goto fail;
-                }
-                for (uint64_t i = 0; i < cnt[l]; i++)
-                    h[i] = (uint16_t)leaves[i];
-                obl_free(&r->ac, leaves, lb);
-                prev_leaves = h;
-                prev_bytes = hb;
-            }
-            content = (const unsigned char *)prev_leaves;
-            content_len = prev_bytes;
-        }
-        /* the top level's leaves are the base */
-        r->base = prev_leaves;
-        r->base_bytes = prev_bytes;
-        r->nbase = cnt[T - 1];
-        OBL_SECRET(r->base, r->base_bytes);
+/*
+ * Shared creation. values: NULL (all zero) or n * vs bytes.
+ * Secret: the contents of values. Public: the parameters.
+ */
+static obl_err ro_create(obl_roram **out, const obl_roram_params *p, const void *values)
+{
+    if (!out)
+        return OBL_ERR_INVALID_ARG;
+    *out = NULL;
+    size_t total;
+    obl_err err = ro_check(p, &total);
+    if (err != OBL_OK)
+        return err;
+    const int isa = obl_isa_pick(); /* its trees pick the same (nr_create) */
+    if (isa < 0)
+        return OBL_ERR_UNSUPPORTED;
+    const size_t vs = p->value_size;
+    uint32_t lk = 0;
+    while (lk < 6 && (vs << (lk + 1)) <= 64)
+        lk++;
+    /* Data blocks: k = 2^lk values, the most that fit in 64 bytes; a block
+     * of 33 to 63 bytes is padded to 64 (one cache line, and the ORAM's
+     * block moves then have no tail): faster accesses for about a tenth
+     * more memory per entry of 56 bytes (docs/oram.md, "RORAM: recursive
+     * ORAM"). */
+    const size_t bpk = vs << lk; /* bytes of the k packed values */
+    const size_t bsz = bpk > 32 && bpk < 64 ? 64 : bpk;
+    const uint64_t nb = (p->n + ((uint64_t)1 << lk) - 1) >> lk;
+    uint64_t cnt[RO_MAX_LEVELS];
+    uint8_t fl[RO_MAX_LEVELS] = {0};
+    uint32_t T = 0;
+    err = ro_levels(p, total, nb, cnt, fl, &T);
+    obl_roram *r = NULL;
+    if (err == OBL_OK)
+        err = ro_new(&r, p, isa, lk, bsz, T, cnt, fl);
+    if (err != OBL_OK)
+        return err;
+    err = T == 0 ? ro_fill_scan(r, values, total)
+                 : ro_build_levels(r, p, values, cnt, total, bpk);
+    if (err != OBL_OK) {
+        ro_free(r);
+        return err;
     }
     *out = r;
     return OBL_OK;
-fail:
-    ro_free(r);
-    return err;
 }
 
 /* see obl/oram.h */

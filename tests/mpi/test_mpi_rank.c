@@ -61,12 +61,8 @@ static obl_err dep_init(dep *d, unsigned L, unsigned R, unsigned S, size_t B, ui
     d->y = y;
     unsigned char rk[16];
     CHECK(msg_derive(secret, 32, "route", rk, 16) == 0);
-    obl_shard_params sp = {0};
-    sp.key_size = KS;
-    sp.value_size = VS;
+    obl_shard_params sp = test_shard_params(KS, VS, T.seed);
     sp.threads = 1;
-    sp.use_seed = 1;
-    sp.seed = T.seed;
     sp.engines = (uint32_t)(T.seed % 3);
     obl_err e = OBL_OK;
     for (unsigned l = 0; l < L && e == OBL_OK; l++)
@@ -308,9 +304,8 @@ static void test_full(test_rng *g)
 
 int main(int argc, char **argv)
 {
-    test_init(argc, argv, "test_mpi_rank");
     test_rng g;
-    test_rng_seed(&g, T.seed);
+    test_start(argc, argv, "test_mpi_rank", &g);
     test_rng_fill(&g, secret, sizeof secret);
     int ep = T.ct ? 4 : 8;
     run(1, 2, 3, 16, ep, &g);

@@ -219,13 +219,7 @@ out:
 
 static obl_omap_params base_params(uint64_t cap, size_t ks, size_t vs)
 {
-    obl_omap_params p;
-    memset(&p, 0, sizeof(p));
-    p.capacity = cap;
-    p.key_size = ks;
-    p.value_size = vs;
-    p.use_seed = 1;
-    p.seed = test_rng_next(&R);
+    obl_omap_params p = test_omap_params(cap, ks, vs, test_rng_next(&R));
     p.oram_scan_max = 16; /* force real ORAM recursion even for small maps */
     p.layout = g_layout;
     return p;
