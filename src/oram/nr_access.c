@@ -88,15 +88,26 @@ static inline void nr_cswap_blk(uint64_t c, void *a, void *b, size_t vs)
 
 /*
  * Blocks held in vector registers (AVX-512 builds): a block of 16 to
- * NR_REG_MAX_W * 64 bytes is moved as
- * nr_reg_words(vs) 64-byte vectors, loaded and stored whole; the lanes of
- * the last vector past the block (the bytes outside nr_tail_lanes) are
- * never swapped, so they
- * store back the bytes they loaded (the next slot, the start of the next
- * bucket, or the 64 bytes of slack after the tree, the stash and o->tmp).
- * The next bucket is on the path only after the root (bucket 1); its
- * metadata, rewritten with the loaded bytes, is copied back from the path
- * buffer after the data pass, and its data is processed after the root's.
+ * NR_REG_MAX_W * 64 bytes is moved as nr_reg_words(vs) 64-byte vectors,
+ * loaded and stored whole, vector w at byte nr_reg_off(vs, NW, w) of the
+ * block. A block of more than 64 bytes has its last vector end at the
+ * block's end: it overlaps the vector before it, whose common bytes it
+ * holds too, and every swap and store gives both the same values; so no
+ * load or store leaves the block (a 216-byte block's loads used to reach
+ * 40 bytes into the next bucket, a line no prefetch had asked for). A
+ * block of 16 to 63 bytes is one vector, which ends at the block's end
+ * when a tree slot has 64 - vs bytes of its own bucket before it (the
+ * metadata: nr_reg_front; the stash and o->tmp have 64 bytes of slack
+ * before them), else starts at its start. The lanes outside the block
+ * (outside nr_tail_lanes) are never swapped, so they store back the bytes
+ * they loaded: the slot before it (a data pass stores the second slot
+ * first) or the bucket's metadata, which an eviction copies back from the
+ * path buffer after its data pass; or, from the start, the next slot, the
+ * start of the next bucket (a line the bucket's prefetch does not cover)
+ * or the 64 bytes of slack after the tree, the stash and o->tmp. The next
+ * bucket is on the path only after the root (bucket 1); its metadata,
+ * rewritten with the loaded bytes, is copied back from the path buffer
+ * after the data pass, and its data is processed after the root's.
  * 0: not held in registers (other sizes, or no AVX-512). Public: vs.
  */
 #define NR_REG_MAX_W 8
@@ -136,11 +147,32 @@ static inline int nr_reg_words(size_t vs)
     }
 
 #if OBL_CT_AVX512
-/* All-ones bytes for the bytes of the block in its last vector. */
-static inline __m512i nr_tail_lanes(size_t vs)
+/* Whether the one vector of a block under 64 bytes ends at the block's
+ * end (else it starts at its start): the tree's slots have at least
+ * 64 - vs bytes of their bucket before them. Public. */
+static inline int nr_reg_front(const obl_nroram *o, size_t vs, int NW)
 {
-    unsigned n = (unsigned)((vs - 1) & 63) + 1;
+    return NW == 1 && vs < 64 && o->doff + vs >= 64;
+}
+
+/* Byte offset, from the block's start, of vector w of a block of vs bytes
+ * held in NW vectors (nr_reg_words): 64 w, except that the last vector of
+ * a block over 64 bytes, or the one of a front block (nr_reg_front), ends
+ * at the block's end. Public. */
+static inline ptrdiff_t nr_reg_off(size_t vs, int NW, int front, int w)
+{
+    return (w == NW - 1 && vs > 64) || front ? (ptrdiff_t)vs - 64 : (ptrdiff_t)64 * w;
+}
+
+/* All-ones bytes for the bytes of the block in its last vector: every
+ * byte for a block over 64 bytes, the last vs for a front block, else the
+ * first (nr_reg_off). */
+static inline __m512i nr_tail_lanes(size_t vs, int front)
+{
+    unsigned n = vs > 64 ? 64 : (unsigned)((vs - 1) & 63) + 1;
     __mmask64 k = n == 64 ? ~(__mmask64)0 : (((__mmask64)1 << n) - 1);
+    if (front && n < 64)
+        k <<= 64 - n;
     return _mm512_maskz_mov_epi8(k, _mm512_set1_epi8(-1));
 }
 #endif

@@ -36,8 +36,12 @@ static void nr_free_all(obl_nroram *o)
     obl_alloc_ctx ac = o->ac;
     obl_free(&ac, o->tree, o->tree_bytes);
     obl_free(&ac, o->bmeta, o->bmeta_bytes);
-    obl_free(&ac, o->bdata, o->bdata_bytes);
-    obl_free(&ac, o->tmp, o->tmp_bytes);
+    /* the stash's blocks and o->tmp start NR_SLACK bytes into their
+     * allocations (nr_reg_front) */
+    if (o->bdata)
+        obl_free(&ac, o->bdata - NR_SLACK, o->bdata_bytes + NR_SLACK);
+    if (o->tmp)
+        obl_free(&ac, o->tmp - NR_SLACK, o->tmp_bytes + NR_SLACK);
     obl_prg_wipe(&o->prg);
     obl_free(&ac, o, sizeof(*o));
 }
@@ -138,6 +142,8 @@ static obl_err nr_shape(obl_nroram *o, const obl_nroram_params *p, int clear, in
     while (o->pf_k0 < D && ((((uint64_t)2 << o->pf_k0) - 1) * o->bstride) <= NR_PF_HOT_BYTES)
         o->pf_k0++;
     o->bmeta_bytes = (size_t)o->nslots * msz + NR_SLACK; /* whole-vector reads: nr_stash_count */
+    /* from o->bdata and o->tmp on; each has NR_SLACK more bytes before it,
+     * for blocks moved from before their start (nr_reg_front) */
     o->bdata_bytes = (size_t)P * vs + NR_SLACK;
     o->tmp_bytes = vs + NR_SLACK;
     return OBL_OK;
@@ -159,8 +165,12 @@ static obl_err nr_fill(obl_nroram *o, const obl_nroram_params *p, obl_alloc_ctx 
     }
     o->tree = (unsigned char *)obl_alloc(ac, o->tree_bytes, OBL_ALIGN_RANDOM);
     o->bmeta = o->tree ? obl_alloc(ac, o->bmeta_bytes, 64) : NULL;
-    o->bdata = o->bmeta ? (unsigned char *)obl_alloc(ac, o->bdata_bytes, 64) : NULL;
-    o->tmp = o->bdata ? (unsigned char *)obl_alloc(ac, o->tmp_bytes, 64) : NULL;
+    o->bdata = o->bmeta ? (unsigned char *)obl_alloc(ac, o->bdata_bytes + NR_SLACK, 64) : NULL;
+    if (o->bdata)
+        o->bdata += NR_SLACK;
+    o->tmp = o->bdata ? (unsigned char *)obl_alloc(ac, o->tmp_bytes + NR_SLACK, 64) : NULL;
+    if (o->tmp)
+        o->tmp += NR_SLACK;
     o->ac = *ac;
     if (!o->tmp) {
         nr_free_all(o);
@@ -171,7 +181,7 @@ static obl_err nr_fill(obl_nroram *o, const obl_nroram_params *p, obl_alloc_ctx 
      * on: ids, leaves and values. */
     OBL_SECRET(o->tree, o->tree_bytes);
     OBL_SECRET(o->bmeta, o->bmeta_bytes);
-    OBL_SECRET(o->bdata, o->bdata_bytes);
+    OBL_SECRET(o->bdata - NR_SLACK, o->bdata_bytes + NR_SLACK);
     OBL_SECRET(o->tmp, o->vs);
     OBL_SECRET(&o->st.stash_max, sizeof(o->st.stash_max));
     OBL_SECRET(o->st.hist, sizeof(o->st.hist));

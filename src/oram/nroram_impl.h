@@ -611,10 +611,12 @@ static inline __attribute__((always_inline)) void NR_F(nr_evict_core)(obl_nroram
      * registers across the levels instead of being stored and reloaded by
      * every swap (the compiler cannot keep o->tmp in registers: it may alias
      * the tree). Measurements in docs/oram.md ("Blocks in registers"). The
-     * bytes of the last vector beyond the block (outside tail) are never swapped:
-     * they carry the bytes that follow the slot, stored back unchanged. */
+     * vectors sit at nr_reg_off; in a block under 64 bytes the bytes past it
+     * (outside tail) are never swapped: they carry the bytes that follow
+     * the slot, stored back unchanged. */
     __m512i hreg[NR_REG_MAX_W];
-    const __m512i tail = nr_tail_lanes(vs);
+    const int front = nr_reg_front(o, vs, NW);
+    const __m512i tail = nr_tail_lanes(vs, front);
 #endif
     {
         hm = NR_F(nr_evict_pick_meta)(bm, P, sel);
@@ -627,7 +629,7 @@ static inline __attribute__((always_inline)) void NR_F(nr_evict_core)(obl_nroram
                 const unsigned char *sp = o->bdata + (size_t)j * vs;
                 NR_REG_LOOP(w)
                 hreg[w] = _mm512_or_si512(hreg[w],
-                                          _mm512_and_si512(m, _mm512_loadu_si512((const void *)(sp + 64 * w))));
+                                          _mm512_and_si512(m, _mm512_loadu_si512((const void *)(sp + nr_reg_off(vs, NW, front, w)))));
             }
         } else
 #endif
@@ -660,8 +662,8 @@ static inline __attribute__((always_inline)) void NR_F(nr_evict_core)(obl_nroram
              * the start of slot 1 when vs is not a multiple of 64 */
             NR_REG_LOOP(w)
             {
-                d0[w] = _mm512_loadu_si512((const void *)(bd + 64 * w));
-                d1[w] = _mm512_loadu_si512((const void *)(bd + vs + 64 * w));
+                d0[w] = _mm512_loadu_si512((const void *)(bd + nr_reg_off(vs, NW, front, w)));
+                d1[w] = _mm512_loadu_si512((const void *)(bd + vs + nr_reg_off(vs, NW, front, w)));
             }
             /* each swap is two bitwise selects (vpternlog 0xca: m ? b : c),
              * one step on the held block's chain (nr_hold_swap) */
@@ -677,10 +679,20 @@ static inline __attribute__((always_inline)) void NR_F(nr_evict_core)(obl_nroram
                 hreg[w] = _mm512_ternarylogic_epi64(mw, d1[w], h, 0xca);
                 d1[w] = _mm512_ternarylogic_epi64(mw, h, d1[w], 0xca);
             }
-            NR_REG_LOOP(w)
-            _mm512_storeu_si512((void *)(bd + 64 * w), d0[w]);
-            NR_REG_LOOP(w)
-            _mm512_storeu_si512((void *)(bd + vs + 64 * w), d1[w]);
+            /* slot 1 first when its vector starts in slot 0 (front), else
+             * slot 0 first: the one whose lanes hold the shared bytes'
+             * new values is stored last */
+            if (front) { /* public */
+                NR_REG_LOOP(w)
+                _mm512_storeu_si512((void *)(bd + vs + nr_reg_off(vs, NW, front, w)), d1[w]);
+                NR_REG_LOOP(w)
+                _mm512_storeu_si512((void *)(bd + nr_reg_off(vs, NW, front, w)), d0[w]);
+            } else {
+                NR_REG_LOOP(w)
+                _mm512_storeu_si512((void *)(bd + nr_reg_off(vs, NW, front, w)), d0[w]);
+                NR_REG_LOOP(w)
+                _mm512_storeu_si512((void *)(bd + vs + nr_reg_off(vs, NW, front, w)), d1[w]);
+            }
         } else
 #endif
         if (vs == 8) { /* public: both slots loaded and stored */
@@ -701,7 +713,7 @@ static inline __attribute__((always_inline)) void NR_F(nr_evict_core)(obl_nroram
 #if OBL_CT_AVX512
     if (NW) { /* public: o->tmp has 64 bytes of slack */
         NR_REG_LOOP(w)
-        _mm512_storeu_si512((void *)(hold + 64 * w), hreg[w]);
+        _mm512_storeu_si512((void *)(hold + nr_reg_off(vs, NW, front, w)), hreg[w]);
     }
 #endif
     o->st.evictions++;
@@ -810,15 +822,16 @@ static inline __attribute__((always_inline)) uint64_t NR_F(nr_fetch_stash_vals8)
 #endif
 
 /* A fetch's take of the block at p under the match m (nr_fetch_core, whose
- * locals vs, reg64, acc8, acc64 and o they name): OR-ed into acc8 (8 bytes)
- * or the vectors acc64 (NW of them), else moved into o->tmp. */
+ * locals vs, reg64, front, acc8, acc64 and o they name): OR-ed into acc8 (8
+ * bytes) or the vectors acc64 (NW of them, at nr_reg_off), else moved into
+ * o->tmp. */
 #if OBL_CT_AVX512
 #define NR_TAKE64(p, m)                                                                  \
     do {                                                                                 \
         __m512i mv_ = _mm512_set1_epi64((long long)(m));                                 \
         NR_REG_LOOP(w)                                                                   \
         acc64[w] = _mm512_or_si512(                                                      \
-            acc64[w], _mm512_and_si512(mv_, _mm512_loadu_si512((const void *)((p) + 64 * w)))); \
+            acc64[w], _mm512_and_si512(mv_, _mm512_loadu_si512((const void *)((p) + nr_reg_off(vs, NW, front, w))))); \
     } while (0)
 #else
 #define NR_TAKE64(p, m) ((void)(p), (void)(m))
@@ -868,6 +881,7 @@ static inline __attribute__((always_inline)) uint64_t NR_F(nr_fetch_core)(obl_nr
     uint64_t acc8 = 0;
 #if OBL_CT_AVX512
     const int reg64 = NW != 0; /* public */
+    const int front = nr_reg_front(o, vs, NW);
     __m512i acc64[NR_REG_MAX_W];
     for (int w = 0; w < NR_REG_MAX_W; w++)
         acc64[w] = _mm512_setzero_si512();
@@ -959,7 +973,7 @@ static inline __attribute__((always_inline)) uint64_t NR_F(nr_fetch_core)(obl_nr
 #if OBL_CT_AVX512
     if (reg64) { /* public: o->tmp has 64 bytes of slack */
         NR_REG_LOOP(w)
-        _mm512_storeu_si512((void *)(o->tmp + 64 * w), acc64[w]);
+        _mm512_storeu_si512((void *)(o->tmp + nr_reg_off(vs, NW, front, w)), acc64[w]);
     }
 #endif
     return (uint64_t)(f & 1);
@@ -1099,10 +1113,13 @@ static inline __attribute__((always_inline)) void NR_F(nr_stash_in)(obl_nroram *
 
     /* Into the first free stash slot: one exists, since at most S + 1 of
      * the P = S + 2 slots are held when an access starts (nr_settle). */
+    /* through the constant-time selects: clang 14 compiled the plain
+     * `id == dummy ? s : 255` of this loop into a branch on the slot's
+     * emptiness (docs/timing.md, "clang") */
     uint32_t first = 255;
     for (uint32_t s = 0; s < o->P; s++) {
-        uint32_t c = bm[s].id == NR_DUMMY ? s : 255;
-        first = first < c ? first : c;
+        uint32_t c = obl_ct_select32(nr_eq(bm[s].id, NR_DUMMY), s, 255);
+        first = (uint32_t)obl_ct_min64(first, c);
     }
     for (uint32_t s = 0; s < o->P; s++) {
         NR_WORD m = (NR_WORD)0 - (NR_WORD)(s == first);

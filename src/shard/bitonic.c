@@ -13,65 +13,16 @@
 
 #include "shard/shard_internal.h"
 
+#include "common/cpu.h"
 #include "ct.h"
 
-typedef struct bs_ctx {
-    unsigned char *r;
-    size_t rs, kw; /* record bytes, key words compared */
-} bs_ctx;
-
-/* 1 if the key of record a is greater than that of b: words compared in
- * order, the first that differs decides. */
-static inline uint64_t bs_gt(const unsigned char *a, const unsigned char *b, size_t kw)
+/* The record network runs the variant the CPU runs (net.c): its masked
+ * swaps of whole records take that variant's vectors. The choice is made
+ * per call from public CPU facts, as the sort module's (src/sort/dispatch.c). */
+static int bs_isa(void)
 {
-    uint64_t gt = 0, decided = 0;
-    for (size_t k = 0; k < kw; k++) {
-        uint64_t x, y;
-        memcpy(&x, a + 8 * k, 8);
-        memcpy(&y, b + 8 * k, 8);
-        gt |= obl_ct_gt64(x, y) & (decided ^ 1);
-        decided |= obl_ct_neq64(x, y);
-    }
-    return gt;
-}
-
-/* Exchange records i < j if their order differs from `up`. */
-static inline void bs_ce(const bs_ctx *c, size_t i, size_t j, uint64_t up)
-{
-    unsigned char *a = c->r + i * c->rs, *b = c->r + j * c->rs;
-    OBL_TRACE_TOUCH(OBL_TRACE_REGION_SORT, OBL_TRACE_RW, i, j);
-    uint64_t sw = bs_gt(a, b, c->kw) ^ up ^ 1;
-    obl_ct_cswap(sw, a, b, c->rs);
-}
-
-/* The largest power of two below n (n >= 2). */
-static size_t bs_pow2_below(size_t n)
-{
-    size_t m = 1;
-    while (m * 2 < n)
-        m *= 2;
-    return m;
-}
-
-static void bs_merge(const bs_ctx *c, size_t lo, size_t n, uint64_t up)
-{
-    if (n < 2)
-        return;
-    size_t m = bs_pow2_below(n);
-    for (size_t i = lo; i < lo + n - m; i++)
-        bs_ce(c, i, i + m, up);
-    bs_merge(c, lo, m, up);
-    bs_merge(c, lo + m, n - m, up);
-}
-
-static void bs_sort(const bs_ctx *c, size_t lo, size_t n, uint64_t up)
-{
-    if (n < 2)
-        return;
-    size_t m = n / 2;
-    bs_sort(c, lo, m, up ^ 1);
-    bs_sort(c, lo + m, n - m, up);
-    bs_merge(c, lo, n, up);
+    int v = obl_isa_pick();
+    return v < 0 ? OBL_ISA_PORTABLE : v;
 }
 
 /* see shard_internal.h */
@@ -83,15 +34,13 @@ void shard_bitonic_sort(unsigned char *recs, size_t n, size_t rec_size)
 /* see shard_internal.h */
 void shard_bitonic_sort_words(unsigned char *recs, size_t n, size_t rec_size, size_t kw)
 {
-    bs_ctx c = {recs, rec_size, kw};
-    bs_sort(&c, 0, n, 1);
+    OBL_VARIANT_PICK(shard_net, bs_isa())(recs, n, rec_size, kw, 0);
 }
 
 /* see shard_internal.h */
 void shard_bitonic_merge_words(unsigned char *recs, size_t n, size_t rec_size, size_t kw)
 {
-    bs_ctx c = {recs, rec_size, kw};
-    bs_merge(&c, 0, n, 1);
+    OBL_VARIANT_PICK(shard_net, bs_isa())(recs, n, rec_size, kw, 1);
 }
 
 #define SHARD_SORT_PAR_MIN ((size_t)1 << 14)

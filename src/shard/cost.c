@@ -159,14 +159,17 @@ static obl_err calibrate_scan(obl_shard *m)
 }
 
 /* The balancer's constant: one split and join of a get batch of 512 on
- * the map's balancer, per bal_units. */
+ * the map's balancer, per bal_units, with the answers in request order as
+ * the omaps give them (the sub-batches' balancers, its one use). */
 static obl_err calibrate_balance(obl_shard *m)
 {
     enum { CAL_B = 512 };
     size_t b = shard_part_b(m, CAL_B, 1), ks = m->p.key_size, vs = m->p.value_size;
     size_t bytes = CAL_B * (ks + vs + 8), bb = 0;
-    shard_bufs bf;
+    shard_bufs bf = {0};
     unsigned char *mem = shard_bufs_alloc(m, (size_t)m->S * b, 0, &bf, &bb);
+    bf.akeys = bf.keys;
+    bf.adummy = bf.dummy;
     obl_alloc_ctx c = m->ac;
     unsigned char *keys = (unsigned char *)obl_alloc(&c, bytes, 64);
     obl_err e = mem && keys ? OBL_OK : OBL_ERR_NOMEM;

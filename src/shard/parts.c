@@ -13,7 +13,7 @@
  */
 #include "shard/shard_map.h"
 
-typedef struct part {
+struct part {
     size_t lo, B, b; /* requests lo .. lo + B - 1; b per shard */
     shard_bufs bf;   /* S * b entries (shard_bufs_alloc) */
     unsigned char *mem;
@@ -21,7 +21,8 @@ typedef struct part {
     shard_route rt;   /* the map's balancer with this part's PRG and memory */
     obl_alloc_ctx ac; /* the balancer's working memory, freed by it */
     obl_prg prg;
-} part;
+};
+typedef struct part part;
 
 typedef struct parts_job {
     obl_shard *m;
@@ -91,6 +92,8 @@ static obl_err part_join(void *arg, size_t p)
 
 static void parts_free(obl_shard *m, part *pt, unsigned P)
 {
+    if (!pt)
+        return;
     for (unsigned p = 0; p < P; p++) {
         shard_route_release(&pt[p].rt);
         obl_free(&m->ac, pt[p].mem, pt[p].mem_bytes);
@@ -123,6 +126,8 @@ static obl_err parts_alloc(obl_shard *m, size_t B, unsigned P, part **out)
         t->rt = m->rt;
         t->rt.arena = NULL; /* each part's own working memory */
         t->rt.arena_bytes = 0;
+        t->rt.order = NULL;
+        t->rt.order_bytes = 0;
         t->bf.akeys = t->bf.keys; /* the omaps answer in request order */
         t->bf.adummy = t->bf.dummy;
         t->rt.prg = &t->prg;
@@ -137,11 +142,39 @@ static obl_err parts_alloc(obl_shard *m, size_t B, unsigned P, part **out)
 }
 
 /* see shard_map.h */
+void shard_parts_release(obl_shard *m)
+{
+    parts_free(m, m->parts, m->parts_P);
+    m->parts = NULL;
+    m->parts_P = 0;
+    m->parts_B = 0;
+}
+
+/* The parts of a batch of B in P: those of the last batch when B and P are
+ * the same (public), else made anew; allocating them every batch cost page
+ * faults and wiping (the balancers' arenas) at small B. */
+static obl_err parts_get(obl_shard *m, size_t B, unsigned P, part **out)
+{
+    if (m->parts && m->parts_B == B && m->parts_P == P) { /* public */
+        *out = m->parts;
+        return OBL_OK;
+    }
+    shard_parts_release(m);
+    obl_err e = parts_alloc(m, B, P, out);
+    if (e != OBL_OK)
+        return e;
+    m->parts = *out;
+    m->parts_B = B;
+    m->parts_P = P;
+    return OBL_OK;
+}
+
+/* see shard_map.h */
 obl_err shard_parts_get(obl_shard *m, size_t B, unsigned P, const unsigned char *keys,
                         unsigned char *vout, uint64_t *found, double t[3])
 {
     part *pt = NULL;
-    obl_err e = parts_alloc(m, B, P, &pt);
+    obl_err e = parts_get(m, B, P, &pt);
     if (e != OBL_OK)
         return e;
     parts_job j = {m, P, pt, keys, vout, found};
@@ -156,6 +189,5 @@ obl_err shard_parts_get(obl_shard *m, size_t B, unsigned P, const unsigned char 
     t[0] = t1 - t0;
     t[1] = t2 - t1;
     t[2] = shard_now_us() - t2;
-    parts_free(m, pt, P);
     return e;
 }

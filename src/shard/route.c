@@ -9,6 +9,7 @@
  * depends on B, S, b and the sizes alone (docs/shard.md, "Balancer").
  */
 #include <obl/lb.h>
+#include <obl/sort.h>
 
 #include "shard/shard_internal.h"
 
@@ -54,6 +55,11 @@ void shard_route_release(shard_route *r)
         obl_free(r->ac, r->arena, r->arena_bytes);
     r->arena = NULL;
     r->arena_bytes = 0;
+    if (r->order)
+        obl_free(r->ac, r->order, r->order_bytes);
+    r->order = NULL;
+    r->order_bytes = 0;
+    r->order_B = 0;
 }
 
 /* see shard_internal.h */
@@ -136,13 +142,29 @@ static unsigned char *rt_arena_scr(shard_route *r, size_t bytes, size_t B, uint6
 #define RT_FILLER (1ull << 8)
 
 typedef struct rt_split {
-    const shard_route *r;
+    shard_route *r;
     size_t B, b, n, rs, vo; /* records (2L), record bytes, value offset */
     size_t L;               /* max(B, S b) */
     unsigned char *a;
     uint64_t *scr;          /* the column sorts' buffer, for B records */
     size_t scr_bytes;
 } rt_split;
+
+/* One-word keys: the sorted requests as the join's slim records (packed
+ * (shard, key, type 1), position), kept for the join of this batch, which
+ * then needs no sort of its own (rt_join_requests). */
+static void rt_keep_order(rt_split *t)
+{
+    shard_route *r = t->r;
+    for (size_t i = 0; i < t->B; i++) {
+        const unsigned char *q = t->a + i * t->rs;
+        uint64_t s = ld64(q), k = ld64(q + 8);
+        st64(r->order + i * 24, s << 51 | k >> 13);
+        st64(r->order + i * 24 + 8, (k & 0x1fff) << 51 | 1);
+        st64(r->order + i * 24 + 16, ld64(q + 16));
+    }
+    r->order_B = t->B;
+}
 
 /* The B requests, sorted by (shard, key, position). */
 static void rt_fill(rt_split *t, const uint64_t *ops, const unsigned char *keys,
@@ -162,6 +184,8 @@ static void rt_fill(rt_split *t, const uint64_t *ops, const unsigned char *keys,
             memcpy(q + t->vo, vin + i * r->vs, r->vs);
     }
     rt_sort_keyed(r, t->a, t->B, t->rs, t->scr, t->scr_bytes);
+    if (r->kw == 1) /* public */
+        rt_keep_order(t);
 }
 
 /* Each record gets its key's last write so far (op and value); the last
@@ -226,6 +250,29 @@ static void rt_by_shard(rt_split *t)
     shard_bitonic_merge_words(t->a, t->n, rs, 1);
 }
 
+/* obl_compact's randomness parameter (obl_sort_params): the generator. */
+static int rt_random(void *opaque, void *buf, size_t len)
+{
+    obl_prg_fill((obl_prg *)opaque, buf, len);
+    return 0;
+}
+
+/* Sorts and compactions of at least this many records may use threads. */
+#define RT_PAR_MIN ((size_t)1 << 14)
+
+/* Moves the records with keep[i] = 1 to the front in their order:
+ * ORCompact (n lg n moves) at every n, which at the balancer's sizes
+ * costs less than shard_keep_first's sort below 2^13 records; that sort
+ * (by the first word, which the caller sets for it) without memory. */
+static void rt_keep(const shard_route *r, unsigned char *a, size_t n, size_t rs,
+                    const uint8_t *keep)
+{
+    obl_sort_params sp = {rs, 8, n >= RT_PAR_MIN ? r->threads : 1, rt_random, r->prg,
+                          &r->ac->a};
+    if (obl_compact(a, n, keep, NULL, &sp) != OBL_OK)
+        shard_keep_first(a, n, rs, NULL, r->threads, r->prg, &r->ac->a);
+}
+
 /* Appends b fillers per shard, sorts by shard (representatives first),
  * keeps the first b of each shard (kept[], n bytes) and compacts them into
  * place. Returns 1 if a shard had more than b keys. */
@@ -244,7 +291,7 @@ static uint64_t rt_place(rt_split *t, uint8_t *kept)
         kept[p] = (uint8_t)keep;
         prev = x;
     }
-    shard_keep_first(t->a, t->n, t->rs, kept, r->threads, r->prg, &r->ac->a);
+    rt_keep(r, t->a, t->n, t->rs, kept);
     return ovf;
 }
 
@@ -261,10 +308,17 @@ obl_err shard_route_split(shard_route *r, size_t B, size_t b, const uint64_t *op
         return OBL_ERR_TOO_LARGE;
     unsigned char *none;
     t.a = rt_arena_scr(r, bytes, B, &t.scr, &t.scr_bytes, 0, &none);
+    r->order_B = 0;
+    if (r->kw == 1 && r->order_bytes < 24 * B) { /* public; B < SIZE_MAX / 96 here */
+        obl_free(r->ac, r->order, r->order_bytes);
+        r->order_bytes = 0;
+        r->order = (unsigned char *)obl_alloc(r->ac, 24 * B, 64);
+        r->order_bytes = r->order ? 24 * B : 0;
+    }
     unsigned char *cval = (unsigned char *)obl_alloc(r->ac, r->vs8, 64);
     uint8_t *kept = (uint8_t *)obl_alloc(r->ac, t.n, 64);
     obl_err e = OBL_OK;
-    if (!t.a || !cval || !kept) {
+    if (!t.a || !cval || !kept || (r->kw == 1 && !r->order)) {
         e = OBL_ERR_NOMEM;
         goto done;
     }
@@ -300,8 +354,8 @@ typedef struct rt_join {
     const shard_route *r;
     size_t B, b, n, rs, to; /* type word offset */
     size_t L;
+    int inorder;            /* one-word keys, answers in request order: sorted */
     unsigned char *a;
-    unsigned char *sl;      /* B slim request records (one-word keys) */
     uint64_t *scr;          /* the column sorts' buffer, for B records */
     size_t scr_bytes;
 } rt_join;
@@ -315,7 +369,12 @@ static void rt_join_pad(const rt_join *t, unsigned char *q)
         st64(q + 8, ~RT_LO51);
 }
 
-/* The answers in [L, L + S b), then pads; a dummy's answer joins nothing. */
+/* The answers in [L, L + S b), then pads; a dummy's answer joins nothing:
+ * its shard is past the last, or, with the answers in request order, it
+ * keeps its shard with key all ones and type 2, after every request of
+ * the shard (no request has type 2). The split hands each shard its keys
+ * ascending, then its dummies (rt_place), so answers in request order are
+ * then sorted by (shard, key, type) and need no sort (rt_join_sort). */
 static void rt_join_answers(rt_join *t, const shard_bufs *in)
 {
     const shard_route *r = t->r;
@@ -323,9 +382,16 @@ static void rt_join_answers(rt_join *t, const shard_bufs *in)
     unsigned char *a = t->a + t->L * t->rs;
     for (size_t j = 0; j < sb; j++) {
         unsigned char *q = a + j * t->rs;
+        uint64_t d = in->adummy[j] & 1;
         memset(q, 0, t->rs);
-        st64(q, obl_ct_select64(in->adummy[j] & 1, r->S, j / t->b));
         memcpy(q + 8, in->akeys + j * r->ks, r->ks);
+        if (t->inorder) { /* public */
+            st64(q, j / t->b);
+            st64(q + 8, obl_ct_select64(d, UINT64_MAX, ld64(q + 8)));
+            st64(q + t->to, d << 1);
+        } else {
+            st64(q, obl_ct_select64(d, r->S, j / t->b));
+        }
         st64(q + t->to + 16, in->found[j] & 1);
         memcpy(q + t->to + 24, in->vout + j * r->vs, r->vs);
     }
@@ -334,35 +400,25 @@ static void rt_join_answers(rt_join *t, const shard_bufs *in)
 }
 
 /* The requests in [0, L): pads, then the requests. With one-word keys they
- * are sorted apart as slim records (packed key, position) on the column
- * network and laid out descending; the answers sorted ascending after them
- * then need only the bitonic merge. */
+ * are laid out descending in the order the split sorted them (r->order:
+ * packed key, position); the answers ascending after them then need only
+ * the bitonic merge. */
 static void rt_join_requests(rt_join *t, const unsigned char *keys)
 {
     const shard_route *r = t->r;
     for (size_t j = 0; j < t->L - t->B; j++)
         rt_join_pad(t, t->a + j * t->rs);
-    for (size_t i = 0; i < t->B && r->kw == 1; i++) { /* public: kw */
-        uint64_t k = 0, sh = shard_route_shard_of(r, keys + i * r->ks);
-        memcpy(&k, keys + i * r->ks, r->ks); /* as rt_fill lays it out */
-        st64(t->sl + i * 24, sh << 51 | k >> 13);
-        st64(t->sl + i * 24 + 8, (k & 0x1fff) << 51 | 1);
-        st64(t->sl + i * 24 + 16, i);
-    }
-    if (r->kw == 1)
-        shard_sort_bounded_in(t->sl, t->B, 24, 2, r->threads, r->prg, &r->ac->a, t->scr,
-                              t->scr_bytes);
     for (size_t i = 0; i < t->B; i++) {
         unsigned char *q = t->a + (t->L - 1 - i) * t->rs; /* descending */
         memset(q, 0, t->rs);
         if (r->kw == 1) { /* public */
-            memcpy(q, t->sl + i * 24, 16);
+            memcpy(q, r->order + i * 24, 16);
         } else {
             st64(q, shard_route_shard_of(r, keys + i * r->ks));
             memcpy(q + 8, keys + i * r->ks, r->ks);
         }
         st64(q + t->to, 1);
-        st64(q + t->to + 8, r->kw == 1 ? ld64(t->sl + i * 24 + 16) : i);
+        st64(q + t->to + 8, r->kw == 1 ? ld64(r->order + i * 24 + 16) : i);
     }
 }
 
@@ -377,7 +433,8 @@ static void rt_join_sort(rt_join *t)
         return;
     }
     rt_pack(a, sb, t->rs);
-    shard_sort_bounded(a, sb, t->rs, 2, r->threads, r->prg, &r->ac->a);
+    if (!t->inorder) /* public */
+        shard_sort_bounded(a, sb, t->rs, 2, r->threads, r->prg, &r->ac->a);
     shard_bitonic_merge_words(t->a, t->n, t->rs, 2);
     rt_unpack(t->a, t->n, t->rs);
 }
@@ -404,26 +461,33 @@ static void rt_join_carry(rt_join *t, unsigned char *cval, uint8_t *keep)
     }
 }
 
-/* The requests back into batch order: compacted out of the join's records
- * (O(n log n) moves), then as slim records (position and found in one
- * word, the value) sorted by position: B records of 8 words for 8/56,
- * which the column network takes, instead of a sort of all B + S b join
- * records. */
-static void rt_join_out(rt_join *t, const uint8_t *keep, unsigned char *o,
-                        unsigned char *vout, uint64_t *found)
+/* The requests back into batch order. Every record, in place, becomes a
+ * slim record: a request's position and found flag in one word (any other
+ * record a word past every request's), then the value; 8 words for 8/56.
+ * The requests are compacted to the front (ORCompact, n lg n moves of
+ * slim records) and the B of them sorted by that word, on the column
+ * network up to 8 words. Wide records are neither compacted nor sorted.
+ * In place: slim record p (os < rs bytes) ends before record p + 1 starts.
+ * keep[p]: record p is a request. */
+static void rt_join_out(rt_join *t, const uint8_t *keep, unsigned char *vout,
+                        uint64_t *found)
 {
     const shard_route *r = t->r;
     size_t os = 8 + r->vs8;
-    shard_keep_first(t->a, t->n, t->rs, keep, r->threads, r->prg, &r->ac->a);
-    for (size_t i = 0; i < t->B; i++) {
-        const unsigned char *q = t->a + i * t->rs;
-        st64(o + i * os, ld64(q) << 1 | (ld64(q + t->to + 16) & 1));
-        memcpy(o + i * os + 8, q + t->to + 24, r->vs8);
+    for (size_t p = 0; p < t->n; p++) {
+        const unsigned char *q = t->a + p * t->rs;
+        unsigned char *o = t->a + p * os;
+        uint64_t req = obl_ct_eq64(ld64(q + t->to), 1), f = ld64(q + t->to + 16) & 1;
+        uint64_t w = obl_ct_select64(req, ld64(q) << 1 | f, 1ull << 63 | (uint64_t)p);
+        memmove(o + 8, q + t->to + 24, r->vs8);
+        st64(o, w);
     }
-    shard_sort_bounded_in(o, t->B, os, 1, r->threads, r->prg, &r->ac->a, t->scr, t->scr_bytes);
+    rt_keep(r, t->a, t->n, os, keep);
+    shard_sort_bounded_in(t->a, t->B, os, 1, r->threads, r->prg, &r->ac->a, t->scr,
+                          t->scr_bytes);
     for (size_t i = 0; i < t->B; i++) {
-        found[i] = ld64(o + i * os) & 1;
-        memcpy(vout + i * r->vs, o + i * os + 8, r->vs);
+        found[i] = ld64(t->a + i * os) & 1;
+        memcpy(vout + i * r->vs, t->a + i * os + 8, r->vs);
     }
 }
 
@@ -432,19 +496,20 @@ obl_err shard_route_join(shard_route *r, size_t B, size_t b, const unsigned char
                          const shard_bufs *in, unsigned char *vout, uint64_t *found)
 {
     size_t sb = (size_t)r->S * b, L = B > sb ? B : sb;
-    rt_join t = {r, B, b, 2 * L, 0, 8 * (1 + r->kw), L, NULL, NULL, NULL, 0};
+    rt_join t = {r, B, b, 2 * L, 0, 8 * (1 + r->kw), L, 0, NULL, NULL, 0};
     t.rs = t.to + 24 + r->vs8;
-    size_t bytes, obytes, sbytes;
-    if (L > (SIZE_MAX >> 2) || !obl_mul_ok(t.n, t.rs, &bytes) ||
-        !obl_mul_ok(B, 8 + r->vs8, &obytes) || !obl_mul_ok(B, 24, &sbytes))
+    t.inorder = r->kw == 1 && in->akeys == in->keys; /* public: the engine's contract */
+    size_t bytes;
+    if (L > (SIZE_MAX >> 2) || !obl_mul_ok(t.n, t.rs, &bytes))
         return OBL_ERR_TOO_LARGE;
-    unsigned char *o = NULL; /* then the slim records: sbytes is a multiple of 8 */
-    t.a = rt_arena_scr(r, bytes, B, &t.scr, &t.scr_bytes, obytes + sbytes, &o);
-    t.sl = o ? o + obytes : NULL;
+    if (r->kw == 1 && r->order_B != B) /* public: no split of this batch before */
+        return OBL_ERR_INVALID_ARG;
+    unsigned char *none;
+    t.a = rt_arena_scr(r, bytes, B, &t.scr, &t.scr_bytes, 0, &none);
     unsigned char *cval = (unsigned char *)obl_alloc(r->ac, r->vs8, 64);
     uint8_t *keep = (uint8_t *)obl_alloc(r->ac, t.n, 64);
     obl_err e = OBL_OK;
-    if (!t.a || !t.sl || !cval || !o || !keep) {
+    if (!t.a || !cval || !keep) {
         e = OBL_ERR_NOMEM;
         goto done;
     }
@@ -452,7 +517,7 @@ obl_err shard_route_join(shard_route *r, size_t B, size_t b, const unsigned char
     rt_join_answers(&t, in);
     rt_join_sort(&t);
     rt_join_carry(&t, cval, keep);
-    rt_join_out(&t, keep, o, vout, found);
+    rt_join_out(&t, keep, vout, found);
 done:
     obl_free(r->ac, cval, r->vs8);
     obl_free(r->ac, keep, t.n);

@@ -44,6 +44,7 @@ void obl_shard_destroy(obl_shard *m)
     if (!m)
         return;
     obl_pool_destroy(m->pool);
+    shard_parts_release(m);
     shard_route_release(&m->rt);
     for (unsigned j = 0; j < m->S; j++) {
         if (m->om)

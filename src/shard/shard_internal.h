@@ -13,6 +13,7 @@
 #include <obl/obl.h>
 
 #include "common/alloc.h"
+#include "common/cpu.h"
 #include "common/prg.h"
 #include "pool/pool.h"
 
@@ -108,6 +109,9 @@ typedef struct shard_route {
     unsigned threads;       /* threads the sorts may use */
     unsigned char *arena;   /* the split's and the join's records, kept from */
     size_t arena_bytes;     /* batch to batch (shard_route_release) */
+    unsigned char *order;   /* one-word keys: the split's requests in (shard, */
+    size_t order_bytes;     /* key) order as the join's slim records, kept */
+    size_t order_B;         /* for the join of the same batch (B of them) */
 } shard_route;
 
 /* b: the least n with P[Bin(B, 1/S) > n] <= 2^-lambda (B when S = 1),
@@ -128,7 +132,9 @@ obl_err shard_route_split(shard_route *r, size_t B, size_t b, const uint64_t *op
                           const unsigned char *keys, const unsigned char *vin, shard_bufs *out);
 
 /* Backward: the shards' answers (in: adummy, akeys, found, vout) to the B
- * requests (the same keys as the split), duplicates included. */
+ * requests (the same keys as the split), duplicates included. It must
+ * follow the split of the same batch on r: it takes the requests' order
+ * from it (one-word keys). */
 obl_err shard_route_join(shard_route *r, size_t B, size_t b, const unsigned char *keys,
                          const shard_bufs *in, unsigned char *vout, uint64_t *found);
 
@@ -189,5 +195,12 @@ void shard_bitonic_sort_words(unsigned char *recs, size_t n, size_t rec_size, si
  * the rest ascending by their first kw words, into ascending order
  * (n/2 lg n compare-exchanges). Public: n, rec_size, kw. */
 void shard_bitonic_merge_words(unsigned char *recs, size_t n, size_t rec_size, size_t kw);
+
+/* The record network behind the two above, one copy per instruction-set
+ * variant (net.c): a sort, or (merge = 1) the merge. Public: all but the
+ * records. */
+#define SHARD_NET_DECLARE(v) \
+    void shard_net_##v(unsigned char *recs, size_t n, size_t rec_size, size_t kw, int merge);
+OBL_VARIANT_EACH(SHARD_NET_DECLARE)
 
 #endif /* OBL_SRC_SHARD_INTERNAL_H */

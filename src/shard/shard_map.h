@@ -51,6 +51,9 @@ struct obl_shard {
     /* b of recent (n, P), a tail sum of tens of us that a server's varying
      * batch sizes would pay per batch (shard_part_b) */
     struct { size_t n, b; unsigned P; } bmemo[64];
+    struct part *parts;      /* the last sub-batched get's parts, kept */
+    size_t parts_B;          /* (shard_parts_get; public sizes) */
+    unsigned parts_P;
     obl_shard_stats st;
 };
 
@@ -110,6 +113,9 @@ obl_err shard_omap_requests(const obl_shard *m, size_t s, const shard_batch *bt,
  */
 obl_err shard_parts_get(obl_shard *m, size_t B, unsigned P, const unsigned char *keys,
                         unsigned char *vout, uint64_t *found, double t[3]);
+
+/* Frees the sub-batches' memory kept between batches. */
+void shard_parts_release(obl_shard *m);
 
 /* The per-shard batch size of a sub-batch of n requests, one of P: the
  * balancer's b with lambda + ceil(lg P). Public. */

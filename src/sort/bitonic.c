@@ -18,28 +18,52 @@
 /* Ranges below this many records run on one thread. */
 #define BT_PAR_MIN ((size_t)1 << 12)
 
+/* The masked swap of `words` words; vec (a constant): a width known at
+ * compile time, swapped as whole 32-byte vectors where the variant has
+ * them (AND/XOR of full vectors, then words), straight-line code with no
+ * tail loop for the compiler to turn into masked memory operands.
+ * Secret: mask, x, y. Public: words, vec. */
+OBL_INLINE void bt_cswap(uint64_t mask, uint64_t *x, uint64_t *y, size_t words, int vec)
+{
+    size_t k = 0;
+#if OBL_CT_AVX2
+    if (vec) { /* public: a whole number of vectors, so no tail is compiled */
+        k = words & ~(size_t)3;
+        obl_ct_cswap_avx2_inl(mask & 1, x, y, 8 * k);
+    }
+#else
+    (void)vec;
+#endif
+    rec_cswap(mask, x + k, y + k, words - k);
+}
+
 /* Compare-exchange passes: records lo .. hi - 1 of x against the same of
  * y, so that afterwards key(x) <= key(y) (asc) or >= (desc). Secret: the
  * records. Public: everything else. */
 OBL_INLINE void bt_pass_w(uint64_t *x, uint64_t *y, size_t lo, size_t hi, int asc, size_t kw,
-                          size_t words)
+                          size_t words, int vec)
 {
     for (size_t i = lo; i < hi; i++) {
         uint64_t *p = x + i * words, *q = y + i * words;
         uint64_t c = asc ? rec_key_gt(p, q, kw) : rec_key_gt(q, p, kw); /* public: asc */
-        rec_cswap(obl_ct_mask(c), p, q, words);
+        bt_cswap(obl_ct_mask(c), p, q, words, vec);
     }
 }
+
+/* Records of up to 16 words get a copy with the width a constant: the
+ * swap is then a few whole vectors with no loop or tail to set up, which
+ * cost more than the exchange itself for short passes. */
+#define BT_W(w) \
+    case w: bt_pass_w(x, y, lo, hi, asc, kw, w, (w) > 4); break;
 
 static void bt_pass(uint64_t *x, uint64_t *y, size_t lo, size_t hi, int asc, size_t kw,
                     size_t words)
 {
     switch (words) { /* public */
-    case 1: bt_pass_w(x, y, lo, hi, asc, 1, 1); break;
-    case 2: bt_pass_w(x, y, lo, hi, asc, kw, 2); break;
-    case 3: bt_pass_w(x, y, lo, hi, asc, kw, 3); break;
-    case 4: bt_pass_w(x, y, lo, hi, asc, kw, 4); break;
-    default: bt_pass_w(x, y, lo, hi, asc, kw, words); break;
+    case 1: bt_pass_w(x, y, lo, hi, asc, 1, 1, 0); break;
+    BT_W(2) BT_W(3) BT_W(4) BT_W(5) BT_W(6) BT_W(7) BT_W(8) BT_W(9)
+    BT_W(10) BT_W(11) BT_W(12) BT_W(13) BT_W(14) BT_W(15) BT_W(16)
+    default: bt_pass_w(x, y, lo, hi, asc, kw, words, 0); break;
     }
 }
 
@@ -96,14 +120,54 @@ static void bt_two(const bt_node *nd, bt_node *x, bt_node *y, obl_par_task_fn fn
     fn(y);
 }
 
-static void bt_merge(const bt_node *nd)
+/* Below this many records a merge or sort runs on one thread, its passes
+ * called directly: through the parallel loop a pass of a few exchanges
+ * cost several times its exchanges. The same exchanges in the same order. */
+#define BT_SMALL ((size_t)64)
+
+/* The largest power of two below n (n >= 2). */
+static size_t bt_pow2_below(size_t n)
 {
-    const size_t n = nd->n;
-    if (n < 2)
-        return;
     size_t m = 1;
     while (m * 2 < n)
         m *= 2;
+    return m;
+}
+
+static void bt_merge_small(const rec_arr *a, size_t base, size_t n, int asc)
+{
+    if (n < 2)
+        return;
+    size_t m = bt_pow2_below(n);
+#ifdef OBL_TRACE
+    for (size_t i = 0; i < n - m; i++) {
+        REC_TOUCH(base + i);
+        REC_TOUCH(base + m + i);
+    }
+#endif
+    bt_pass(rec_at(a, base), rec_at(a, base + m), 0, n - m, asc, a->kw, a->words);
+    bt_merge_small(a, base, m, asc);
+    bt_merge_small(a, base + m, n - m, asc);
+}
+
+static void bt_sort_small(const rec_arr *a, size_t base, size_t n, int asc)
+{
+    if (n < 2)
+        return;
+    size_t m = n / 2;
+    bt_sort_small(a, base, m, !asc);
+    bt_sort_small(a, base + m, n - m, asc);
+    bt_merge_small(a, base, n, asc);
+}
+
+static void bt_merge(const bt_node *nd)
+{
+    const size_t n = nd->n;
+    if (n < BT_SMALL) { /* public */
+        bt_merge_small(nd->a, nd->base, n, nd->asc);
+        return;
+    }
+    size_t m = bt_pow2_below(n);
     bt_pass_ctx c = {nd, m};
     obl_par_for(n >= BT_PAR_MIN ? nd->threads : 1, n - m, 256, bt_pass_range, &c);
     bt_node x = {nd->a, nd->base, m, nd->asc, 1}, y = {nd->a, nd->base + m, n - m, nd->asc, 1};
@@ -113,8 +177,10 @@ static void bt_merge(const bt_node *nd)
 static void bt_sort(const bt_node *nd)
 {
     const size_t n = nd->n;
-    if (n < 2)
+    if (n < BT_SMALL) { /* public */
+        bt_sort_small(nd->a, nd->base, n, nd->asc);
         return;
+    }
     const size_t m = n / 2;
     bt_node x = {nd->a, nd->base, m, !nd->asc, 1}, y = {nd->a, nd->base + m, n - m, nd->asc, 1};
     bt_two(nd, &x, &y, bt_sort_task);

@@ -248,6 +248,46 @@ static void one_shard(unsigned engines)
     obl_shard_destroy(s);
 }
 
+/* Keys at the ends of the word (0, 1, 2^63, all ones and its neighbour),
+ * present and absent, asked with duplicates in every batch kind and in
+ * get batches of 1, 2 and 3 sub-batches: with answers in request order a
+ * dummy's answer takes key all ones in its shard (route.c), which must
+ * not shadow a real key all ones. */
+static void extreme_keys(unsigned engines)
+{
+    static const uint64_t ek[] = {0, 1, 1ull << 63, UINT64_MAX - 1, UINT64_MAX, 5, 6, 7};
+    static const uint64_t present[] = {0, 1ull << 63, UINT64_MAX, 6};
+    const size_t ne = sizeof ek / sizeof ek[0];
+    obl_shard_params p = params(64, 2, engines, 2);
+    model m = model_new(64, VS);
+    for (; m.n < 4; m.n++) {
+        m.k[m.n] = present[m.n];
+        memset(m.v + m.n * VS, (int)(0x40 + m.n), VS);
+    }
+    obl_shard *s = NULL;
+    CHECK(obl_shard_build(&s, &p, m.k, m.v, m.n) == OBL_OK);
+    if (!s) {
+        model_free(&m);
+        return;
+    }
+    test_rng r;
+    test_rng_seed(&r, T.seed ^ 0xe4);
+    for (int it = 0; it < 12; it++) {
+        size_t B = it < 8 ? 16 : 5;
+        int kind = it % 4;
+        s->parts_force = kind == 0 ? (unsigned)(1 + it % 3) : 0;
+        bufs b;
+        bufs_init(&b, B);
+        fill_batch(&r, &b, B, kind, 1);
+        for (size_t i = 0; i < B; i++)
+            b.keys[i] = ek[test_rng_below(&r, ne)];
+        CHECK(do_batch(s, &m, &b, B, kind) == OBL_OK);
+        bufs_free(&b);
+    }
+    obl_shard_destroy(s);
+    model_free(&m);
+}
+
 static void bad_input(void)
 {
     obl_shard_params p = params(100, 3, 0, 2);
@@ -362,6 +402,7 @@ int main(int argc, char **argv)
                 stream(100, Ss[i], e, small, 5, 160, 12);
         }
         one_shard(e);
+        extreme_keys(e);
         alloc_failure(e);
     }
     for (force_parts = 2; force_parts <= 3; force_parts++) /* gets in sub-batches */
