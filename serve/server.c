@@ -8,8 +8,9 @@
  * finds. Per-connection buffers are bounded: a client that does not read
  * its answers stops being read (it cannot grow the server without bound).
  * With cfg->batch_thread a batch runs on a second thread instead (one in
- * flight; an eventfd reports its end), and the loop keeps reading and
- * writing meanwhile: what arrives is timestamped when it arrives.
+ * flight; an eventfd reports its end): the loop sleeps until then, reads
+ * what arrived, hands over the next batch and writes the finished one's
+ * answers while the thread works (batch_wait).
  */
 #define _GNU_SOURCE
 #include "server.h"
@@ -36,6 +37,10 @@
 #define TAG_BATCH 2u
 #define TAG_CONN 3u
 #define FLUSH_NS 2000000000ull /* at shutdown: how long answers may take to leave */
+/* With the batch thread, a batch of at most this many requests found with
+ * nothing in flight runs on the loop's thread: handing it over costs two
+ * wake-ups, more than such a batch (docs/server.md, "The server"). */
+#define INLINE_MAX 8u
 
 typedef struct conn {
     int fd; /* -1: free slot */
@@ -64,17 +69,22 @@ typedef struct server {
     pend *q;
     unsigned char *qdata; /* (k + v) bytes per queue slot */
     size_t qcap, qhead, qlen;
-    serve_batch b;
+    serve_batch bat[2]; /* the batch thread's one, the next one filled */
+    unsigned next_bat;
     unsigned char hello[SERVE_HELLO_BYTES];
     unsigned char *dummy_key;
     uint32_t *touched; /* connections answered by the current batch */
     /* The batch thread (cfg->batch_thread): the loop hands it one batch at a
-     * time; `inflight` (loop only) is that batch's real size, 0 if none. */
+     * time; `inflight` (loop only) is that batch's real size, 0 if none; its
+     * requests are at the head of the queue. While it runs the loop waits on
+     * ep_busy (its end, the signals) only. */
     size_t inflight, inflight_exec;
+    serve_batch *inflight_b;
     pthread_t th;
-    int th_up, efd;
+    int th_up, efd, ep_busy;
     pthread_mutex_t mu;
     pthread_cond_t cv;
+    serve_batch *hand;      /* under mu: the batch handed over */
     int handed, done, quit; /* under mu */
     obl_err res;            /* under mu: the batch's result and times */
     uint64_t t_disp, t_done;
@@ -93,11 +103,14 @@ static void conn_close(server *s, conn *c)
     c->eof = c->doomed = 0;
 }
 
-/* Registers the interest the connection's state asks for. */
+/* Registers the interest the connection's state asks for. Not EPOLLIN
+ * while the input buffer is full (the queue is full: parse_leftovers
+ * drains it after a batch), or the loop would wake for bytes it cannot
+ * take, and spin while a batch runs on the batch thread. */
 static void conn_interest(server *s, conn *c)
 {
     uint32_t want = 0;
-    if (!c->eof && !c->doomed && !s->stopping && c->out_len < OUT_HIGH)
+    if (!c->eof && !c->doomed && !s->stopping && c->out_len < OUT_HIGH && c->in_len < IN_CAP)
         want |= EPOLLIN;
     if (c->out_len)
         want |= EPOLLOUT;
@@ -207,14 +220,20 @@ static void conn_parse(server *s, conn *c)
         s->leftover = 1;
 }
 
+/* Reads and parses until the socket is empty: a read shorter than the room
+ * it was given says so (epoll is level-triggered and reports later bytes),
+ * which saves the read that would return EAGAIN. */
 static void conn_readable(server *s, conn *c)
 {
     while (c->fd >= 0 && !c->eof && !c->doomed && c->in_len < IN_CAP && !s->stopping) {
-        ssize_t r = recv(c->fd, c->in + c->in_len, IN_CAP - c->in_len, MSG_DONTWAIT);
+        size_t room = IN_CAP - c->in_len;
+        ssize_t r = recv(c->fd, c->in + c->in_len, room, MSG_DONTWAIT);
         if (r > 0) {
             c->in_len += (size_t)r;
             c->in_time = serve_now_ns();
             conn_parse(s, c);
+            if ((size_t)r < room)
+                break;
         } else if (r == 0) {
             c->eof = 1; /* answers still go out (a half-closed client) */
         } else if (errno == EINTR) {
@@ -280,23 +299,24 @@ static size_t padded_size(size_t real, uint32_t pad, uint32_t max_batch)
     return p < max_batch ? p : max_batch;
 }
 
-static void batch_fill(server *s, size_t real, size_t exec)
+/* Fills b from the `real` queued requests that follow the first `off`. */
+static void batch_fill(server *s, serve_batch *b, size_t off, size_t real, size_t exec)
 {
     size_t kv = s->k + s->v;
     for (size_t i = 0; i < real; i++) {
-        size_t slot = (s->qhead + i) % s->qcap;
-        s->b.ops[i] = s->q[slot].op;
-        memcpy(s->b.keys + i * s->k, s->qdata + slot * kv, s->k);
-        memcpy(s->b.values + i * s->v, s->qdata + slot * kv + s->k, s->v);
+        size_t slot = (s->qhead + off + i) % s->qcap;
+        b->ops[i] = s->q[slot].op;
+        memcpy(b->keys + i * s->k, s->qdata + slot * kv, s->k);
+        memcpy(b->values + i * s->v, s->qdata + slot * kv + s->k, s->v);
     }
     /* dummies: GETs of a key never stored; the map makes the same accesses
      * for them as for any request */
     for (size_t i = real; i < exec; i++) {
-        s->b.ops[i] = SERVE_OP_GET;
-        memcpy(s->b.keys + i * s->k, s->dummy_key, s->k);
-        memset(s->b.values + i * s->v, 0, s->v);
+        b->ops[i] = SERVE_OP_GET;
+        memcpy(b->keys + i * s->k, s->dummy_key, s->k);
+        memset(b->values + i * s->v, 0, s->v);
     }
-    s->b.count = exec;
+    b->count = exec;
 }
 
 static void count_batch(serve_totals *t, size_t real, size_t exec)
@@ -312,8 +332,8 @@ static void count_batch(serve_totals *t, size_t real, size_t exec)
 
 /* Sends the answers of the batch at the head of the queue (real requests,
  * exec executed) and removes it from the queue. */
-static void batch_answers(server *s, size_t real, size_t exec, obl_err e, uint64_t t_disp,
-                          uint64_t t_done)
+static void batch_answers(server *s, const serve_batch *b, size_t real, size_t exec, obl_err e,
+                          uint64_t t_disp, uint64_t t_done)
 {
     count_batch(s->tot, real, exec);
     size_t ntouched = 0;
@@ -322,9 +342,9 @@ static void batch_answers(server *s, size_t real, size_t exec, obl_err e, uint64
         conn *c = &s->conns[p->conn];
         if (c->fd < 0 || c->gen != p->gen)
             continue; /* the client left: its answer is dropped */
-        serve_resp r = {p->id, SERVE_OK, (uint32_t)s->b.found[i], (uint32_t)exec,
-                        p->arrival, t_disp, t_done, s->b.out + i * s->v};
-        if (e != OBL_OK || s->b.errs[i] != OBL_OK) {
+        serve_resp r = {p->id, SERVE_OK, (uint32_t)b->found[i], (uint32_t)exec,
+                        p->arrival, t_disp, t_done, b->out + i * s->v};
+        if (e != OBL_OK || b->errs[i] != OBL_OK) {
             s->tot->map_errors++;
             r.status = SERVE_MAP_ERROR;
             r.found = 0;
@@ -342,42 +362,57 @@ static void batch_answers(server *s, size_t real, size_t exec, obl_err e, uint64
             conn_flush(s, &s->conns[s->touched[i]]);
 }
 
-/* Answers the head of the queue: one batch, here or on the batch thread. */
-static void dispatch(server *s)
+/* Answers one batch of the queued requests that follow the first `off`
+ * (a finished batch's, not yet answered), here or on the batch thread (not
+ * here while another batch waits for its answers, nor beside a backend's
+ * idle hook, which runs on that thread). */
+static void dispatch(server *s, size_t off)
 {
-    size_t real = s->qlen < s->cfg->max_batch ? s->qlen : s->cfg->max_batch;
+    size_t avail = s->qlen - off;
+    size_t real = avail < s->cfg->max_batch ? avail : s->cfg->max_batch;
     size_t exec = padded_size(real, s->cfg->pad, s->cfg->max_batch);
-    batch_fill(s, real, exec);
-    if (s->th_up) {
+    serve_batch *b = &s->bat[s->next_bat];
+    s->next_bat ^= 1;
+    batch_fill(s, b, off, real, exec);
+    if (s->th_up && (off || exec > INLINE_MAX || s->be->idle)) {
         s->inflight = real;
         s->inflight_exec = exec;
+        s->inflight_b = b;
         pthread_mutex_lock(&s->mu);
+        s->hand = b;
         s->handed = 1;
         pthread_cond_signal(&s->cv);
         pthread_mutex_unlock(&s->mu);
         return;
     }
     uint64_t t_disp = serve_now_ns();
-    obl_err e = s->be->answer(s->be->state, &s->b);
-    batch_answers(s, real, exec, e, t_disp, serve_now_ns());
+    obl_err e = s->be->answer(s->be->state, b);
+    batch_answers(s, b, real, exec, e, t_disp, serve_now_ns());
 }
 
-/* The batch thread reported the end of the batch in flight. */
-static void batch_done(server *s)
+typedef struct finished {
+    serve_batch *b;
+    size_t real, exec;
+    obl_err e;
+    uint64_t t_disp, t_done;
+} finished;
+
+/* Takes the end of the batch in flight from the batch thread; 0 if there
+ * is none (a spurious wake-up). */
+static int batch_collect(server *s, finished *f)
 {
     uint64_t n;
     if (read(s->efd, &n, sizeof n) != (ssize_t)sizeof n)
-        return;
+        return 0;
     pthread_mutex_lock(&s->mu);
     int done = s->done;
     s->done = 0;
-    obl_err e = s->res;
-    uint64_t t0 = s->t_disp, t1 = s->t_done;
+    *f = (finished){s->inflight_b, s->inflight, s->inflight_exec, s->res, s->t_disp, s->t_done};
     pthread_mutex_unlock(&s->mu);
     if (!done || !s->inflight)
-        return;
-    batch_answers(s, s->inflight, s->inflight_exec, e, t0, t1);
+        return 0;
     s->inflight = s->inflight_exec = 0;
+    return 1;
 }
 
 static void deadline_in(struct timespec *ts, uint32_t ms)
@@ -412,9 +447,10 @@ static void *batch_thread(void *arg)
             }
             continue;
         }
+        serve_batch *b = s->hand;
         pthread_mutex_unlock(&s->mu);
         uint64_t t0 = serve_now_ns();
-        obl_err e = be->answer(be->state, &s->b);
+        obl_err e = be->answer(be->state, b);
         uint64_t t1 = serve_now_ns(), one = 1;
         pthread_mutex_lock(&s->mu);
         s->handed = 0;
@@ -493,8 +529,6 @@ static void on_event(server *s, const struct epoll_event *ev)
         struct signalfd_siginfo si;
         if (read(s->sfd, &si, sizeof(si)) > 0)
             begin_stop(s);
-    } else if (ev->data.u64 == TAG_BATCH) {
-        batch_done(s);
     } else {
         conn *c = &s->conns[ev->data.u64 - TAG_CONN];
         if (c->fd < 0)
@@ -514,6 +548,40 @@ static int pending_out(const server *s)
     return 0;
 }
 
+/* One pass of the loop's I/O: the events epoll has (waiting at most
+ * timeout ms), then the input that waited for room in the queue. */
+static void serve_io(server *s, struct epoll_event *evs, int timeout)
+{
+    int n = epoll_wait(s->ep, evs, 64, timeout);
+    for (int i = 0; i < n; i++)
+        on_event(s, &evs[i]);
+    if (s->leftover)
+        parse_leftovers(s);
+}
+
+/* With a batch on the batch thread: waits for its end (or a signal) only,
+ * the connections' bytes waiting in the kernel (one wake-up per batch, not
+ * one per arriving write). At its end: read what arrived meanwhile, hand
+ * the next batch over, then send the finished batch's answers while the
+ * thread works on the next. */
+static void batch_wait(server *s, struct epoll_event *evs)
+{
+    int n = epoll_wait(s->ep_busy, evs, 64, -1), ended = 0;
+    for (int i = 0; i < n; i++) {
+        if (evs[i].data.u64 == TAG_BATCH)
+            ended = 1;
+        else
+            on_event(s, &evs[i]);
+    }
+    finished f;
+    if (!ended || !batch_collect(s, &f))
+        return;
+    serve_io(s, evs, 0);
+    if (s->qlen > f.real)
+        dispatch(s, f.real);
+    batch_answers(s, f.b, f.real, f.exec, f.e, f.t_disp, f.t_done);
+}
+
 static void run_loop(server *s)
 {
     struct epoll_event evs[64];
@@ -525,18 +593,13 @@ static void run_loop(server *s)
             if (!pending_out(s) || serve_now_ns() >= stop_by)
                 return;
         }
-        /* a batch in flight: sleep until it ends (its eventfd) or I/O */
-        int timeout = s->inflight                  ? -1
-                      : s->qlen || s->leftover     ? 0
-                      : s->stopping                ? 10
-                                                   : -1;
-        int n = epoll_wait(s->ep, evs, 64, timeout);
-        for (int i = 0; i < n; i++)
-            on_event(s, &evs[i]);
-        if (s->leftover)
-            parse_leftovers(s);
-        if (s->qlen && !s->inflight)
-            dispatch(s);
+        if (s->inflight) {
+            batch_wait(s, evs);
+            continue;
+        }
+        serve_io(s, evs, s->qlen || s->leftover ? 0 : s->stopping ? 10 : -1);
+        if (s->qlen)
+            dispatch(s, 0);
     }
 }
 
@@ -583,14 +646,18 @@ static int server_alloc(server *s)
     s->q = calloc(s->qcap, sizeof(pend));
     s->qdata = calloc(s->qcap, s->k + s->v);
     s->dummy_key = calloc(1, s->k);
-    s->b.ops = calloc(mb, sizeof(uint64_t));
-    s->b.keys = calloc(mb, s->k);
-    s->b.values = calloc(mb, s->v);
-    s->b.out = calloc(mb, s->v);
-    s->b.found = calloc(mb, sizeof(uint64_t));
-    s->b.errs = calloc(mb, sizeof(obl_err));
-    if (!s->conns || !s->touched || !s->q || !s->qdata || !s->dummy_key || !s->b.ops ||
-        !s->b.keys || !s->b.values || !s->b.out || !s->b.found || !s->b.errs)
+    for (int i = 0; i < 2; i++) {
+        serve_batch *b = &s->bat[i];
+        b->ops = calloc(mb, sizeof(uint64_t));
+        b->keys = calloc(mb, s->k);
+        b->values = calloc(mb, s->v);
+        b->out = calloc(mb, s->v);
+        b->found = calloc(mb, sizeof(uint64_t));
+        b->errs = calloc(mb, sizeof(obl_err));
+        if (!b->ops || !b->keys || !b->values || !b->out || !b->found || !b->errs)
+            return -1;
+    }
+    if (!s->conns || !s->touched || !s->q || !s->qdata || !s->dummy_key)
         return -1;
     for (uint32_t i = 0; i < s->cfg->max_conns; i++)
         s->conns[i].fd = -1;
@@ -613,18 +680,22 @@ static void server_free(server *s)
     free(s->q);
     free(s->qdata);
     free(s->dummy_key);
-    free(s->b.ops);
-    free(s->b.keys);
-    free(s->b.values);
-    free(s->b.out);
-    free(s->b.found);
-    free(s->b.errs);
+    for (int i = 0; i < 2; i++) {
+        free(s->bat[i].ops);
+        free(s->bat[i].keys);
+        free(s->bat[i].values);
+        free(s->bat[i].out);
+        free(s->bat[i].found);
+        free(s->bat[i].errs);
+    }
     if (s->lfd >= 0)
         close(s->lfd);
     if (s->sfd >= 0)
         close(s->sfd);
     if (s->ep >= 0)
         close(s->ep);
+    if (s->ep_busy >= 0)
+        close(s->ep_busy);
 }
 
 static int add_fd(int ep, int fd, uint64_t tag)
@@ -645,7 +716,7 @@ int serve_block_signals(void)
 int serve_run(const serve_config *cfg, serve_backend *be, FILE *ready, serve_totals *tot)
 {
     server s = {.cfg = cfg, .be = be, .tot = tot, .k = be->key_bytes, .v = be->value_bytes,
-                .ep = -1, .lfd = -1, .sfd = -1, .efd = -1};
+                .ep = -1, .lfd = -1, .sfd = -1, .efd = -1, .ep_busy = -1};
     s.req_bytes = serve_req_bytes(s.k, s.v);
     s.resp_bytes = serve_resp_bytes(s.v);
     serve_hello h = {(uint32_t)s.k, (uint32_t)s.v, cfg->max_batch, cfg->pad,
@@ -669,7 +740,9 @@ int serve_run(const serve_config *cfg, serve_backend *be, FILE *ready, serve_tot
         fprintf(stderr, "obl-server: epoll: %s\n", strerror(errno));
     else if (cfg->batch_thread &&
              ((s.efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC)) < 0 ||
-              add_fd(s.ep, s.efd, TAG_BATCH) != 0 || batch_thread_start(&s) != 0))
+              (s.ep_busy = epoll_create1(EPOLL_CLOEXEC)) < 0 ||
+              add_fd(s.ep_busy, s.efd, TAG_BATCH) != 0 || add_fd(s.ep_busy, s.sfd, TAG_SIGNAL) != 0 ||
+              batch_thread_start(&s) != 0))
         fprintf(stderr, "obl-server: batch thread: %s\n", strerror(errno));
     else {
         const char *fmt = strchr(cfg->host, ':') ? "[%s]:%u" : "%s:%u";

@@ -5,9 +5,9 @@
  * max_batch) is the next batch, padded up to a power of two with dummy GETs
  * when asked, answered by the backend, and the answers go back on their
  * connections with the arrival, dispatch and completion times. With
- * batch_thread the batch runs on a second thread (one in flight), so the
- * loop keeps accepting, reading and answering meanwhile; the backend's idle
- * hook runs there too.
+ * batch_thread the batch runs on a second thread (one in flight), and the
+ * previous batch's answers go out while it runs; the backend's idle hook
+ * runs there too.
  */
 #ifndef OBL_SERVE_SERVER_H
 #define OBL_SERVE_SERVER_H
@@ -25,8 +25,8 @@ typedef struct serve_config {
     uint32_t pad;       /* SERVE_PAD_* */
     uint32_t max_conns;
     int gets_only;      /* public: only GETs are served (--ops get) */
-    int batch_thread;   /* batches run on a second thread while the loop reads
-                           and writes (docs/server.md, "The batch thread") */
+    int batch_thread;   /* batches run on a second thread while the loop writes
+                           the previous batch's answers (docs/server.md) */
     uint64_t n, capacity, key_seed;
 } serve_config;
 

@@ -52,8 +52,10 @@ static void usage(FILE *f)
           "  --ops KIND       all: GET, PUT, ERASE; get: GETs only, the others get\n"
           "                   BAD_OP (the shard backend then uses its get path) (all)\n"
           "  --max-conns C    simultaneous connections (1024)\n"
-          "  --batch-thread B on: batches run on a second thread while the loop keeps\n"
-          "                   reading and writing (off; always on with mpi)\n"
+          "  --batch-thread B on: batches of more than 8 run on a second thread\n"
+          "                   while the loop writes the previous batch's answers;\n"
+          "                   off: every batch on the loop's thread (on; always on\n"
+          "                   with mpi)\n"
           "  --mpi-timeout S  mpi: a rank's deadline for any message; rank 0 runs a\n"
           "                   keep-alive epoch after S/4 idle seconds (60)\n"
           "  --secret HEX     mpi: the ranks' shared secret, 16..32 bytes in hex (a\n"
@@ -94,6 +96,7 @@ static int parse(int argc, char **argv, opts *o)
 {
     uint64_t port = 7070, mb = 0, conns = 1024, cap = 0;
     o->cfg.host = "127.0.0.1";
+    o->cfg.batch_thread = 1;
     o->map = (serve_map_params){.n = 1u << 20, .key_bytes = 8, .value_bytes = 56,
                                 .key_seed = 1, .map_seed = 0};
     o->backend = "omap";

@@ -30,16 +30,25 @@ START_TIMEOUT_S = 300.0  # the server builds its map before it listens
 # (Rate_from, Rate_to, Seconds, Steps): the default plan's short ramp and
 # the single-query path at 1 K q/s; --large adds the full ones (the large
 # plan holds the default one, as its N grid does). The ramps run past the
-# knee of the faster backend (docs/server.md, "Measured").
-DEFAULT_LOADS = ((20000, 400000, 40, 10), (1000, 1000, 10, 1))
+# knee of the faster backend (docs/server.md, "Measured"). After a ramp, a
+# fine ramp on the same server brackets its knee (refine_load).
+DEFAULT_LOADS = ((20000, 400000, 20, 10), (1000, 1000, 10, 1))
 LARGE_LOADS = ((10000, 500000, 120, 30), (1000, 1000, 30, 1))
+FINE_STEP_QPS = 10000  # the fine ramp's step, widened when it would need more than
+FINE_MAX_STEPS = 8     # this many steps
+FINE_STEP_S = 3
 # Backends, each under every load: obl_omap one request at a time, and the
 # sharded map (one shard per core, GETs through its batch get path).
 BACKENDS = ("omap", "shard")
 WARMUP_S = 2
+# A ramp's wait for answers after its last send (obl-load --drain): a ramp
+# ends past its knee, where the backlog would take the default 10 s.
+RAMP_DRAIN_S = 2
 # Case parameters the server's side alone knows, copied into the records
 # (an MPI deployment's: obllib/mpi.py).
 CASE_ONLY_PARAMS = ("Backend", "Ranks", "Shards")
+# The parameter that marks the records of a fine ramp (refine_load).
+FINE_PARAM = "Fine"
 CONNECTIONS = 4
 HIT_PCT = 80
 
@@ -69,12 +78,37 @@ def make_case(n, load, key_bytes=8, value_bytes=56, max_batch=None, pad=0, backe
         server_args += ["--backend", "shard", "--shards", str(params["Shards"]), "--ops", "get"]
     load_args = ["--ramp", f"{r0}:{r1}:{secs}:{steps}", "--warmup", str(WARMUP_S),
                  "--connections", str(CONNECTIONS), "--hit-ratio", str(HIT_PCT / 100),
-                 "--seed", "1"]
+                 "--seed", "1"] + (["--drain", str(RAMP_DRAIN_S)] if steps > 1 else [])
     requests = (r0 + r1) / 2 * secs + r0 * WARMUP_S
-    return {"bench": "ramp", "report_type": REPORT_TYPE, "impl": "obl", "driver": DRIVER,
+    case = {"bench": "ramp", "report_type": REPORT_TYPE, "impl": "obl", "driver": DRIVER,
             "args": load_args, "server_args": server_args, "params": params,
             "est_memory_bytes": n * 400 + requests * 120,
             "est_seconds": 3 * n / 2 ** 20 + WARMUP_S + secs + 5}
+    if steps > 1:  # a ramp: then a fine one around its knee (refine_load)
+        case["refine"] = True
+        case["est_seconds"] += 2 * RAMP_DRAIN_S + WARMUP_S + FINE_MAX_STEPS * FINE_STEP_S - 5
+    return case
+
+
+def refine_load(steps):
+    """The fine ramp that brackets the knee of a ramp's step records:
+    (Rate_from, Rate_to, Seconds, Steps) from the knee's rate, rounded down to
+    a multiple of FINE_STEP_QPS (if that is not 0), to at least the next
+    step's rate, in steps of FINE_STEP_QPS, or wider (whole thousands) where
+    that would take more than FINE_MAX_STEPS. None when no step or every step
+    kept p99 under 10 ms: nothing to bracket."""
+    rate, _ = knee(steps)
+    above = sorted(_med(r, "Offered_qps") for r in steps
+                   if rate is not None and _med(r, "Offered_qps") > rate)
+    if rate is None or not above:
+        return None
+    lo = int(rate // FINE_STEP_QPS) * FINE_STEP_QPS or int(rate)
+    span = -(-int(above[0]) // FINE_STEP_QPS) * FINE_STEP_QPS - lo
+    width = FINE_STEP_QPS
+    if span > (FINE_MAX_STEPS - 1) * width:
+        width = -(-span // ((FINE_MAX_STEPS - 1) * 1000)) * 1000
+    n = -(-span // width) + 1
+    return (lo, lo + (n - 1) * width, n * FINE_STEP_S, n)
 
 
 def cases(bench_bin, max_n=None, large=False):
@@ -147,9 +181,48 @@ def server_argv(server, case):
     return argv
 
 
-def run_case(bench_bin, case, timeout_s):
-    """Server up, load run, server down. -> runner.run_case's result dict."""
+def _run_load(load_bin, port, args, files, deadline, timeout_s):
+    """One obl-load run against the server on port; its output goes to
+    files (stdout, stderr, summary). -> (outcome, reason, exit code)."""
+    out, err, summary = files
+    with open(out, "wb") as lo, open(err, "wb") as le:
+        load = subprocess.Popen([load_bin, "--port", str(port)] + args + ["--summary", summary],
+                                stdout=lo, stderr=le, stdin=subprocess.DEVNULL,
+                                start_new_session=True)
+        try:
+            code = load.wait(timeout=max(1.0, deadline - time.monotonic()))
+        except subprocess.TimeoutExpired:
+            _stop(load, signal.SIGKILL, 5)
+            return "timeout", f"timed out after {timeout_s:g} s (killed)", None
+    if code != 0:
+        last = [l for l in _tail(err).splitlines() if l.strip()]
+        return "failed", f"obl-load exit status {code}" + (f": {last[-1]}" if last else ""), code
+    return "ok", "", code
+
+
+def _read_summary(path):
+    """obl-load's summary records, or a reason why there are none."""
     import json
+    try:
+        with open(path, encoding="utf-8") as f:
+            records = [json.loads(l) for l in f if l.strip()]
+    except (OSError, ValueError) as e:
+        return None, f"unreadable summary: {e}"
+    if not any(r.get("report_type") == REPORT_TYPE for r in records):
+        return None, "obl-load wrote no Ramp-UMAP record"
+    return records, ""
+
+
+def fine_args(args, load):
+    """obl-load's arguments with the ramp replaced by load (refine_load)."""
+    r0, r1, secs, steps = load
+    i = args.index("--ramp")
+    return args[:i + 1] + [f"{r0}:{r1}:{secs}:{steps}"] + args[i + 2:]
+
+
+def run_case(bench_bin, case, timeout_s):
+    """Server up, load run (a ramp: then its fine ramp, refine_load, on the
+    same server), server down. -> runner.run_case's result dict."""
     bins = binaries(bench_bin)
     start = time.monotonic()
     result = {"argv": ["obl-server"] + case["server_args"] + ["|", "obl-load"] + case["args"]}
@@ -158,56 +231,50 @@ def run_case(bench_bin, case, timeout_s):
                       signal=None, elapsed_s=0.0, stderr_tail="", reports=[])
         return result
     with tempfile.TemporaryDirectory(prefix="obl-ramp-") as tmp:
-        srv_err, load_out, load_err = (os.path.join(tmp, x) for x in ("srv.err", "load.out", "load.err"))
-        summary = os.path.join(tmp, "summary.jsonl")
+        srv_err = os.path.join(tmp, "srv.err")
+        runs = [tuple(os.path.join(tmp, f"{x}{k}") for x in ("load.out", "load.err", "sum.jsonl"))
+                for k in range(2)]
         deadline = start + timeout_s
         with open(srv_err, "wb") as se:
             server = subprocess.Popen(server_argv(bins[0], case), stdout=subprocess.PIPE,
                                       stderr=se, stdin=subprocess.DEVNULL,
                                       start_new_session=True)
-        outcome, reason, code, rank0 = "ok", "", 0, []
+        outcome, reason, code, rank0, records, done = "ok", "", 0, [], [], 0
         try:
             port = _read_listen_line(server, min(deadline, start + START_TIMEOUT_S), rank0)
             if port is None:
                 outcome, reason = "failed", "obl-server did not start listening"
-            else:
-                with open(load_out, "wb") as lo, open(load_err, "wb") as le:
-                    load = subprocess.Popen([bins[1], "--port", str(port)] + case["args"]
-                                            + ["--summary", summary], stdout=lo, stderr=le,
-                                            stdin=subprocess.DEVNULL, start_new_session=True)
-                    try:
-                        code = load.wait(timeout=max(1.0, deadline - time.monotonic()))
-                    except subprocess.TimeoutExpired:
-                        _stop(load, signal.SIGKILL, 5)
-                        outcome, reason = "timeout", f"timed out after {timeout_s:g} s (killed)"
-                if outcome == "ok" and code != 0:
-                    last = [l for l in _tail(load_err).splitlines() if l.strip()]
-                    outcome = "failed"
-                    reason = f"obl-load exit status {code}" + (f": {last[-1]}" if last else "")
+            args = case["args"]
+            while outcome == "ok" and args is not None:
+                outcome, reason, code = _run_load(bins[1], port, args, runs[done], deadline,
+                                                  timeout_s)
+                if outcome == "ok":
+                    recs, reason = _read_summary(runs[done][2])
+                    outcome = "ok" if recs is not None else "failed"
+                    for r in recs or []:
+                        if done:
+                            r.setdefault("params", {})[FINE_PARAM] = 1
+                        records.append(r)
+                done += 1
+                fine = (refine_load([r for r in records if r.get("report_type") == REPORT_TYPE])
+                        if outcome == "ok" and done == 1 and case.get("refine") else None)
+                args = fine_args(case["args"], fine) if fine else None
         finally:
             srv_code = _stop(server, pid=rank0[0] if rank0 else None)
             server.stdout.close()
         if outcome == "ok" and srv_code != 0:
             outcome, reason = "failed", f"obl-server exit status {srv_code} after SIGTERM"
         result["elapsed_s"] = round(time.monotonic() - start, 3)
-        result["stderr_tail"] = (_tail(srv_err, 1000) + _tail(load_err, 1000)).strip()
-        out_text = _tail(load_out, 1 << 20)
-        result["reports"] = [l.strip() for l in out_text.splitlines() if "REPORT_123" in l]
+        result["stderr_tail"] = (_tail(srv_err, 1000) + "".join(
+            _tail(runs[k][1], 1000) for k in range(done))).strip()
+        result["reports"] = [l.strip() for k in range(done)
+                             for l in _tail(runs[k][0], 1 << 20).splitlines() if "REPORT_123" in l]
         result.update(exit_code=code, signal=None)
         if outcome != "ok":
             if outcome == "timeout":
                 result["timeout_s"] = timeout_s
                 result["exit_code"] = None
             result.update(outcome=outcome, reason=reason)
-            return result
-        try:
-            with open(summary, encoding="utf-8") as f:
-                records = [json.loads(l) for l in f if l.strip()]
-        except (OSError, ValueError) as e:
-            result.update(outcome="failed", reason=f"unreadable summary: {e}")
-            return result
-        if not any(r.get("report_type") == REPORT_TYPE for r in records):
-            result.update(outcome="failed", reason="obl-load wrote no Ramp-UMAP record")
             return result
         for r in records:  # what obl-load cannot know: the server's deployment
             for k in CASE_ONLY_PARAMS:
@@ -242,8 +309,10 @@ def describe(params):
     n = p.get("N", 0)
     n_text = f"2^{n.bit_length() - 1}" if n and n & (n - 1) == 0 else str(n)
     if p.get("Steps", 1) > 1:
-        load = (f"ramp {p['Rate_from']:,}→{p['Rate_to']:,} q/s over {p['Seconds']} s in "
-                f"{p['Steps']} steps")
+        load = (f"{'fine ' if p.get(FINE_PARAM) else ''}ramp {p['Rate_from']:,}→"
+                f"{p['Rate_to']:,} q/s over {p['Seconds']} s in {p['Steps']} steps")
+        if p.get(FINE_PARAM):
+            load += " (around the knee of the ramp before it, same server)"
     else:
         load = f"constant {p.get('Rate_from', 0):,} q/s for {p.get('Seconds')} s"
     pad = ", padded to powers of two" if p.get("Pad") else ""
@@ -274,6 +343,12 @@ def batch_hist_text(rec):
                     for lo, c in bins)
 
 
+def _base(params):
+    """A ramp's parameters without its rates: a ramp and its fine ramp share them."""
+    return tuple(sorted((k, v) for k, v in params.items()
+                        if k not in ("Rate_from", "Rate_to", "Seconds", "Steps", FINE_PARAM)))
+
+
 def tables(records):
     """One table per Ramp-UMAP case: a row per rate step."""
     out = []
@@ -283,8 +358,16 @@ def tables(records):
     header = ["Step", "Offered q/s", "Achieved q/s", "avg µs", "p50 µs", "p90 µs", "p99 µs",
               "p99.9 µs", "max µs", "batch avg", "batch p50", "batch p99", "batch max",
               "batches by size (lo: count)", "lost"]
-    for key, steps in sorted(_groups(records, REPORT_TYPE, "Step").items()):
-        params = dict(key)
+    groups = _groups(records, REPORT_TYPE, "Step")
+    refined = {_base(dict(k)) for k in groups if dict(k).get(FINE_PARAM)}
+    ramps = {}  # a ramp's and its fine ramp's steps, for the headline's knee
+    for key, steps in groups.items():
+        if dict(key).get("Steps", 1) > 1:
+            ramps.setdefault(_base(dict(key)), []).extend(steps)
+    # a ramp's cases together, its fine ramp after it
+    order = sorted(groups, key=lambda k: (_base(dict(k)), dict(k).get(FINE_PARAM, 0), k))
+    for key in order:
+        steps, params = groups[key], dict(key)
         rows = []
         for r in steps:
             vals = [stats.fmt(_med(r, c)) for c in cols]
@@ -300,7 +383,10 @@ def tables(records):
                      " No step kept p99 under 10 ms.")
         t = Table(f"{REPORT_TYPE} | {describe(params)}", "Ramp-UMAP (lookups over TCP)", "",
                   describe(params), header, rows, note)
-        if params.get("Steps", 1) > 1:
+        # the headline, on the fine ramp where there is one: the knee of the
+        # ramp and its fine ramp together
+        if params.get("Steps", 1) > 1 and (params.get(FINE_PARAM) or _base(params) not in refined):
+            rate, at = knee(ramps[_base(params)])
             backend = f", {params['Backend']} backend" if params.get("Backend") else ""
             t.headline = (f"Ramp-UMAP {params.get('Key_bytes')}/{params.get('Value_bytes')} "
                           f"over TCP{backend}, knee: highest offered rate with p99 < 10 ms (q/s)",
@@ -325,7 +411,8 @@ def figures(records, out_dir):
             continue
         tag = (f"{params.get('Backend', 'omap')}_{params['N']}_{params['Key_bytes']}_"
                f"{params['Value_bytes']}_"
-               f"{params['Rate_from']}-{params['Rate_to']}_{params['Seconds']}s_pad{params['Pad']}")
+               f"{params['Rate_from']}-{params['Rate_to']}_{params['Seconds']}s_pad{params['Pad']}"
+               f"{'_fine' if params.get(FINE_PARAM) else ''}")
         fig, ax = plt.subplots(figsize=(7, 4.5), dpi=110)
         xs = [_med(r, "Offered_qps") for r in steps]
         for name, label in (("Latency_p50_us", "p50"), ("Latency_p90_us", "p90"),

@@ -47,6 +47,28 @@ echo 'REPORT_123Ramp-UMAP|obl|x| N:=1024 | Step := 1 | Offered_qps := 1000 REPOR
 """
 
 
+# A stand-in obl-load for the refinement: the records of its ramp come from
+# the file named after the ramp's text; every ramp it ran goes to a log.
+LOAD_BY_RAMP = """#!/bin/sh
+for a in "$@"; do
+  [ "$prev" = --summary ] && out=$a
+  [ "$prev" = --ramp ] && ramp=$a
+  prev=$a
+done
+echo "$ramp" >> "%(dir)s/ramps.log"
+cp "%(dir)s/$ramp.jsonl" "$out" || exit 4
+"""
+
+
+def ramp_steps(rates_p99, r0, r1, steps):
+    out = []
+    for i, (rate, p99) in enumerate(rates_p99):
+        rec = dict(step_record(i + 1, rate, p99), schema="obl-bench/1", bench="ramp")
+        rec["params"].update(Rate_from=r0, Rate_to=r1, Steps=steps)
+        out.append(rec)
+    return out
+
+
 class RampTest(unittest.TestCase):
     def setUp(self):
         self.tmp = tempfile.TemporaryDirectory()
@@ -104,6 +126,63 @@ class RampTest(unittest.TestCase):
         res = ramp.run_case(self.bench, ramp.cases(self.bench)[1], 30)
         self.assertEqual(res["outcome"], "failed")
         self.assertIn("obl-load exit status 1", res["reason"])
+
+    def test_refine_load(self):
+        coarse = ramp_steps(((20000, 300.0), (62222, 900.0), (104444, 4000.0),
+                             (146667, 6100.0), (188889, 3e6), (231111, 5e6)),
+                            20000, 231111, 6)
+        self.assertEqual(ramp.refine_load(coarse), (140000, 190000, 18, 6))
+        # the knee at the first step, the next one far above: wider steps
+        wide = ramp_steps(((20000, 300.0), (500000, 3e6)), 20000, 500000, 2)
+        lo, hi, secs, n = ramp.refine_load(wide)
+        self.assertEqual(lo, 20000)
+        self.assertGreaterEqual(hi, 500000)
+        self.assertLessEqual(n, ramp.FINE_MAX_STEPS)
+        self.assertEqual((hi - lo) % (n - 1), 0)
+        self.assertGreater((hi - lo) // (n - 1), ramp.FINE_STEP_QPS)
+        self.assertEqual(secs, n * ramp.FINE_STEP_S)
+        # a knee below one fine step: the fine ramp starts at the knee
+        low = ramp_steps(((3000, 300.0), (9000, 3e6)), 3000, 9000, 2)
+        self.assertEqual(ramp.refine_load(low), (3000, 13000, 6, 2))
+        # nothing to bracket: every step under 10 ms, or none
+        self.assertIsNone(ramp.refine_load(coarse[:4]))
+        self.assertIsNone(ramp.refine_load(coarse[4:]))
+
+    def test_run_case_refines(self):
+        d = self.tmp.name
+        self.write(os.path.join(d, "serve", "obl-server"), SERVER)
+        self.write(os.path.join(d, "serve", "obl-load"), LOAD_BY_RAMP % {"dir": d})
+        case = ramp.cases(self.bench)[0]
+        self.assertTrue(case.get("refine"))
+        r0, r1, secs, steps = (case["params"][k] for k in ("Rate_from", "Rate_to", "Seconds",
+                                                           "Steps"))
+        coarse = ramp_steps(((20000, 300.0), (62222, 900.0), (104444, 9000.0),
+                             (146667, 20000.0)), r0, r1, steps)
+        fine = ramp_steps(((100000, 5000.0), (110000, 9900.0), (120000, 10000.0)),
+                          100000, 150000, 6)
+        for text, recs in ((f"{r0}:{r1}:{secs}:{steps}", coarse), ("100000:150000:18:6", fine)):
+            with open(os.path.join(d, text + ".jsonl"), "w") as f:
+                f.write("".join(json.dumps(r) + "\n" for r in recs))
+        res = ramp.run_case(self.bench, case, 30)
+        self.assertEqual(res["outcome"], "ok", res)
+        with open(os.path.join(d, "ramps.log")) as f:
+            self.assertEqual(f.read().split(), [f"{r0}:{r1}:{secs}:{steps}",
+                                                "100000:150000:18:6"])
+        fine_recs = [r for r in res["records"] if r["params"].get(ramp.FINE_PARAM)]
+        self.assertEqual(len(fine_recs), 3)
+        self.assertTrue(all(r["params"]["Backend"] == "omap" for r in res["records"]))
+        tabs = ramp.tables(res["records"][::-1])
+        self.assertEqual(len(tabs), 2)
+        self.assertIn("fine ramp", tabs[1].title)  # after its ramp
+        heads = [t.headline for t in tabs if t.headline]
+        self.assertEqual(len(heads), 1)  # on the fine ramp: the knee of both
+        self.assertEqual(heads[0][2], "110,000")
+        self.assertIn("fine ramp 100,000→150,000", [t for t in tabs if t.headline][0].title)
+        # the fine ramp's obl-load failing fails the case
+        os.remove(os.path.join(d, "100000:150000:18:6.jsonl"))
+        res = ramp.run_case(self.bench, case, 30)
+        self.assertEqual(res["outcome"], "failed")
+        self.assertIn("obl-load exit status 4", res["reason"])
 
     def test_report_line_fields(self):
         from obllib import parse

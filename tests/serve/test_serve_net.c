@@ -3,7 +3,8 @@
  * obl-server and obl-load over loopback (ephemeral ports): three clients
  * whose every answer is checked against a model while other clients send
  * garbage, unknown ops, short frames, disconnect mid-batch or half-close
- * (batches on the loop's thread, then on the batch thread);
+ * (batches on the loop's thread, then on the batch thread); a flood past
+ * the queue's and the input buffer's bounds answered in order, both ways;
  * the batch-size sequence with padding is the same whatever the keys; an
  * obl-load run checks its answers; SIGTERM under load ends the server
  * cleanly with correct answers to what it had read.
@@ -242,6 +243,52 @@ static void test_model_clients(const char *batch_thread)
     CHECK_EQ_U64(net_server_stop(&s, SIGINT, 10), 0);
 }
 
+/* One client floods the server with FLOOD requests in one go, more than its
+ * queue (4096) and input buffer (64 KiB) hold, in batches of at most 8:
+ * GETs and PUTs on 64 keys, each answer checked against the sequential model
+ * in order (the batch thread's next batch is handed over before the
+ * previous one's answers are written; no request is run twice or lost). */
+#define FLOOD 20000u
+static void test_flood(const char *batch_thread)
+{
+    test_server s;
+    const char *args[] = {"--n", "1024", "--max-batch", "8", "--batch-thread", batch_thread,
+                          NULL};
+    if (net_server_start(&s, server_path, args) != 0) {
+        CHECK(!"obl-server started");
+        return;
+    }
+    static unsigned char req[FLOOD * REQ], vals[FLOOD][V];
+    static uint32_t ops[FLOOD];
+    unsigned char cur[64][V];
+    test_rng rng;
+    test_rng_seed(&rng, T.seed ^ 0xf100d);
+    for (uint64_t i = 0; i < FLOOD; i++) {
+        ops[i] = test_rng_below(&rng, 4) ? SERVE_OP_GET : SERVE_OP_PUT;
+        test_rng_fill(&rng, vals[i], V);
+        frame(req + i * REQ, i, ops[i], i % 64, vals[i]);
+    }
+    for (uint64_t k = 0; k < 64; k++)
+        serve_value(cur[k], V, k, key_seed);
+    serve_hello h;
+    int fd = net_connect(s.port, &h);
+    CHECK(fd >= 0 && net_send_all(fd, req, sizeof(req)) == 0);
+    uint64_t got = 0;
+    unsigned char buf[RESP];
+    serve_resp a;
+    while (got < FLOOD && net_recv_all(fd, buf, RESP) == 1 && serve_resp_decode(&a, buf, V) == 0) {
+        CHECK_EQ_U64(a.id, got);
+        CHECK(a.status == SERVE_OK && a.found == 1 && a.batch >= 1 && a.batch <= 8);
+        CHECK(memcmp(a.value, cur[got % 64], V) == 0);
+        if (ops[got] == SERVE_OP_PUT)
+            memcpy(cur[got % 64], vals[got], V);
+        got++;
+    }
+    CHECK_EQ_U64(got, FLOOD);
+    close(fd);
+    CHECK_EQ_U64(net_server_stop(&s, SIGTERM, 10), 0);
+}
+
 /* Bursts sent whole, each after the previous one's answers: the executed
  * batch sizes, padded to powers of two, for a given key pattern. */
 static void burst_sizes(unsigned port, int pattern, uint32_t *sizes, size_t nb,
@@ -446,6 +493,8 @@ int main(int argc, char **argv)
     }
     test_model_clients("off");
     test_model_clients("on");
+    test_flood("off");
+    test_flood("on");
     test_padding();
     test_sigterm();
     return test_done("test_serve_net");
