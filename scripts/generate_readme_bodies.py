@@ -47,8 +47,10 @@ def noise_table(noise):
 
 
 def machine(e):
-    return (f"{e.get('cpu')}, {e.get('cores')} cores, "
-            f"{round((e.get('memory_kb') or 0) / 1048576, 1)} GiB RAM")
+    isa = f" ({e['isa']})" if e.get("isa") else ""
+    cc = f", {e['cc']}" if e.get("cc") else ""
+    return (f"{e.get('cpu')}{isa}, {e.get('cores')} cores, "
+            f"{round((e.get('memory_kb') or 0) / 1048576, 1)} GiB RAM{cc}")
 
 
 def environment_text(run):

@@ -20,6 +20,7 @@ import datetime
 import json
 import os
 import platform
+import re
 import signal
 import subprocess
 import sys
@@ -68,6 +69,29 @@ def cpu_model():
     return platform.processor() or "unknown"
 
 
+def cpu_isa():
+    """The widest vector extension the CPU reports: the variant obl's dispatch picks."""
+    try:
+        with open("/proc/cpuinfo") as f:
+            flags = next((l.split(":", 1)[1].split() for l in f if l.startswith("flags")), [])
+    except OSError:
+        return None
+    return "AVX-512" if "avx512f" in flags else "AVX2" if "avx2" in flags else "SSE4.2"
+
+
+def cc_version():
+    """The C compiler that builds obl (cc), as 'gcc 12.2' or 'clang 14.0'."""
+    try:
+        out = subprocess.run(["cc", "--version"], capture_output=True, text=True,
+                             timeout=10).stdout.splitlines()
+    except (OSError, subprocess.SubprocessError):
+        return None
+    text = "\n".join(out)
+    name = "clang" if "clang" in text else "gcc" if "Free Software Foundation" in text else "cc"
+    m = re.search(r"(\d+\.\d+)(?:\.\d+)?\s*$", out[0]) if out else None
+    return f"{name} {m.group(1)}" if m else None
+
+
 def git_revision(root):
     try:
         rev = subprocess.run(["git", "-C", root, "rev-parse", "--short", "HEAD"],
@@ -84,7 +108,8 @@ def environment(root):
     return {"cpu": cpu_model(), "cores": os.cpu_count(), "memory_kb": mem.get("MemTotal", 0) // 1024,
             "mem_available_kb": mem.get("MemAvailable", 0) // 1024,
             "kernel": platform.release(), "host": platform.node(),
-            "python": platform.python_version(), "git": git_revision(root)}
+            "python": platform.python_version(), "git": git_revision(root),
+            "isa": cpu_isa(), "cc": cc_version()}
 
 
 def bench_output(bench_bin, args, timeout=120):
