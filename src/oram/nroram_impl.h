@@ -650,6 +650,8 @@ static inline __attribute__((always_inline)) void NR_F(nr_evict_core)(obl_nroram
     for (uint32_t lv = 1; lv <= D; lv++) {
         uint32_t s0 = P + (lv - 1) * NR_Z;
         uint64_t c0 = (sw0 >> (lv - 1)) & 1, c1 = (sw1 >> (lv - 1)) & 1;
+        if (o->pfq_i < o->pfq_n) /* public: the read path's queue (nr_fetch_settle) */
+            NR_PREFETCH_BUCKET(o, o->pfq[o->pfq_i++], 0, 3);
         NR_F(nr_meta_cswap)(c0, &hm, &bm[s0]);
         NR_F(nr_meta_cswap)(c1, &hm, &bm[s0 + 1]);
         unsigned char *bd = o->tree + o->pathb[lv - 1] * o->bstride + o->doff;
@@ -761,12 +763,14 @@ static void NR_F(nr_settle)(obl_nroram *o);
 static inline __attribute__((always_inline)) void NR_F(nr_fetch_settle)(obl_nroram *o, uint64_t pos)
 {
     NR_F(nr_path_index)(o, pos);
-    if (o->pf_lead == 1 && o->owed && NR_F(nr_whole_buckets)(o)) { /* public */
+    if (o->pf_lead == 1 && o->owed) { /* public */
         /* the read path's prefetches are queued and the first eviction's
-         * data pass issues one per level, so they do not stall on miss
-         * buffers its own loads fill (it has D levels, at least as many as
-         * the queue, so the loop after settle only guards; during the
-         * second eviction they came too late). With a lead of 2 (a tree
+         * data pass issues one bucket per level, so they do not stall on
+         * miss buffers its own loads fill (it has D levels, at least as
+         * many as the queue, so the loop after settle only guards; during
+         * the second eviction they came too late). For every block size:
+         * issued at once, the map's 448-byte index buckets stalled the
+         * prefetch instructions themselves. With a lead of 2 (a tree
          * used alone, obl_nroram_create) the evictions' paths are in cache
          * by then, their loads hold no miss buffers, and the read path is
          * prefetched at once (docs/oram.md, "NRORAM: Circuit ORAM"). */

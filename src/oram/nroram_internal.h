@@ -111,9 +111,9 @@ struct obl_nroram {
                            1 for the trees of a RORAM or a map (nr_create),
                            whose next access comes after the other trees' */
     uint32_t pfq_n, pfq_i; /* prefetch queue: the accessed path's buckets, */
-    uint64_t pfq[NR_MAX_LEVELS]; /* issued a level at a time by evictions
-                                    (trees of lead 1 with whole-bucket
-                                    moves; else both counts stay 0) */
+    uint64_t pfq[NR_MAX_LEVELS]; /* issued a level at a time by an
+                                    eviction's data pass (trees of lead 1;
+                                    else both counts stay 0) */
     int full;           /* public: extra evictions could not drain the stash */
     int owed;           /* public: the last access's two evictions are still
                            to run (nr_settle) */
