@@ -1066,8 +1066,9 @@ static int NR_F(nr_drain)(obl_nroram *o, uint32_t budget)
 
 static inline __attribute__((always_inline)) void NR_F(nr_stash_in)(obl_nroram *o, uint64_t keep,
                                                                     uint64_t id, uint64_t new_pos,
-                                                                    const size_t vs)
+                                                                    const size_t vs, const int NW)
 {
+    (void)NW; /* no vector registers without AVX-512 */
     NR_META *bm = (NR_META *)o->bmeta;
     NR_WORD nid = NR_SEL(keep, (NR_WORD)id, NR_DUMMY);
     NR_WORD nleaf = (NR_WORD)(new_pos & (o->L - 1));
@@ -1106,6 +1107,25 @@ static inline __attribute__((always_inline)) void NR_F(nr_stash_in)(obl_nroram *
             for (uint32_t j = 0; j < P; j += 8) {
                 __m512i v = NR_F(nr_vals_load)(o, j);
                 NR_F(nr_vals_store)(o, j, _mm512_mask_mov_epi64(v, (__mmask8)(one >> j), tv));
+            }
+        } else if (NW && vs >= 64) { /* public */
+            /* the block in NW registers, each slot blended with them
+             * under its mask (as the eviction's data pass swaps): the
+             * vectors stay inside the slot (nr_reg_off), a slot's loads
+             * come before its stores (its last two vectors overlap) */
+            __m512i t[NR_REG_MAX_W];
+            NR_REG_LOOP(w)
+            t[w] = _mm512_loadu_si512((const void *)(o->tmp + nr_reg_off(vs, NW, 0, w)));
+            for (uint32_t s = 0; s < P; s++) {
+                __m512i m = _mm512_set1_epi64((long long)obl_ct_mask((one >> s) & 1));
+                unsigned char *sp = o->bdata + (size_t)s * vs;
+                __m512i d[NR_REG_MAX_W];
+                NR_REG_LOOP(w)
+                d[w] = _mm512_loadu_si512((const void *)(sp + nr_reg_off(vs, NW, 0, w)));
+                NR_REG_LOOP(w)
+                d[w] = _mm512_ternarylogic_epi64(m, t[w], d[w], 0xca);
+                NR_REG_LOOP(w)
+                _mm512_storeu_si512((void *)(sp + nr_reg_off(vs, NW, 0, w)), d[w]);
             }
         } else {
             for (uint32_t s = 0; s < P; s++)
@@ -1172,10 +1192,11 @@ static void NR_F(nr_settle)(obl_nroram *o)
 /* see nroram_internal.h; block size as in nr_evict_buf */
 static obl_err NR_F(nr_put)(obl_nroram *o, uint64_t keep, uint64_t id, uint64_t new_pos)
 {
-    if (o->vs == 64) /* public */
-        NR_F(nr_stash_in)(o, keep, id, new_pos, 64);
-    else
-        NR_F(nr_stash_in)(o, keep, id, new_pos, o->vs);
+#define NR_PUT_CALL(VS, NWC) NR_F(nr_stash_in)(o, keep, id, new_pos, VS, NWC)
+    NR_BY_WORDS(o, NR_PUT_CALL,
+                if (o->vs == 64) NR_PUT_CALL(64, 0); /* public */
+                else NR_PUT_CALL(o->vs, 0))
+#undef NR_PUT_CALL
     o->owed = 1; /* its two evictions: nr_settle */
     o->st.accesses++;
     obl_err e = o->pend_err;
