@@ -345,36 +345,166 @@ done:
     return e;
 }
 
-/* Join records: [shard][key words][type][pos][found][value]; type 0 is a
- * shard's answer, 1 a request. */
-/* The join's 2L records (L = max(B, S b)): the requests in [0, L), the
- * answers in [L, 2L), each part padded with records that sort after every
- * other and join nothing. */
+/*
+ * The join for one-word keys: no sort or merge of join records. The split
+ * sent the representative of every distinct key (the last request of its
+ * key in (shard, key, position) order, r->order) to slot shard * b + rank,
+ * rank its place among its shard's representatives in that order, and the
+ * fillers after them. So the answers of the real slots, taken by slot,
+ * are the representatives' answers in request-sorted order: ORCompact
+ * moves them to the front, obl_expand puts the k-th of them at the k-th
+ * representative among the B sorted requests, and a backward pass hands
+ * each answer to the requests of its key before the representative.
+ * Answers in any order (the scan's, keyed) are first put in slot order by
+ * shuffle-then-sort (obl_sort_shuffled) on (dummy, shard, key): the real
+ * answers then come by (shard, key), which is slot order, the dummies
+ * after them. Answer records: [found][value] (8 + vs8 bytes).
+ */
+typedef struct rt_slots {
+    shard_route *r;
+    size_t B, b, sb, n;    /* n = max(B, S b) records */
+    size_t ar, tr;         /* answer record bytes; keyed answer record bytes */
+    unsigned char *a;      /* n records of tr bytes */
+    uint8_t *flag;         /* n bytes */
+    uint64_t *scr;         /* the column sort's buffer, for B records */
+    size_t scr_bytes;
+} rt_slots;
+
+/* obl/sort.h's parameters for records of rs bytes and n of them. */
+static obl_sort_params rt_params(const shard_route *r, size_t rs, size_t ks, size_t n)
+{
+    obl_sort_params sp = {rs, ks, n >= RT_PAR_MIN ? r->threads : 1, rt_random, r->prg,
+                          &r->ac->a};
+    return sp;
+}
+
+/* Answers in request order (slot j is shard j / b's j % b-th request):
+ * the real ones compacted to the front. */
+static obl_err rt_slots_inorder(rt_slots *t, const shard_bufs *in)
+{
+    const shard_route *r = t->r;
+    for (size_t j = 0; j < t->sb; j++) {
+        unsigned char *q = t->a + j * t->ar;
+        st64(q, in->found[j] & 1);
+        memcpy(q + 8, in->vout + j * r->vs, r->vs);
+        memset(q + 8 + r->vs, 0, r->vs8 - r->vs);
+        t->flag[j] = (uint8_t)((in->adummy[j] & 1) ^ 1);
+    }
+    obl_sort_params sp = rt_params(r, t->ar, 8, t->sb);
+    return obl_compact(t->a, t->sb, t->flag, NULL, &sp);
+}
+
+/* Answers in any order, with their keys: records [dummy << 32 | shard]
+ * [key][found][value] sorted by shuffle-then-sort, whose merge sort
+ * reveals only a uniformly random permutation (docs/shard.md), then made
+ * answer records in place (record j's ends before record j + 1's). */
+static obl_err rt_slots_keyed(rt_slots *t, const shard_bufs *in)
+{
+    const shard_route *r = t->r;
+    for (size_t j = 0; j < t->sb; j++) {
+        unsigned char *q = t->a + j * t->tr;
+        memset(q, 0, t->tr);
+        st64(q, (in->adummy[j] & 1) << 32 | (uint64_t)(j / t->b));
+        memcpy(q + 8, in->akeys + j * r->ks, r->ks);
+        st64(q + 16, in->found[j] & 1);
+        memcpy(q + 24, in->vout + j * r->vs, r->vs);
+    }
+    shard_sort(t->a, t->sb, t->tr, 2, r->threads, r->prg, &r->ac->a);
+    for (size_t j = 0; j < t->sb; j++)
+        memmove(t->a + j * t->ar, t->a + j * t->tr + 16, t->ar);
+    return OBL_OK;
+}
+
+/* The representatives' answers at their places among the B sorted
+ * requests, then every request's: flag[i] = request i (in r->order) is
+ * its key's last; a backward pass copies each representative's answer to
+ * the requests before it with its key. Each record's first word becomes
+ * the request's position and found flag. */
+static obl_err rt_slots_expand(rt_slots *t, unsigned char *cval)
+{
+    const shard_route *r = t->r;
+    const unsigned char *o = r->order;
+    for (size_t i = 0; i < t->B; i++) {
+        uint64_t same = i + 1 < t->B ? obl_ct_eq64(ld64(o + i * 24), ld64(o + i * 24 + 24)) &
+                                           obl_ct_eq64(ld64(o + i * 24 + 8) >> 51,
+                                                       ld64(o + i * 24 + 32) >> 51)
+                                     : 0;
+        t->flag[i] = (uint8_t)(same ^ 1);
+    }
+    for (size_t j = t->sb; j < t->n; j++) /* B > S b: never, b >= B / S */
+        memset(t->a + j * t->ar, 0, t->ar);
+    obl_sort_params sp = rt_params(r, t->ar, 8, t->B);
+    obl_err e = obl_expand(t->a, t->B, t->flag, &sp);
+    for (size_t i = t->B; e == OBL_OK && i-- > 0;) {
+        unsigned char *q = t->a + i * t->ar;
+        obl_ct_cmov(t->flag[i], cval, q, t->ar);
+        memcpy(q, cval, t->ar);
+        st64(q, ld64(o + i * 24 + 16) << 1 | (ld64(cval) & 1));
+    }
+    return e;
+}
+
+/* B slim records [position << 1 | found][value] back into batch order
+ * (by that word: the column network up to 8 words) and out. */
+static void rt_out_sorted(const shard_route *r, unsigned char *a, size_t B, size_t os,
+                          uint64_t *scr, size_t scr_bytes, unsigned char *vout,
+                          uint64_t *found)
+{
+    shard_sort_bounded_in(a, B, os, 1, r->threads, r->prg, &r->ac->a, scr, scr_bytes);
+    for (size_t i = 0; i < B; i++) {
+        found[i] = ld64(a + i * os) & 1;
+        memcpy(vout + i * r->vs, a + i * os + 8, r->vs);
+    }
+}
+
+/* The join of one-word keys (above). */
+static obl_err rt_join_slots(shard_route *r, size_t B, size_t b, const shard_bufs *in,
+                             unsigned char *vout, uint64_t *found)
+{
+    size_t sb = (size_t)r->S * b;
+    /* keyed records padded to whole 32-byte vectors for the record network */
+    rt_slots t = {r, B, b, sb, B > sb ? B : sb, 8 + r->vs8, (24 + r->vs8 + 31) & ~(size_t)31,
+                  NULL, NULL, NULL, 0};
+    size_t bytes;
+    if (t.n > (SIZE_MAX >> 2) || !obl_mul_ok(t.n, t.tr, &bytes))
+        return OBL_ERR_TOO_LARGE;
+    unsigned char *fl;
+    t.a = rt_arena_scr(r, bytes, B, &t.scr, &t.scr_bytes, t.n, &fl);
+    t.flag = fl;
+    unsigned char *cval = (unsigned char *)obl_alloc(r->ac, t.ar, 64);
+    obl_err e = t.a && cval ? OBL_OK : OBL_ERR_NOMEM;
+    if (e == OBL_OK) /* public: the engine's contract */
+        e = in->akeys == in->keys ? rt_slots_inorder(&t, in) : rt_slots_keyed(&t, in);
+    if (e == OBL_OK)
+        e = rt_slots_expand(&t, cval);
+    if (e == OBL_OK)
+        rt_out_sorted(r, t.a, B, t.ar, t.scr, t.scr_bytes, vout, found);
+    obl_free(r->ac, cval, t.ar);
+    return e;
+}
+
+/* Join records of longer keys: [shard][key words][type][pos][found][value];
+ * type 0 is a shard's answer, 1 a request. The join's 2L records (L =
+ * max(B, S b)): the requests in [0, L), the answers in [L, 2L), each part
+ * padded with records that sort after every other and join nothing. */
 typedef struct rt_join {
     const shard_route *r;
     size_t B, b, n, rs, to; /* type word offset */
     size_t L;
-    int inorder;            /* one-word keys, answers in request order: sorted */
     unsigned char *a;
     uint64_t *scr;          /* the column sorts' buffer, for B records */
     size_t scr_bytes;
 } rt_join;
 
-/* A pad: packed (one-word keys) or a shard above every other, type 0. */
+/* A pad: a shard above every other, type 0. */
 static void rt_join_pad(const rt_join *t, unsigned char *q)
 {
     memset(q, 0, t->rs);
-    st64(q, t->r->kw == 1 ? UINT64_MAX : t->r->S + 1);
-    if (t->r->kw == 1)
-        st64(q + 8, ~RT_LO51);
+    st64(q, t->r->S + 1);
 }
 
-/* The answers in [L, L + S b), then pads; a dummy's answer joins nothing:
- * its shard is past the last, or, with the answers in request order, it
- * keeps its shard with key all ones and type 2, after every request of
- * the shard (no request has type 2). The split hands each shard its keys
- * ascending, then its dummies (rt_place), so answers in request order are
- * then sorted by (shard, key, type) and need no sort (rt_join_sort). */
+/* The answers in [L, L + S b), then pads; a dummy's answer has a shard
+ * past the last and joins nothing. */
 static void rt_join_answers(rt_join *t, const shard_bufs *in)
 {
     const shard_route *r = t->r;
@@ -382,16 +512,9 @@ static void rt_join_answers(rt_join *t, const shard_bufs *in)
     unsigned char *a = t->a + t->L * t->rs;
     for (size_t j = 0; j < sb; j++) {
         unsigned char *q = a + j * t->rs;
-        uint64_t d = in->adummy[j] & 1;
         memset(q, 0, t->rs);
         memcpy(q + 8, in->akeys + j * r->ks, r->ks);
-        if (t->inorder) { /* public */
-            st64(q, j / t->b);
-            st64(q + 8, obl_ct_select64(d, UINT64_MAX, ld64(q + 8)));
-            st64(q + t->to, d << 1);
-        } else {
-            st64(q, obl_ct_select64(d, r->S, j / t->b));
-        }
+        st64(q, obl_ct_select64(in->adummy[j] & 1, r->S, j / t->b));
         st64(q + t->to + 16, in->found[j] & 1);
         memcpy(q + t->to + 24, in->vout + j * r->vs, r->vs);
     }
@@ -399,44 +522,20 @@ static void rt_join_answers(rt_join *t, const shard_bufs *in)
         rt_join_pad(t, a + j * t->rs);
 }
 
-/* The requests in [0, L): pads, then the requests. With one-word keys they
- * are laid out descending in the order the split sorted them (r->order:
- * packed key, position); the answers ascending after them then need only
- * the bitonic merge. */
+/* The requests in [0, L): pads, then the requests. */
 static void rt_join_requests(rt_join *t, const unsigned char *keys)
 {
     const shard_route *r = t->r;
     for (size_t j = 0; j < t->L - t->B; j++)
         rt_join_pad(t, t->a + j * t->rs);
     for (size_t i = 0; i < t->B; i++) {
-        unsigned char *q = t->a + (t->L - 1 - i) * t->rs; /* descending */
+        unsigned char *q = t->a + (t->L - t->B + i) * t->rs;
         memset(q, 0, t->rs);
-        if (r->kw == 1) { /* public */
-            memcpy(q, r->order + i * 24, 16);
-        } else {
-            st64(q, shard_route_shard_of(r, keys + i * r->ks));
-            memcpy(q + 8, keys + i * r->ks, r->ks);
-        }
+        st64(q, shard_route_shard_of(r, keys + i * r->ks));
+        memcpy(q + 8, keys + i * r->ks, r->ks);
         st64(q + t->to, 1);
-        st64(q + t->to + 8, r->kw == 1 ? ld64(r->order + i * 24 + 16) : i);
+        st64(q + t->to + 8, i);
     }
-}
-
-/* All 2L records sorted by (shard, key, type). */
-static void rt_join_sort(rt_join *t)
-{
-    const shard_route *r = t->r;
-    unsigned char *a = t->a + t->L * t->rs;
-    size_t sb = (size_t)r->S * t->b;
-    if (r->kw != 1) { /* public */
-        shard_bitonic_sort_words(t->a, t->n, t->rs, 2 + r->kw);
-        return;
-    }
-    rt_pack(a, sb, t->rs);
-    if (!t->inorder) /* public */
-        shard_sort_bounded(a, sb, t->rs, 2, r->threads, r->prg, &r->ac->a);
-    shard_bitonic_merge_words(t->a, t->n, t->rs, 2);
-    rt_unpack(t->a, t->n, t->rs);
 }
 
 /* Each request takes the answer that precedes it in its (shard, key)
@@ -463,12 +562,10 @@ static void rt_join_carry(rt_join *t, unsigned char *cval, uint8_t *keep)
 
 /* The requests back into batch order. Every record, in place, becomes a
  * slim record: a request's position and found flag in one word (any other
- * record a word past every request's), then the value; 8 words for 8/56.
- * The requests are compacted to the front (ORCompact, n lg n moves of
- * slim records) and the B of them sorted by that word, on the column
- * network up to 8 words. Wide records are neither compacted nor sorted.
- * In place: slim record p (os < rs bytes) ends before record p + 1 starts.
- * keep[p]: record p is a request. */
+ * record a word past every request's), then the value. The requests are
+ * compacted to the front (ORCompact) and the B of them sorted by that
+ * word. In place: slim record p (os < rs bytes) ends before record p + 1
+ * starts. keep[p]: record p is a request. */
 static void rt_join_out(rt_join *t, const uint8_t *keep, unsigned char *vout,
                         uint64_t *found)
 {
@@ -483,27 +580,24 @@ static void rt_join_out(rt_join *t, const uint8_t *keep, unsigned char *vout,
         st64(o, w);
     }
     rt_keep(r, t->a, t->n, os, keep);
-    shard_sort_bounded_in(t->a, t->B, os, 1, r->threads, r->prg, &r->ac->a, t->scr,
-                          t->scr_bytes);
-    for (size_t i = 0; i < t->B; i++) {
-        found[i] = ld64(t->a + i * os) & 1;
-        memcpy(vout + i * r->vs, t->a + i * os + 8, r->vs);
-    }
+    rt_out_sorted(r, t->a, t->B, os, t->scr, t->scr_bytes, vout, found);
 }
 
 /* see shard_internal.h */
 obl_err shard_route_join(shard_route *r, size_t B, size_t b, const unsigned char *keys,
                          const shard_bufs *in, unsigned char *vout, uint64_t *found)
 {
+    if (r->kw == 1) { /* public */
+        if (r->order_B != B) /* public: no split of this batch before */
+            return OBL_ERR_INVALID_ARG;
+        return rt_join_slots(r, B, b, in, vout, found);
+    }
     size_t sb = (size_t)r->S * b, L = B > sb ? B : sb;
-    rt_join t = {r, B, b, 2 * L, 0, 8 * (1 + r->kw), L, 0, NULL, NULL, 0};
+    rt_join t = {r, B, b, 2 * L, 0, 8 * (1 + r->kw), L, NULL, NULL, 0};
     t.rs = t.to + 24 + r->vs8;
-    t.inorder = r->kw == 1 && in->akeys == in->keys; /* public: the engine's contract */
     size_t bytes;
     if (L > (SIZE_MAX >> 2) || !obl_mul_ok(t.n, t.rs, &bytes))
         return OBL_ERR_TOO_LARGE;
-    if (r->kw == 1 && r->order_B != B) /* public: no split of this batch before */
-        return OBL_ERR_INVALID_ARG;
     unsigned char *none;
     t.a = rt_arena_scr(r, bytes, B, &t.scr, &t.scr_bytes, 0, &none);
     unsigned char *cval = (unsigned char *)obl_alloc(r->ac, r->vs8, 64);
@@ -515,7 +609,7 @@ obl_err shard_route_join(shard_route *r, size_t B, size_t b, const unsigned char
     }
     rt_join_requests(&t, keys);
     rt_join_answers(&t, in);
-    rt_join_sort(&t);
+    shard_bitonic_sort_words(t.a, t.n, t.rs, 2 + r->kw);
     rt_join_carry(&t, cval, keep);
     rt_join_out(&t, keep, vout, found);
 done:
