@@ -124,6 +124,23 @@ static uint64_t per_request_fits(const sb_job *j, uint64_t *next)
     return ok;
 }
 
+/* A get batch's cost with each engine (us): the least measured answer
+ * time of earlier get batches of this B with that engine where there was
+ * one, else the cost model's estimate (with one shard the scan's side is
+ * charged the balancer). The measurements correct the model where it
+ * errs: an engine chosen on a low estimate is measured, and its time
+ * then competes with the other engine's estimate (docs/shard.md, "Cost
+ * model"). Public: times of batches of public sizes. */
+static void shard_estimates(obl_shard *m, size_t B, size_t b, unsigned P, double *per_request,
+                            double *scan)
+{
+    double r = shard_observed(m, B, OBL_SHARD_ENGINE_PER_REQUEST);
+    double s = shard_observed(m, B, OBL_SHARD_ENGINE_SCAN);
+    double bal = m->S == 1 ? shard_est_balance(m, B, b) : 0;
+    *per_request = r >= 0 ? r : shard_est_per_request(m, B, b, P);
+    *scan = s >= 0 ? s : shard_est_scan(m, b) + bal;
+}
+
 /* The engine of a batch and its sub-batch count: a writing batch uses the
  * scan store if kept; a get batch with both stores the cheaper by the cost
  * model, which also decides whether a get batch through the omaps of
@@ -144,8 +161,9 @@ static obl_err choose_engine(obl_shard *m, size_t B, size_t b, int writes, unsig
     unsigned P = cut ? shard_choose_parts(m, B) : 1;
     int scan = m->keep_scan;
     if (!writes && both) {
-        double bal = m->S == 1 ? shard_est_balance(m, B, b) : 0;
-        scan = shard_est_scan(m, b) + bal < shard_est_per_request(m, B, b, P);
+        double s, r;
+        shard_estimates(m, B, b, P, &r, &s);
+        scan = s < r;
     }
     *engine = scan ? OBL_SHARD_ENGINE_SCAN : OBL_SHARD_ENGINE_PER_REQUEST;
     *parts = scan ? 1 : P;
@@ -282,8 +300,14 @@ static obl_err run_batch(obl_shard *m, sb_job *j, size_t B, const uint64_t *ops,
     m->st.last_engine = engine;
     m->st.last_b = j->b;
     m->st.last_parts = parts;
-    m->st.est_per_request_us = m->calibrated ? shard_est_per_request(m, B, j->b, parts) : 0;
-    m->st.est_scan_us = m->calibrated && m->keep_scan ? shard_est_scan(m, j->b) : 0;
+    int both = m->keep_scan && m->keep_omap;
+    if (both && !j->writes) { /* the estimates it was chosen by, then its time */
+        shard_estimates(m, B, j->b, parts, &m->st.est_per_request_us, &m->st.est_scan_us);
+        shard_observe(m, B, engine, t[0] + t[1] + t[2]);
+    } else {
+        m->st.est_per_request_us = m->calibrated ? shard_est_per_request(m, B, j->b, parts) : 0;
+        m->st.est_scan_us = m->calibrated && m->keep_scan ? shard_est_scan(m, j->b) : 0;
+    }
     m->st.last_balance_us = t[0] + t[2];
     m->st.last_shard_us = t[1];
     m->st.last_writeback_us = t4 - t3;

@@ -61,6 +61,36 @@ double shard_est_scan(obl_shard *m, size_t b)
     return rounds(m) * (scan + sorts);
 }
 
+/* The slot of B in m->seen, or -1. */
+static int seen_slot(const obl_shard *m, size_t B)
+{
+    for (unsigned i = 0; i < SHARD_SEEN; i++)
+        if (m->seen[i].B == B) /* public */
+            return (int)i;
+    return -1;
+}
+
+/* see shard_map.h */
+double shard_observed(const obl_shard *m, size_t B, unsigned engine)
+{
+    int i = seen_slot(m, B);
+    return i < 0 ? -1 : m->seen[i].us[engine == OBL_SHARD_ENGINE_SCAN];
+}
+
+/* see shard_map.h: the least time, as other processes only add to it */
+void shard_observe(obl_shard *m, size_t B, unsigned engine, double us)
+{
+    int i = seen_slot(m, B);
+    if (i < 0) { /* a new size: the oldest slot */
+        i = (int)m->seen_next;
+        m->seen_next = (m->seen_next + 1) % SHARD_SEEN;
+        m->seen[i].B = B;
+        m->seen[i].us[0] = m->seen[i].us[1] = -1;
+    }
+    double *t = &m->seen[i].us[engine == OBL_SHARD_ENGINE_SCAN];
+    *t = *t < 0 || us < *t ? us : *t;
+}
+
 /* see shard_map.h: five sorts of B + S b records (route.c) */
 double shard_est_balance(const obl_shard *m, size_t B, size_t b)
 {

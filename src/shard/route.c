@@ -189,9 +189,11 @@ static void rt_fill(rt_split *t, const uint64_t *ops, const unsigned char *keys,
 }
 
 /* Each record gets its key's last write so far (op and value); the last
- * record of a key, its representative, keeps its shard, the others move
- * past the last shard. */
-static void rt_dedupe(rt_split *t, unsigned char *cval)
+ * record of a key, its representative (rep[p] = 1), keeps its shard and
+ * its position, the others move past the last shard, all with one first
+ * word, so that the representatives compacted to the front leave the B
+ * records sorted. */
+static void rt_dedupe(rt_split *t, unsigned char *cval, uint8_t *rep)
 {
     const shard_route *r = t->r;
     size_t kw1 = 1 + r->kw, vb = t->vo < t->rs ? r->vs8 : 0;
@@ -210,9 +212,9 @@ static void rt_dedupe(rt_split *t, unsigned char *cval)
     }
     for (size_t p = 0; p < t->B; p++) {
         unsigned char *q = t->a + p * t->rs;
-        uint64_t rep = p + 1 < t->B ? key_eq(q, q + t->rs, kw1) ^ 1 : 1;
-        uint64_t x = obl_ct_select64(rep, ld64(q), r->S);
-        st64(q, x << 33 | (uint64_t)p);
+        uint64_t last = p + 1 < t->B ? key_eq(q, q + t->rs, kw1) ^ 1 : 1;
+        st64(q, obl_ct_select64(last, ld64(q) << 33 | (uint64_t)p, (uint64_t)r->S << 33));
+        rep[p] = (uint8_t)last;
     }
 }
 
@@ -223,17 +225,21 @@ static void rt_split_pad(const rt_split *t, unsigned char *q)
     st64(q, UINT64_MAX);
 }
 
+static void rt_keep(const shard_route *r, unsigned char *a, size_t n, size_t rs,
+                    const uint8_t *keep);
+
 /* The n = 2L records (L = max(B, S b)) sorted by shard: the B requests,
- * sorted apart and laid out descending after pads in [0, L), the b fillers
- * per shard (in shard order already) and pads in [L, 2L), then one bitonic
- * merge, instead of a sort of all B + S b records (which the column
- * network would pad to the next power of two). */
-static void rt_by_shard(rt_split *t)
+ * their representatives compacted to the front (rep: rt_dedupe's flags;
+ * they stay in (shard, key) order, the others after them with one larger
+ * first word: sorted) and laid out descending after pads in [0, L), the b
+ * fillers per shard (in shard order already) and pads in [L, 2L), then one
+ * bitonic merge, instead of a sort of all B + S b records (which the
+ * column network would pad to the next power of two). */
+static void rt_by_shard(rt_split *t, const uint8_t *rep)
 {
     const shard_route *r = t->r;
     size_t sb = (size_t)r->S * t->b, rs = t->rs;
-    shard_sort_bounded_in(t->a, t->B, rs, 1, r->threads, r->prg, &r->ac->a, t->scr,
-                          t->scr_bytes);
+    rt_keep(r, t->a, t->B, rs, rep);
     for (size_t i = 0; i < t->B / 2; i++) /* descending */
         obl_ct_cswap(1, t->a + i * rs, t->a + (t->B - 1 - i) * rs, rs);
     memmove(t->a + (t->L - t->B) * rs, t->a, t->B * rs);
@@ -279,7 +285,7 @@ static void rt_keep(const shard_route *r, unsigned char *a, size_t n, size_t rs,
 static uint64_t rt_place(rt_split *t, uint8_t *kept)
 {
     const shard_route *r = t->r;
-    rt_by_shard(t);
+    rt_by_shard(t, kept); /* kept[0, B): the representatives (rt_dedupe) */
     uint64_t prev = UINT64_MAX, rank = 0, ovf = 0;
     for (size_t p = 0; p < t->n; p++) {
         unsigned char *q = t->a + p * t->rs;
@@ -323,7 +329,7 @@ obl_err shard_route_split(shard_route *r, size_t B, size_t b, const uint64_t *op
         goto done;
     }
     rt_fill(&t, ops, keys, vin);
-    rt_dedupe(&t, cval);
+    rt_dedupe(&t, cval, kept);
     uint64_t ovf = rt_place(&t, kept);
     /* a public capacity event: a shard got more than b keys (<= 2^-lambda) */
     if (OBL_DECLASSIFY_VAL(ovf)) {
