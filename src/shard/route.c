@@ -362,9 +362,8 @@ done:
  * representative among the B sorted requests, and a backward pass hands
  * each answer to the requests of its key before the representative.
  * Answers in any order (the scan's, keyed) are first put in slot order by
- * shuffle-then-sort (obl_sort_shuffled) on (dummy, shard, key): the real
- * answers then come by (shard, key), which is slot order, the dummies
- * after them. Answer records: [found][value] (8 + vs8 bytes).
+ * a sort of each shard's on (dummy, key). Answer records: [found][value]
+ * (8 + vs8 bytes).
  */
 typedef struct rt_slots {
     shard_route *r;
@@ -384,8 +383,15 @@ static obl_sort_params rt_params(const shard_route *r, size_t rs, size_t ks, siz
     return sp;
 }
 
-/* Answers in request order (slot j is shard j / b's j % b-th request):
- * the real ones compacted to the front. */
+/* The real answers (flag[j] = 1) of the S b records in slot order
+ * compacted to the front. */
+static obl_err rt_slots_compact(rt_slots *t)
+{
+    obl_sort_params sp = rt_params(t->r, t->ar, 8, t->sb);
+    return obl_compact(t->a, t->sb, t->flag, NULL, &sp);
+}
+
+/* Answers in request order (slot j is shard j / b's j % b-th request). */
 static obl_err rt_slots_inorder(rt_slots *t, const shard_bufs *in)
 {
     const shard_route *r = t->r;
@@ -396,29 +402,32 @@ static obl_err rt_slots_inorder(rt_slots *t, const shard_bufs *in)
         memset(q + 8 + r->vs, 0, r->vs8 - r->vs);
         t->flag[j] = (uint8_t)((in->adummy[j] & 1) ^ 1);
     }
-    obl_sort_params sp = rt_params(r, t->ar, 8, t->sb);
-    return obl_compact(t->a, t->sb, t->flag, NULL, &sp);
+    return rt_slots_compact(t);
 }
 
-/* Answers in any order, with their keys: records [dummy << 32 | shard]
- * [key][found][value] sorted by shuffle-then-sort, whose merge sort
- * reveals only a uniformly random permutation (docs/shard.md), then made
- * answer records in place (record j's ends before record j + 1's). */
+/* Answers in any order, with their keys (each shard's among its b): each
+ * shard's records [dummy][key][found][value] sorted, which puts its real
+ * answers in slot order (by key) and its dummies after them, as in
+ * request order; then made answer records in place (record j's ends
+ * before record j + 1's). */
 static obl_err rt_slots_keyed(rt_slots *t, const shard_bufs *in)
 {
     const shard_route *r = t->r;
     for (size_t j = 0; j < t->sb; j++) {
         unsigned char *q = t->a + j * t->tr;
         memset(q, 0, t->tr);
-        st64(q, (in->adummy[j] & 1) << 32 | (uint64_t)(j / t->b));
+        st64(q, in->adummy[j] & 1);
         memcpy(q + 8, in->akeys + j * r->ks, r->ks);
         st64(q + 16, in->found[j] & 1);
         memcpy(q + 24, in->vout + j * r->vs, r->vs);
     }
-    shard_sort(t->a, t->sb, t->tr, 2, r->threads, r->prg, &r->ac->a);
-    for (size_t j = 0; j < t->sb; j++)
+    for (size_t s = 0; s < r->S; s++) /* each shard's b apart: S b lg^2 b */
+        shard_sort(t->a + s * t->b * t->tr, t->b, t->tr, 2, r->threads, r->prg, &r->ac->a);
+    for (size_t j = 0; j < t->sb; j++) {
+        t->flag[j] = (uint8_t)(ld64(t->a + j * t->tr) ^ 1);
         memmove(t->a + j * t->ar, t->a + j * t->tr + 16, t->ar);
-    return OBL_OK;
+    }
+    return rt_slots_compact(t);
 }
 
 /* The representatives' answers at their places among the B sorted
