@@ -301,6 +301,45 @@ static uint64_t rt_place(rt_split *t, uint8_t *kept)
     return ovf;
 }
 
+/* Up to this many shards the split counts each shard's representatives
+ * in a pass of S selects a record and expands them into their slots
+ * (rt_place_counted); with more, the merge with the fillers (rt_place). */
+#define RT_COUNT_MAX_S 16u
+
+/* The representatives compacted to the front (in (shard, key) order), each
+ * shard's counted, and expanded to the S b slots: slot s b + k is real iff
+ * k < count_s (obl_expand puts the k-th representative of shard s there);
+ * the other slots become fillers. flag: n bytes. *ovf_out: 1 if a shard
+ * had more than b keys (the slots are then not used). NOMEM or OBL_OK. */
+static obl_err rt_place_counted(rt_split *t, uint8_t *flag, uint64_t *ovf_out)
+{
+    const shard_route *r = t->r;
+    size_t sb = (size_t)r->S * t->b, rs = t->rs;
+    rt_keep(r, t->a, t->B, rs, flag); /* flag[0, B): the representatives */
+    uint64_t cnt[RT_COUNT_MAX_S] = {0}, ovf = 0;
+    for (size_t p = 0; p < t->B; p++) {
+        uint64_t x = ld64(t->a + p * rs) >> 33; /* S for the others */
+        for (unsigned s = 0; s < r->S; s++)
+            cnt[s] += obl_ct_eq64(x, s);
+    }
+    for (unsigned s = 0; s < r->S; s++)
+        ovf |= obl_ct_lt64(t->b, cnt[s]);
+    for (size_t d = 0; d < sb; d++)
+        flag[d] = (uint8_t)obl_ct_lt64(d % t->b, cnt[d / t->b]);
+    obl_sort_params sp = {rs, 8, sb >= RT_PAR_MIN ? r->threads : 1, rt_random, r->prg,
+                          &r->ac->a};
+    *ovf_out = ovf;
+    if (obl_expand(t->a, sb, flag, &sp) != OBL_OK)
+        return OBL_ERR_NOMEM;
+    for (size_t d = 0; d < sb; d++) {
+        unsigned char *q = t->a + d * rs;
+        uint64_t f = flag[d] ^ 1;
+        obl_ct_czero(f, q, rs);
+        st64(q + 16 + 8 * r->kw, ld64(q + 16 + 8 * r->kw) | f * RT_FILLER);
+    }
+    return OBL_OK;
+}
+
 /* see shard_internal.h */
 obl_err shard_route_split(shard_route *r, size_t B, size_t b, const uint64_t *ops,
                           const unsigned char *keys, const unsigned char *vin, shard_bufs *out)
@@ -330,7 +369,13 @@ obl_err shard_route_split(shard_route *r, size_t B, size_t b, const uint64_t *op
     }
     rt_fill(&t, ops, keys, vin);
     rt_dedupe(&t, cval, kept);
-    uint64_t ovf = rt_place(&t, kept);
+    uint64_t ovf = 0;
+    if (r->S <= RT_COUNT_MAX_S && B <= sb) /* public */
+        e = rt_place_counted(&t, kept, &ovf);
+    else
+        ovf = rt_place(&t, kept);
+    if (e != OBL_OK)
+        goto done;
     /* a public capacity event: a shard got more than b keys (<= 2^-lambda) */
     if (OBL_DECLASSIFY_VAL(ovf)) {
         e = OBL_ERR_FULL;

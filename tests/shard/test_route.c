@@ -131,8 +131,9 @@ static int one_batch(test_rng *rng, route *x, size_t B, uint64_t u, int kind, in
                      int control)
 {
     size_t S = x->r.S, b = shard_route_b(B, x->r.S, 40);
-    if (kind == KEYS_ONE_SHARD && b < B) /* b >= distinct keys needed: room for them */
+    if (kind == KEYS_ONE_SHARD && b < B && u) /* room for them all (u = 0: none) */
         b = B;
+    u = u ? u : (uint64_t)1 << 40;
     uint64_t *keys = malloc(B * 8), *found = malloc(B * 8), *w = calloc(4 * S * b, 8);
     unsigned char *bytes = calloc(S * b, 2 * KS + VS), *vout = malloc(B * VS);
     CHECK(keys && found && w && bytes && vout);
@@ -180,9 +181,9 @@ static int one_batch(test_rng *rng, route *x, size_t B, uint64_t u, int kind, in
 static void joins(test_rng *rng)
 {
     static const size_t Bs[] = {1, 2, 3, 7, 64, 100, 1000, 5000, 20000};
-    static const unsigned Ss[] = {1, 2, 3, 15};
+    static const unsigned Ss[] = {1, 2, 3, 15, 64}; /* 64: the merge form (route.c) */
     for (size_t bi = 0; bi < sizeof Bs / sizeof *Bs; bi++)
-        for (size_t si = 0; si < 4; si++)
+        for (size_t si = 0; si < 5; si++)
             for (int kind = 0; kind < 3; kind++)
                 for (int keyed = 0; keyed < 2; keyed++) {
                     size_t B = Bs[bi];
@@ -201,13 +202,22 @@ static void joins(test_rng *rng)
                 }
 }
 
-/* The negative control: a keyed answer under the wrong key is caught. */
+/* The negative control: a keyed answer under the wrong key is caught.
+ * And a shard with more than b distinct keys: FULL, in both forms of the
+ * split (S <= 16 and S > 16). */
 static void control(test_rng *rng)
 {
     route x;
     route_init(&x, 2, 1, 5);
     CHECK(one_batch(rng, &x, 100, 150, KEYS_RANDOM, 1, 1) == 1);
     shard_route_release(&x.r);
+    static const unsigned Ss[] = {2, 15, 64};
+    for (int i = 0; i < 3; i++) {
+        route_init(&x, Ss[i], 1, 6);
+        CHECK(one_batch(rng, &x, 300, 0, KEYS_ONE_SHARD, 0, 0) == -1);
+        CHECK(one_batch(rng, &x, 300, 600, KEYS_RANDOM, 0, 0) == 1); /* then as before */
+        shard_route_release(&x.r);
+    }
 }
 
 /* Traces of split and join of two get batches of B on S shards with
