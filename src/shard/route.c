@@ -266,6 +266,14 @@ static int rt_random(void *opaque, void *buf, size_t len)
 /* Sorts and compactions of at least this many records may use threads. */
 #define RT_PAR_MIN ((size_t)1 << 14)
 
+/* obl/sort.h's parameters for records of rs bytes and n of them. */
+static obl_sort_params rt_params(const shard_route *r, size_t rs, size_t ks, size_t n)
+{
+    obl_sort_params sp = {rs, ks, n >= RT_PAR_MIN ? r->threads : 1, rt_random, r->prg,
+                          &r->ac->a};
+    return sp;
+}
+
 /* Moves the records with keep[i] = 1 to the front in their order:
  * ORCompact (n lg n moves) at every n, which at the balancer's sizes
  * costs less than shard_keep_first's sort below 2^13 records; that sort
@@ -273,8 +281,7 @@ static int rt_random(void *opaque, void *buf, size_t len)
 static void rt_keep(const shard_route *r, unsigned char *a, size_t n, size_t rs,
                     const uint8_t *keep)
 {
-    obl_sort_params sp = {rs, 8, n >= RT_PAR_MIN ? r->threads : 1, rt_random, r->prg,
-                          &r->ac->a};
+    obl_sort_params sp = rt_params(r, rs, 8, n);
     if (obl_compact(a, n, keep, NULL, &sp) != OBL_OK)
         shard_keep_first(a, n, rs, NULL, r->threads, r->prg, &r->ac->a);
 }
@@ -326,8 +333,7 @@ static obl_err rt_place_counted(rt_split *t, uint8_t *flag, uint64_t *ovf_out)
         ovf |= obl_ct_lt64(t->b, cnt[s]);
     for (size_t d = 0; d < sb; d++)
         flag[d] = (uint8_t)obl_ct_lt64(d % t->b, cnt[d / t->b]);
-    obl_sort_params sp = {rs, 8, sb >= RT_PAR_MIN ? r->threads : 1, rt_random, r->prg,
-                          &r->ac->a};
+    obl_sort_params sp = rt_params(r, rs, 8, sb);
     *ovf_out = ovf;
     if (obl_expand(t->a, sb, flag, &sp) != OBL_OK)
         return OBL_ERR_NOMEM;
@@ -419,14 +425,6 @@ typedef struct rt_slots {
     uint64_t *scr;         /* the column sort's buffer, for B records */
     size_t scr_bytes;
 } rt_slots;
-
-/* obl/sort.h's parameters for records of rs bytes and n of them. */
-static obl_sort_params rt_params(const shard_route *r, size_t rs, size_t ks, size_t n)
-{
-    obl_sort_params sp = {rs, ks, n >= RT_PAR_MIN ? r->threads : 1, rt_random, r->prg,
-                          &r->ac->a};
-    return sp;
-}
 
 /* The real answers (flag[j] = 1) of the S b records in slot order
  * compacted to the front. */
