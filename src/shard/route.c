@@ -16,6 +16,7 @@
 #include "common/secret.h"
 #include "ct.h"
 #include "omap/siphash.h"
+#include "sort/par.h"
 
 static inline uint64_t ld64(const unsigned char *p)
 {
@@ -424,6 +425,7 @@ typedef struct rt_slots {
     uint8_t *flag;         /* n bytes */
     uint64_t *scr;         /* the column sort's buffer, for B records */
     size_t scr_bytes;
+    unsigned sort_threads; /* threads of each shard's sort (rt_sort_shards) */
 } rt_slots;
 
 /* The real answers (flag[j] = 1) of the S b records in slot order
@@ -448,6 +450,16 @@ static obl_err rt_slots_inorder(rt_slots *t, const shard_bufs *in)
     return rt_slots_compact(t);
 }
 
+/* The sorts of shards [lo, hi)'s keyed answers by (dummy, key); the record
+ * network draws no randomness (the generator is not used from threads). */
+static void rt_sort_shards(void *ctx, size_t lo, size_t hi)
+{
+    const rt_slots *t = (const rt_slots *)ctx;
+    for (size_t s = lo; s < hi; s++)
+        shard_sort(t->a + s * t->b * t->tr, t->b, t->tr, 2, t->sort_threads, t->r->prg,
+                   &t->r->ac->a);
+}
+
 /* Answers in any order, with their keys (each shard's among its b): each
  * shard's records [dummy][key][found][value] sorted, which puts its real
  * answers in slot order (by key) and its dummies after them, as in
@@ -464,8 +476,11 @@ static obl_err rt_slots_keyed(rt_slots *t, const shard_bufs *in)
         st64(q + 16, in->found[j] & 1);
         memcpy(q + 24, in->vout + j * r->vs, r->vs);
     }
-    for (size_t s = 0; s < r->S; s++) /* each shard's b apart: S b lg^2 b */
-        shard_sort(t->a + s * t->b * t->tr, t->b, t->tr, 2, r->threads, r->prg, &r->ac->a);
+    /* each shard's b apart (S b lg^2 b): with S >= T, the shards' sorts on
+     * the T threads, one thread each; else one after another on T threads */
+    int spread = r->S >= r->threads; /* public */
+    t->sort_threads = spread ? 1 : r->threads;
+    obl_par_for(spread ? r->threads : 1, r->S, 1, rt_sort_shards, t);
     for (size_t j = 0; j < t->sb; j++) {
         t->flag[j] = (uint8_t)(ld64(t->a + j * t->tr) ^ 1);
         memmove(t->a + j * t->ar, t->a + j * t->tr + 16, t->ar);
@@ -522,7 +537,7 @@ static obl_err rt_join_slots(shard_route *r, size_t B, size_t b, const shard_buf
     size_t sb = (size_t)r->S * b;
     /* keyed records padded to whole 32-byte vectors for the record network */
     rt_slots t = {r, B, b, sb, B > sb ? B : sb, 8 + r->vs8, (24 + r->vs8 + 31) & ~(size_t)31,
-                  NULL, NULL, NULL, 0};
+                  NULL, NULL, NULL, 0, 1};
     size_t bytes;
     if (t.n > (SIZE_MAX >> 2) || !obl_mul_ok(t.n, t.tr, &bytes))
         return OBL_ERR_TOO_LARGE;
