@@ -58,7 +58,8 @@ typedef struct {
 #define OMAP_B_VOUT(m, io, t) ((io)->vout ? (io)->vout + (t) * (m)->vs : NULL)
 #define OMAP_B_FOUND(io, t) ((io)->found ? (io)->found + (t) : NULL)
 
-/* The index data path of r (after omap_req_start), prefetched. A test
+/* The index data path of r (after omap_req_start) prefetched, and the
+ * second eviction path its tree owes (nr_prefetch_evict). A test
  * switch (omap_internal.h) plants the leak the order above avoids: the
  * path `prev` read, as a stale position map would give a repeated
  * bucket. Public: the paths. */
@@ -73,7 +74,8 @@ static void omap_batch_prefetch_index(const obl_omap *m, const omap_req *r, cons
 #else
     (void)prev;
 #endif
-    nr_prefetch_path(m->oram->lv[0], leaf);
+    nr_prefetch_path(m->oram->lv[0], leaf, 0);
+    nr_prefetch_evict(m->oram->lv[0]);
 }
 
 /* Request t + 1 may not run its index phase: the value ORAM went into the
@@ -105,8 +107,10 @@ static size_t omap_batch_pipe(obl_omap *m, size_t n, omap_req rq[2], const omap_
         omap_req *r = &rq[t & 1], *nx = &rq[(t + 1) & 1];
         obl_err e = omap_req_index(m, r, OMAP_B_OP(io, t), OMAP_B_VIN(m, io, t));
         int ok = e == OBL_OK || e == OBL_ERR_STASH_OVERFLOW; /* public */
-        if (ok && m->vo)
-            nr_prefetch_path(m->vo, r->vpos);
+        if (ok && m->vo) { /* public */
+            nr_prefetch_path(m->vo, r->vpos, 0);
+            nr_prefetch_evict(m->vo);
+        }
         if (e == OBL_ERR_FULL)
             omap_fail_outputs(m, OMAP_B_VOUT(m, io, t), OMAP_B_FOUND(io, t));
         obl_err en = OBL_OK;
