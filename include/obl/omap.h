@@ -189,8 +189,7 @@ obl_err obl_omap_access(obl_omap *m, uint64_t op, const void *key, const void *v
  * Secret: ops, the keys, the values, found. Public: n, the pointers'
  * NULL-ness, errs.
  * Returns the first error of errs (OBL_OK if none); INVALID_ARG (m, keys
- * or errs NULL) and NOMEM (a scratch of 2 (value_size + 8) bytes or so
- * could not be had) before any request, errs untouched.
+ * or errs NULL) before any request, errs untouched. It allocates nothing.
  */
 obl_err obl_omap_access_batch(obl_omap *m, size_t n, const uint64_t *ops, const void *keys,
                               const void *values_in, void *values_out, uint64_t *found,

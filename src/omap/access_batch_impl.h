@@ -27,7 +27,6 @@
 
 #include <obl/omap.h>
 
-#include "common/alloc.h"
 #include "omap/omap_internal.h"
 #include "oram/nroram_internal.h"
 #include "oram/roram_internal.h"
@@ -141,14 +140,11 @@ obl_err OBL_V(omap_access_batch)(obl_omap *m, size_t n, const uint64_t *ops, con
         return OBL_ERR_INVALID_ARG;
     if (n == 0)
         return OBL_OK;
-    /* two requests' buffers, each 2 svs + 2 vs bytes on a line boundary */
-    size_t per = (2 * m->svs + 2 * m->vs + 63) & ~(size_t)63;
-    unsigned char *buf = (unsigned char *)obl_alloc(&m->ac, 2 * per, 64);
-    if (!buf)
-        return OBL_ERR_NOMEM;
+    /* two requests' buffers in the scratch, after the single access's */
+    size_t per = OMAP_REQ_BYTES(m->svs, m->vs);
     omap_req rq[2];
-    omap_req_bind(m, &rq[0], buf);
-    omap_req_bind(m, &rq[1], buf + per);
+    omap_req_bind(m, &rq[0], m->scratch + m->ses + per);
+    omap_req_bind(m, &rq[1], m->scratch + m->ses + 2 * per);
     omap_batch_io io = {ops, (const unsigned char *)keys, (const unsigned char *)values_in,
                         (unsigned char *)values_out, found};
     size_t t = omap_orams_ready(m) ? omap_batch_pipe(m, n, rq, &io, errs) : 0;
@@ -156,7 +152,6 @@ obl_err OBL_V(omap_access_batch)(obl_omap *m, size_t n, const uint64_t *ops, con
         errs[t] = OBL_V(omap_access)(m, OMAP_B_OP(&io, t), OMAP_B_KEY(m, &io, t),
                                      OMAP_B_VIN(m, &io, t), OMAP_B_VOUT(m, &io, t),
                                      OMAP_B_FOUND(&io, t));
-    obl_free(&m->ac, buf, 2 * per);
     obl_err first = OBL_OK;
     for (size_t i = 0; i < n && first == OBL_OK; i++)
         first = errs[i];

@@ -60,6 +60,10 @@
 /* bucket and stash entry header bytes */
 #define OMAP_HS 8u
 
+/* One access's buffers in the scratch (struct obl_omap): slot value in
+ * and out, value in and out, rounded up to whole lines. Public. */
+#define OMAP_REQ_BYTES(svs, vs) ((2 * (size_t)(svs) + 2 * (size_t)(vs) + 63) & ~(size_t)63)
+
 /* Leaves: 32-bit words; headers: 64-bit words. */
 static inline uint64_t ld32(const unsigned char *p)
 {
@@ -126,8 +130,10 @@ struct obl_omap {
     unsigned char *skey;  /* Sa * iks */
     unsigned char *ssv;   /* Sa * svs */
     unsigned char *scratch; /* ses (the entry pulled back: key, slot value),
-                               2 * svs (slot value in, out), compact: 2 * vs
-                               (value in, out) */
+                               then three requests' buffers of
+                               OMAP_REQ_BYTES: 2 * svs (slot value in, out),
+                               2 * vs (value in, out); the first for
+                               obl_omap_access, two for the batched access */
     size_t stash_bytes, scratch_bytes, ones_bytes;
     uint64_t count;       /* entries held (secret) */
     obl_omap_stats st;    /* secret fields: overflow_max */
