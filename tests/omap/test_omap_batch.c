@@ -48,14 +48,8 @@ static void *xmalloc(size_t n)
 
 static obl_omap_params params(uint64_t cap, size_t ks, size_t vs, uint32_t layout, uint64_t seed)
 {
-    obl_omap_params p;
-    memset(&p, 0, sizeof(p));
-    p.capacity = cap;
-    p.key_size = ks;
-    p.value_size = vs;
+    obl_omap_params p = test_omap_params(cap, ks, vs, seed);
     p.layout = layout;
-    p.use_seed = 1;
-    p.seed = seed;
     return p;
 }
 
