@@ -17,7 +17,8 @@
  *   depths; and the planted stale prefetch (test_stale_prefetch) is
  *   caught;
  * - batch_bad_input: NULL arguments, n = 0; no allocation (it runs with
- *   every allocation failing).
+ *   every allocation failing);
+ * - batch_not_ready: a value ORAM in the `full` state: single calls.
  */
 #include <inttypes.h>
 #include <stdio.h>
@@ -539,10 +540,35 @@ static void batch_bad_input(void)
     CHECK_EQ_U64(fa.live, 0);
 }
 
+/* A value ORAM in the `full` state when a batch starts (white-box: the
+ * flag set on both twins): the batch runs as single calls, whose checks
+ * recover it, and the twins stay equal. */
+static void batch_not_ready(void)
+{
+    obl_omap_params p = params(256, 8, 56, OBL_OMAP_LAYOUT_COMPACT, 11);
+    obl_omap *a = NULL, *s = NULL;
+    CHECK_EQ_U64(obl_omap_create(&a, &p), OBL_OK);
+    CHECK_EQ_U64(obl_omap_create(&s, &p), OBL_OK);
+    model md;
+    model_init(&md, 300, 256, 8, 56);
+    for (int k = 0; k < 6; k++) {
+        a->vo->full = s->vo->full = k % 2;
+        batch bt;
+        batch_draw(&bt, &md, 1 + test_rng_below(&R, 30), k < 2);
+        batch_vs_single(a, s, &md, &bt, 0);
+        batch_free(&bt);
+        CHECK_EQ_U64(a->vo->full, 0);
+    }
+    model_free(&md);
+    obl_omap_destroy(a);
+    obl_omap_destroy(s);
+}
+
 static const test_case cases[] = {
     TEST_CASE(batch_model),
     TEST_CASE(batch_trace),
     TEST_CASE(batch_bad_input),
+    TEST_CASE(batch_not_ready),
 };
 
 int main(int argc, char **argv)
