@@ -8,15 +8,18 @@
  * balls-into-bins view: n keys thrown into M buckets; a bucket that gets
  * more than B keeps the excess in the stash. Every call of obl_omap_access,
  * whatever its op, key or outcome, runs:
- *   1. one ORAM read-modify-write of the key's bucket (obl_roram_update),
- *      whose callback (op_fn) scans the stash (reads), the bucket, applies
+ *   1. one ORAM read-modify-write of the key's bucket (the index RORAM's
+ *      walk and data level, ro_walk and ro_finish), whose callback (op_fn)
+ *      scans the stash (reads), the bucket, applies
  *      the operation to whichever holds the key, puts a new key in the
  *      bucket's first free slot or else in the stash's first free entry,
  *      and when an erase frees a slot of the bucket, moves the bucket's
  *      first stash entry into it; then scans the stash again (writes);
  *   2. compact layout: one access of the value ORAM (omap_value_access).
  * Nothing is changed before every ORAM the call needs is known to accept
- * it (nr_ready, ro_ready); a FULL outcome changes nothing.
+ * it (nr_ready, ro_ready); a FULL outcome changes nothing. The steps are
+ * phases (omap_req_start, _index, _finish) that the batched access
+ * (access_batch_impl.h) interleaves across requests.
  *
  * The stash invariant (an entry of bucket b is in the stash only while b is
  * full) holds after every operation: only an erase from b frees a slot of
@@ -39,7 +42,7 @@
 #include "oram/nroram_internal.h"
 #include "oram/roram_internal.h"
 
-/* The obl_roram_update callback: the operation on the key's bucket. */
+/* The index RORAM's update callback: the operation on the key's bucket. */
 static void op_fn(void *vctx, void *value, uint64_t found_unused, uint64_t *keep)
 {
     (void)found_unused;
