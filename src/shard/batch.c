@@ -34,26 +34,35 @@ static shard_batch shard_view(const sb_job *j, size_t s)
     return bt;
 }
 
+/* Requests a shard's omap takes in one batched access (the arrays live
+ * on the stack). */
+#define SHARD_OMAP_CHUNK 128
+
 /* see shard_map.h */
 obl_err shard_omap_requests(const obl_shard *m, size_t s, const shard_batch *bt, int apply)
 {
     size_t ks = m->p.key_size, vs = m->p.value_size;
+    uint64_t ops[SHARD_OMAP_CHUNK], found[SHARD_OMAP_CHUNK];
+    obl_err errs[SHARD_OMAP_CHUNK];
     obl_err first = OBL_OK;
-    for (size_t i = 0; i < bt->b; i++) {
-        uint64_t d = bt->dummy[i] & 1, found = 0;
-        uint64_t op = apply ? obl_ct_select64(d, OBL_OMAP_GET, bt->op[i]) : OBL_OMAP_GET;
-        unsigned char *out = apply ? NULL : bt->vout + i * vs;
-        obl_err e = obl_omap_access(m->om[s], op, bt->keys + i * ks,
-                                    bt->vin ? bt->vin + i * vs : NULL, out, &found);
+    for (size_t i0 = 0; i0 < bt->b; i0 += SHARD_OMAP_CHUNK) {
+        size_t c = bt->b - i0 < SHARD_OMAP_CHUNK ? bt->b - i0 : SHARD_OMAP_CHUNK;
+        for (size_t j = 0; j < c; j++) /* dummies as gets */
+            ops[j] = apply ? obl_ct_select64(bt->dummy[i0 + j] & 1, OBL_OMAP_GET, bt->op[i0 + j])
+                           : OBL_OMAP_GET;
+        unsigned char *out = apply ? NULL : bt->vout + i0 * vs;
+        obl_err e = obl_omap_access_batch(m->om[s], c, ops, bt->keys + i0 * ks,
+                                          bt->vin ? bt->vin + i0 * vs : NULL, out, found, errs);
         /* A write-back goes on past a capacity event, so that no later
          * write of the batch is dropped; the first error is returned. */
         if (e != OBL_OK && first == OBL_OK)
             first = e;
         if (e != OBL_OK && !apply)
             return e;
-        if (!apply) {
-            obl_ct_czero(d, out, vs);
-            bt->found[i] = found & (d ^ 1);
+        for (size_t j = 0; j < c && !apply; j++) {
+            uint64_t d = bt->dummy[i0 + j] & 1;
+            obl_ct_czero(d, out + j * vs, vs);
+            bt->found[i0 + j] = found[j] & (d ^ 1);
         }
     }
     return first;
@@ -199,8 +208,11 @@ static obl_err direct_gets(obl_shard *m, size_t B, const unsigned char *keys,
                            unsigned char *vout, uint64_t *found)
 {
     size_t ks = m->p.key_size, vs = m->p.value_size;
-    for (size_t i = 0; i < B; i++) {
-        obl_err e = obl_omap_get(m->om[0], keys + i * ks, vout + i * vs, &found[i]);
+    obl_err errs[SHARD_OMAP_CHUNK];
+    for (size_t i0 = 0; i0 < B; i0 += SHARD_OMAP_CHUNK) {
+        size_t c = B - i0 < SHARD_OMAP_CHUNK ? B - i0 : SHARD_OMAP_CHUNK;
+        obl_err e = obl_omap_access_batch(m->om[0], c, NULL, keys + i0 * ks, NULL,
+                                          vout + i0 * vs, found + i0, errs);
         if (e != OBL_OK)
             return e;
     }
