@@ -34,10 +34,16 @@
 #define SC_LAMBDA 40u        /* table overflow: at most 2^-40 per batch */
 #define SC_HASH_CHUNK 64    /* entries hashed at once (siphash lanes) */
 #define SC_MAX_PARTS 256u
-#define SC_PREFETCH 8     /* entries read ahead in the bucket-ordered scan */
+#define SC_PREFETCH 8     /* entries read ahead in the write scan */
 #define SC_SORT_WEIGHT 16.0 /* the shape's model: see shard_scan_table_shape */
-#define SC_FILLER (1ull << 9)
-#define SC_DUMMY (1ull << 8)
+/* A table record's first word: bucket (or, once ranked, slot) << 32, then
+ * these flags and the request's (or filler's) index below 2^28. */
+#define SC_PUT (1ull << 28)
+#define SC_ERASE (1ull << 29)
+#define SC_DUMMY (1ull << 30)
+#define SC_FILLER (1ull << 31)
+#define SC_IDX ((1ull << 28) - 1)
+#define SC_LOW 0xffffffffull
 
 struct shard_scan {
     obl_alloc_ctx ac;
@@ -194,7 +200,7 @@ typedef struct sc_work {
     size_t zp, ow;         /* the read scan's slots per bucket (z rounded up
                             * to 4, or 8 when wide) and words per slot
                             * (value, found) */
-    size_t rs;             /* table record: sk, meta, key words, [value] */
+    size_t rs;             /* table record: sk (SC_PUT ..), key words, [value] */
     size_t n0;             /* records sorted in the build: b + T */
     int writes;
     int wide;              /* the AVX-512 read scan (transposed blocks) */
@@ -242,7 +248,7 @@ static obl_err sc_work_alloc(sc_work *w)
 {
     shard_scan *s = w->s;
     size_t ns = w->nb * w->zp, sz[SC_PARTS], total = 0, d = 0, o1, o2;
-    if (s->cap > UINT32_MAX || w->nb > UINT32_MAX ||
+    if (s->cap > UINT32_MAX || w->nb > UINT32_MAX || w->n0 > SC_IDX || /* sc_fill_requests */
         !obl_mul_ok(w->nb + 1, 4 * ((size_t)w->parts + 1), &sz[7]) ||
         !obl_mul_ok(w->n0, w->rs, &sz[0]) || !obl_mul_ok(ns, 8 * w->ow, &sz[1]) ||
         !obl_mul_ok(w->T, 8, &sz[2]) ||
@@ -320,35 +326,35 @@ static void sc_fill_requests(sc_work *w, const uint64_t *h)
         unsigned char *r = w->tab + i * w->rs;
         uint64_t d = bt->dummy[i] & 1, op = bt->op[i];
         uint64_t x = obl_ct_select64(d, obl_prg_u64(&s->prg), h[i]) & (w->nb - 1);
-        st64(r, x << 33 | (uint64_t)i);
-        uint64_t meta = obl_ct_eq64(op, 1) | obl_ct_eq64(op, 2) << 1 | d << 8 | (uint64_t)i << 32;
-        st64(r + 8, meta);
-        memset(r + 16, 0, 8 * s->kw);
-        memcpy(r + 16, bt->keys + i * s->ks, s->ks);
+        st64(r, x << 32 | obl_ct_eq64(op, 1) << 28 | obl_ct_eq64(op, 2) << 29 | d << 30 |
+                    (uint64_t)i);
+        memset(r + 8, 0, 8 * s->kw);
+        memcpy(r + 8, bt->keys + i * s->ks, s->ks);
         if (w->writes)
-            memcpy(r + 16 + 8 * s->kw, bt->vin + i * s->vs, s->vs);
+            memcpy(r + 8 + 8 * s->kw, bt->vin + i * s->vs, s->vs);
     }
     for (size_t f = 0; f < w->T; f++) { /* z fillers per bucket */
         unsigned char *r = w->tab + (bt->b + f) * w->rs;
-        st64(r, (uint64_t)(f / w->z) << 33 | 1ull << 32 | (uint64_t)f);
-        st64(r + 8, SC_FILLER);
-        memset(r + 16, 0, w->rs - 16); /* the arena holds the last batch's */
+        st64(r, (uint64_t)(f / w->z) << 32 | SC_FILLER | (uint64_t)f);
+        memset(r + 8, 0, w->rs - 8); /* the arena holds the last batch's */
     }
 }
 
 /* After the sort by bucket: keep the first z records of each bucket (reals
  * first, then fillers): kept[p] and, for a sort instead of the compaction,
- * a key that orders them first; returns 1 on overflow. */
+ * a first word that orders them first (slot << 32, the flags and index
+ * kept below); returns 1 on overflow. */
 static uint64_t sc_rank(sc_work *w, uint8_t *kept)
 {
     uint64_t prev = UINT64_MAX, rank = 0, ovf = 0;
     for (size_t p = 0; p < w->n0; p++) {
         unsigned char *r = w->tab + p * w->rs;
-        uint64_t sk = ld64(r), x = sk >> 33, filler = (sk >> 32) & 1;
+        uint64_t sk = ld64(r), x = sk >> 32, filler = (sk >> 31) & 1;
         rank = obl_ct_select64(obl_ct_eq64(x, prev), rank + 1, 0);
         uint64_t keep = obl_ct_lt64(rank, w->z);
         ovf |= (keep ^ 1) & (filler ^ 1);
-        st64(r, obl_ct_select64(keep, x * w->z + rank, 1ull << 63 | (uint64_t)p));
+        st64(r, obl_ct_select64(keep, (x * w->z + rank) << 32 | (sk & SC_LOW),
+                                1ull << 63 | (uint64_t)p));
         kept[p] = (uint8_t)keep;
         prev = x;
     }
@@ -405,15 +411,15 @@ static void sc_probe(const sc_work *w, size_t j, uint64_t x)
     OBL_TRACE_TOUCH(OBL_TRACE_REGION_MAP, OBL_TRACE_RW, x * w->z, w->z);
     for (size_t zz = 0; zz < w->z; zz++) {
         const unsigned char *r = w->tab + (x * w->z + zz) * w->rs;
-        uint64_t meta = ld64(r + 8), acc = 0;
+        uint64_t meta = ld64(r), acc = 0;
         for (size_t k = 0; k < s->kw; k++)
-            acc |= ld64(r + 16 + 8 * k) ^ ld64(e + 8 * k);
+            acc |= ld64(r + 8 + 8 * k) ^ ld64(e + 8 * k);
         uint64_t m = obl_ct_nonzero64(acc | (meta & (SC_DUMMY | SC_FILLER))) ^ 1;
         m &= valid;
-        uint64_t put = m & meta & 1;
-        obl_ct_cmov(put, nv, r + 16 + 8 * s->kw, s->vs8);
+        uint64_t put = m & (meta >> 28) & 1;
+        obl_ct_cmov(put, nv, r + 8 + 8 * s->kw, s->vs8);
         anyput |= put;
-        erase |= m & (meta >> 1) & 1;
+        erase |= m & (meta >> 29) & 1;
     }
     obl_ct_cmov(anyput, val, nv, s->vs8);
     obl_ct_czero(erase, val, s->vs8);
@@ -435,9 +441,9 @@ static void sc_slot_arrays(sc_work *w)
                 continue;
             }
             const unsigned char *r = w->tab + (x * w->z + zz) * w->rs;
-            uint64_t dead = obl_ct_nonzero64(ld64(r + 8) & (SC_DUMMY | SC_FILLER));
+            uint64_t dead = obl_ct_nonzero64(ld64(r) & (SC_DUMMY | SC_FILLER));
             w->slive[q] = obl_ct_mask(dead ^ 1);
-            memcpy(w->skey + q * kw, r + 16, 8 * kw);
+            memcpy(w->skey + q * kw, r + 8, 8 * kw);
         }
     }
 }
@@ -561,32 +567,59 @@ sc_read_chunk_avx512(const sc_work *w, const sc_stage *st, size_t ne, size_t x, 
 }
 #endif
 
-/* Stages entries ord[k .. k + ne) of [lo, hi) (prefetching those a few
- * probes ahead; the order is public) and probes them against bucket x. */
+/* Prefetches entries ord[k .. k + m) (clipped to n) and their validity
+ * bytes: issued for the next chunk before the probes of the current one,
+ * so that the chunk's random reads overlap its probes (the order is
+ * public). */
+static inline void sc_prefetch(const sc_work *w, const uint32_t *ord, size_t k, size_t m, size_t n)
+{
+#if defined(__GNUC__)
+    const shard_scan *s = w->s;
+    for (size_t i = k; i < k + m && i < n; i++) { /* public */
+        const unsigned char *pe = s->ent + ord[i] * s->esz;
+        for (size_t o = 0; o < s->esz; o += 64)
+            __builtin_prefetch(pe + o);
+        __builtin_prefetch(pe + s->esz - 1); /* an entry may span two lines */
+        __builtin_prefetch(s->valid + ord[i]);
+        __asm__ volatile("" : : "r"(pe)); /* else gcc drops the loop */
+    }
+#else
+    (void)w, (void)ord, (void)k, (void)m, (void)n;
+#endif
+}
+
+/* Stage slot i: entry e's key words and ow words: its value, a 1 (the found
+ * flag), zeros; all zero for a free entry (valid = 0). */
+static inline void sc_stage_one(sc_stage *st, size_t i, const unsigned char *e, uint64_t valid,
+                                size_t kw, size_t vw, size_t ow)
+{
+    uint64_t *v = st->val + i * ow;
+    memcpy(st->key + i * kw, e, 8 * kw);
+    memcpy(v, e + 8 * kw, 8 * vw);
+    v[vw] = 1;
+    for (size_t j = 0; j <= vw; j++)
+        v[j] &= valid;
+    for (size_t j = vw + 1; j < ow; j++)
+        v[j] = 0;
+}
+
+/* Stages entries ord[k .. k + ne) (prefetched with the previous chunk),
+ * prefetches the next chunk's and probes the staged ones against bucket
+ * x. */
 static void sc_read_bucket(const sc_work *w, sc_stage *st, const uint32_t *ord, size_t k,
-                           size_t ne, size_t n, size_t lo, size_t x, uint64_t *oval)
+                           size_t ne, size_t n, size_t x, uint64_t *oval)
 {
     const shard_scan *s = w->s;
     size_t kw = s->kw, vw = s->vs8 / 8, ow = w->ow;
     for (size_t i = 0; i < ne; i++) {
-#if defined(__GNUC__)
-        if (k + i + SC_PREFETCH < n) { /* public */
-            const unsigned char *pe = s->ent + (lo + ord[k + i + SC_PREFETCH]) * s->esz;
-            __builtin_prefetch(pe);
-            __builtin_prefetch(pe + s->esz - 1); /* an entry may span two lines */
-        }
-#endif
-        size_t at = lo + ord[k + i];
-        const unsigned char *e = s->ent + at * s->esz;
-        uint64_t valid = obl_ct_mask(s->valid[at] & 1), *v = st->val + i * ow;
-        memcpy(st->key + i * kw, e, 8 * kw);
-        memcpy(v, e + 8 * kw, 8 * vw);
-        v[vw] = 1;
-        for (size_t j = 0; j <= vw; j++)
-            v[j] &= valid;
-        for (size_t j = vw + 1; j < ow; j++)
-            v[j] = 0;
+        size_t at = ord[k + i];
+        uint64_t valid = obl_ct_mask(s->valid[at] & 1);
+        if (kw == 1 && vw == 7 && ow == 8) /* public: 8/56, constant sizes */
+            sc_stage_one(st, i, s->ent + at * s->esz, valid, 1, 7, 8);
+        else
+            sc_stage_one(st, i, s->ent + at * s->esz, valid, kw, vw, ow);
     }
+    sc_prefetch(w, ord, k + ne, SC_CHUNK, n);
 #if defined(OBL_CT_X86)
     if (w->wide) { /* public */
         sc_read_chunk_avx512(w, st, ne, x, oval);
@@ -693,11 +726,12 @@ static obl_err sc_probe_task(void *arg, size_t t)
     size_t n = (size_t)w->s->cap, x0 = w->xcut[t], x1 = w->xcut[t + 1];
     if (w->phase == 0) { /* public */
         sc_stage st;
+        sc_prefetch(w, w->ord, bst[x0], SC_CHUNK, bst[x1]);
         for (size_t x = x0; x < x1; x++) {
             for (size_t k = bst[x]; k < bst[x + 1]; k += SC_CHUNK) {
                 size_t ne = bst[x + 1] - k < SC_CHUNK ? bst[x + 1] - k : SC_CHUNK;
                 OBL_TRACE_TOUCH(OBL_TRACE_REGION_MAP, OBL_TRACE_RW, x * w->z, w->z);
-                sc_read_bucket(w, &st, w->ord, k, ne, n, 0, x, w->oval);
+                sc_read_bucket(w, &st, w->ord, k, ne, bst[x1], x, w->oval);
             }
         }
         return OBL_OK;
@@ -776,9 +810,9 @@ static obl_err sc_route_back(sc_work *w)
     size_t rs = 16 + s->vs8;
     unsigned char *r = w->out;
     for (size_t p = 0; p < w->T; p++) {
-        uint64_t meta = ld64(w->tab + p * w->rs + 8);
-        uint64_t real = ((meta >> 9) & 1) ^ 1;
-        st64(r + p * rs, obl_ct_select64(real, meta >> 32, 1ull << 63 | (uint64_t)p));
+        uint64_t meta = ld64(w->tab + p * w->rs);
+        uint64_t real = ((meta >> 31) & 1) ^ 1;
+        st64(r + p * rs, obl_ct_select64(real, meta & SC_IDX, 1ull << 63 | (uint64_t)p));
         st64(r + p * rs + 8, w->ofnd[p]);
         memcpy(r + p * rs + 16, w->oval + sc_oslot(w, p) * w->ow, s->vs8);
     }
@@ -806,10 +840,10 @@ static obl_err sc_answer_any(sc_work *w)
     for (size_t p = 0; p < w->T; p++) {
         const unsigned char *t = w->tab + p * w->rs;
         unsigned char *q = r + p * rs;
-        uint64_t meta = ld64(t + 8), real = ((meta >> 9) & 1) ^ 1;
+        uint64_t meta = ld64(t), real = ((meta >> 31) & 1) ^ 1;
         st64(q, obl_ct_select64(real, p, 1ull << 63 | (uint64_t)p));
-        memcpy(q + 8, t + 16, 8 * kw);
-        st64(q + 8 + 8 * kw, (meta >> 8) & 1);
+        memcpy(q + 8, t + 8, 8 * kw);
+        st64(q + 8 + 8 * kw, (meta >> 30) & 1);
         st64(q + 16 + 8 * kw, w->ofnd[p]);
         memcpy(q + 24 + 8 * kw, w->oval + sc_oslot(w, p) * w->ow, s->vs8);
         keep[p] = (uint8_t)real;
@@ -830,10 +864,10 @@ static uint64_t sc_fits(const sc_work *w)
 {
     uint64_t fresh = 0, freed = 0, free_now = 0;
     for (size_t p = 0; p < w->T; p++) {
-        uint64_t meta = ld64(w->tab + p * w->rs + 8);
+        uint64_t meta = ld64(w->tab + p * w->rs);
         uint64_t real = obl_ct_nonzero64(meta & (SC_DUMMY | SC_FILLER)) ^ 1;
-        fresh += real & meta & (w->ofnd[p] ^ 1);
-        freed += real & (meta >> 1) & w->ofnd[p];
+        fresh += real & ((meta >> 28) & 1) & (w->ofnd[p] ^ 1);
+        freed += real & ((meta >> 29) & 1) & w->ofnd[p];
     }
     for (uint64_t j = 0; j < w->s->cap; j++)
         free_now += (w->s->valid[j] & 1) ^ 1;
@@ -858,13 +892,13 @@ static void sc_insert_records(const sc_work *w, unsigned char *r, size_t rs)
     for (size_t p = 0; p < w->T; p++) {
         unsigned char *q = r + (s->cap + p) * rs;
         const unsigned char *t = w->tab + p * w->rs;
-        uint64_t meta = ld64(t + 8);
+        uint64_t meta = ld64(t);
         uint64_t real = obl_ct_nonzero64(meta & (SC_DUMMY | SC_FILLER)) ^ 1;
-        uint64_t fresh = real & meta & (w->ofnd[p] ^ 1);
+        uint64_t fresh = real & ((meta >> 28) & 1) & (w->ofnd[p] ^ 1);
         st64(q, obl_ct_select64(fresh, nr << 1, 1ull << 63 | (s->cap + p)));
         st64(q + 8, 1ull << 63 | p);
         st64(q + 16, 1);
-        memcpy(q + 24, t + 16, 8 * s->kw + s->vs8);
+        memcpy(q + 24, t + 8, 8 * s->kw + s->vs8);
         nr += fresh;
     }
 }
@@ -929,7 +963,7 @@ obl_err shard_scan_begin(shard_scan *s, const shard_batch *bt, obl_pool *pool, u
     w->wide = s->isa >= OBL_ISA_AVX512 && s->kw == 1 && w->ow <= 8; /* public */
     w->zp = w->wide ? (w->z + 7) & ~(size_t)7 : (w->z + 3) & ~(size_t)3;
     w->n0 = bt->b + w->T;
-    w->rs = 16 + 8 * s->kw + (w->writes ? s->vs8 : 0);
+    w->rs = 8 + 8 * s->kw + (w->writes ? s->vs8 : 0);
     w->k0 = obl_prg_u64(&s->prg);
     w->k1 = obl_prg_u64(&s->prg);
     s->pending = w;
