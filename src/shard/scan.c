@@ -254,7 +254,7 @@ static obl_err sc_work_alloc(sc_work *w)
         !obl_mul_ok(w->T, 8, &sz[2]) ||
         !obl_mul_ok(ns, 8 * s->kw, &sz[3]) || !obl_mul_ok(ns, 8, &sz[4]) ||
         !obl_mul_ok((size_t)s->cap, 4, &sz[5]) || !obl_mul_ok(w->T, 16 + s->vs8, &o1) ||
-        !obl_mul_ok(w->T, 25 + 8 * s->kw + s->vs8, &o2) ||
+        !obl_mul_ok(w->T, 9 + 8 * s->kw + s->vs8, &o2) ||
         (w->writes && !obl_mul_ok((size_t)s->cap + w->T, 24 + s->esz, &d)))
         return OBL_ERR_TOO_LARGE;
     /* the scan's bucket order (xs, ord) and, after the scan, the answers'
@@ -828,33 +828,34 @@ static obl_err sc_route_back(sc_work *w)
  * rest are fillers) compacted to the front (ORCompact, O(T log T) moves,
  * where the sort into request order needs O(T log^2 T)); for a caller
  * that takes the answers in any order (shard_batch.akeys). Records:
- * order word (for shard_keep_first's sort form), key words, dummy, found,
+ * order word (for shard_keep_first's sort form; dummy and found flags in
+ * bits 62 and 61, as the kept records may come in any order), key words,
  * value. */
 static obl_err sc_answer_any(sc_work *w)
 {
     shard_scan *s = w->s;
     const shard_batch *bt = w->bt;
-    size_t kw = s->kw, rs = 24 + 8 * kw + s->vs8;
+    size_t kw = s->kw, rs = 8 + 8 * kw + s->vs8;
     unsigned char *r = w->out;
     uint8_t *keep = w->out + w->T * rs;
     for (size_t p = 0; p < w->T; p++) {
         const unsigned char *t = w->tab + p * w->rs;
         unsigned char *q = r + p * rs;
         uint64_t meta = ld64(t), real = ((meta >> 31) & 1) ^ 1;
-        st64(q, obl_ct_select64(real, p, 1ull << 63 | (uint64_t)p));
+        uint64_t flags = ((meta >> 30) & 1) << 62 | (w->ofnd[p] & 1) << 61;
+        st64(q, obl_ct_select64(real, p, 1ull << 63 | (uint64_t)p) | flags);
         memcpy(q + 8, t + 8, 8 * kw);
-        st64(q + 8 + 8 * kw, (meta >> 30) & 1);
-        st64(q + 16 + 8 * kw, w->ofnd[p]);
-        memcpy(q + 24 + 8 * kw, w->oval + sc_oslot(w, p) * w->ow, s->vs8);
+        memcpy(q + 8 + 8 * kw, w->oval + sc_oslot(w, p) * w->ow, s->vs8);
         keep[p] = (uint8_t)real;
     }
     shard_keep_first(r, w->T, rs, keep, w->parts, &s->prg, &s->ac.a);
     for (size_t i = 0; i < bt->b; i++) { /* every request holds a slot */
         const unsigned char *q = r + i * rs;
+        uint64_t o = ld64(q);
         memcpy(bt->akeys + i * s->ks, q + 8, s->ks);
-        bt->adummy[i] = ld64(q + 8 + 8 * kw);
-        bt->found[i] = ld64(q + 16 + 8 * kw);
-        memcpy(bt->vout + i * s->vs, q + 24 + 8 * kw, s->vs);
+        bt->adummy[i] = (o >> 62) & 1;
+        bt->found[i] = (o >> 61) & 1;
+        memcpy(bt->vout + i * s->vs, q + 8 + 8 * kw, s->vs);
     }
     return OBL_OK;
 }
