@@ -218,6 +218,9 @@ typedef struct sc_work {
                             * counters per slice, then the buckets' starts */
     size_t xcut[SC_MAX_PARTS + 1]; /* part t probes buckets xcut[t] .. */
     unsigned char *out;    /* the answers' records */
+    unsigned char *msg;    /* the requests' hash messages (sc_build) */
+    uint64_t *h;           /* their hashes; then, the same memory, */
+    uint8_t *kept;         /* the table build's compaction flags */
     uint64_t *colbuf;      /* the table sort's column buffer */
     size_t colbuf_bytes;
     size_t ins_bytes;
@@ -247,14 +250,15 @@ static void sc_work_free(sc_work *w)
 static obl_err sc_work_alloc(sc_work *w)
 {
     shard_scan *s = w->s;
-    size_t ns = w->nb * w->zp, sz[SC_PARTS], total = 0, d = 0, o1, o2;
+    size_t ns = w->nb * w->zp, sz[SC_PARTS], total = 0, d = 0, o1, o2, hb;
     if (s->cap > UINT32_MAX || w->nb > UINT32_MAX || w->n0 > SC_IDX || /* sc_fill_requests */
         !obl_mul_ok(w->nb + 1, 4 * ((size_t)w->parts + 1), &sz[7]) ||
         !obl_mul_ok(w->n0, w->rs, &sz[0]) || !obl_mul_ok(ns, 8 * w->ow, &sz[1]) ||
         !obl_mul_ok(w->T, 8, &sz[2]) ||
         !obl_mul_ok(ns, 8 * s->kw, &sz[3]) || !obl_mul_ok(ns, 8, &sz[4]) ||
         !obl_mul_ok((size_t)s->cap, 4, &sz[5]) || !obl_mul_ok(w->T, 16 + s->vs8, &o1) ||
-        !obl_mul_ok(w->T, 9 + 8 * s->kw + s->vs8, &o2) ||
+        !obl_mul_ok(w->T, 9 + 8 * s->kw + s->vs8, &o2) || !obl_mul_ok(w->bt->b, 8, &hb) ||
+        !obl_mul_ok(hb, s->kw + 1, &sz[6]) ||
         (w->writes && !obl_mul_ok((size_t)s->cap + w->T, 24 + s->esz, &d)))
         return OBL_ERR_TOO_LARGE;
     /* the scan's bucket order (xs, ord) and, after the scan, the answers'
@@ -263,7 +267,7 @@ static obl_err sc_work_alloc(sc_work *w)
     if (xo < sz[5])
         return OBL_ERR_TOO_LARGE;
     sz[5] = xo > ob ? xo : ob;
-    sz[6] = sz[8] = 0;
+    sz[8] = hb > w->n0 ? hb : w->n0;
     size_t m = 1;
     while (m < w->n0)
         m *= 2;
@@ -304,6 +308,9 @@ static obl_err sc_work_alloc(sc_work *w)
     w->cnt = (uint32_t *)part[7];
     w->out = (unsigned char *)part[5];
     w->colbuf = (uint64_t *)part[9];
+    w->msg = (unsigned char *)part[6];
+    w->h = (uint64_t *)part[8];
+    w->kept = (uint8_t *)part[8];
     w->colbuf_bytes = sz[9];
     memset(w->oval, 0, sz[1]); /* the probes OR into it */
     return OBL_OK;
@@ -373,27 +380,14 @@ static obl_err sc_build(sc_work *w)
 {
     shard_scan *s = w->s;
     size_t mw = s->kw + 1, b = w->bt->b;
-    size_t mbytes = b * mw * 8, hbytes = b * 8;
-    unsigned char *msg = (unsigned char *)obl_alloc(&s->ac, mbytes, 64);
-    uint64_t *h = (uint64_t *)obl_alloc(&s->ac, hbytes, 64);
-    if (!msg || !h) {
-        obl_free(&s->ac, msg, mbytes);
-        obl_free(&s->ac, h, hbytes);
-        return OBL_ERR_NOMEM;
-    }
+    memset(w->msg, 0, b * mw * 8); /* the arena holds the last batch's */
     for (size_t i = 0; i < b; i++) /* key words, domain word 0 */
-        memcpy(msg + i * mw * 8, w->bt->keys + i * s->ks, s->ks);
-    sc_hash(w, msg, b, h);
-    sc_fill_requests(w, h);
-    obl_free(&s->ac, msg, mbytes);
-    obl_free(&s->ac, h, hbytes);
-    uint8_t *kept = (uint8_t *)obl_alloc(&s->ac, w->n0, 64);
-    if (!kept)
-        return OBL_ERR_NOMEM;
+        memcpy(w->msg + i * mw * 8, w->bt->keys + i * s->ks, s->ks);
+    sc_hash(w, w->msg, b, w->h);
+    sc_fill_requests(w, w->h);
     sc_sort(w, w->tab, w->n0, w->rs);
-    uint64_t ovf = sc_rank(w, kept);
-    shard_keep_first(w->tab, w->n0, w->rs, kept, w->parts, &s->prg, &s->ac.a);
-    obl_free(&s->ac, kept, w->n0);
+    uint64_t ovf = sc_rank(w, w->kept);
+    shard_keep_first(w->tab, w->n0, w->rs, w->kept, w->parts, &s->prg, &s->ac.a);
     /* a public capacity event, like an ORAM stash overflow (<= 2^-40) */
     return OBL_DECLASSIFY_VAL(ovf) ? OBL_ERR_STASH_OVERFLOW : OBL_OK;
 }

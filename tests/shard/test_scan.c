@@ -323,7 +323,8 @@ static void read_forms(void)
 /* A bucket overflow: a shape of one bucket with fewer slots than the
  * batch's real requests fails the batch with STASH_OVERFLOW, pending
  * nothing, and the store still answers as the model; a shape whose one
- * bucket the requests fill exactly answers right (read_forms). */
+ * bucket the requests fill exactly answers right (read_forms); a table
+ * too large to index is refused. */
 static void overflow(void)
 {
     obl_alloc_ctx ac;
@@ -359,6 +360,17 @@ static void overflow(void)
         model_apply(&m, &q, &ok);
         CHECK(ok);
     }
+    /* a table of 2^28 slots or more: its records' index field (scan.c,
+     * SC_IDX) cannot number them, so the batch is TOO_LARGE before any
+     * allocation, and the store still answers as the model */
+    make_batch(&r, &m, &q, 12, 1);
+    shard_scan_force_shape(s, 12, (size_t)1 << 20, 256);
+    CHECK(run(s, &q, 1, 1, NULL, 0) == OBL_ERR_TOO_LARGE);
+    make_batch(&r, &m, &q, 13, 0);
+    CHECK(run(s, &q, 0, 1, NULL, 0) == OBL_OK);
+    int ok = 1;
+    model_apply(&m, &q, &ok);
+    CHECK(ok);
     shard_scan_destroy(s);
     model_free(&m);
 }
