@@ -487,12 +487,13 @@ static inline void sc_read_chunk(const sc_work *w, const sc_stage *st, size_t ne
 /* sc_read_chunk for one key word and ow = 4 or 8, four slots at a time:
  * one compare of an entry's key with four slot keys, then each slot's
  * lane of the match mask ANDed with the entry's value and ORed into that
- * slot's accumulator (no blends, no masked memory operands). */
-__attribute__((target("avx2"))) static void sc_read_chunk_avx2(const sc_work *w,
-                                                               const sc_stage *st, size_t ne,
-                                                               size_t x, uint64_t *oval)
+ * slot's accumulator (no blends, no masked memory operands). nv = ow / 4
+ * is a constant at the calls, so that the accumulators stay in registers. */
+__attribute__((target("avx2"), always_inline)) static inline void
+sc_read_chunk_avx2_nv(const sc_work *w, const sc_stage *st, size_t ne, size_t x, uint64_t *oval,
+                      size_t nv)
 {
-    const size_t ow = w->ow, nv = ow / 4;
+    const size_t ow = 4 * nv;
     for (size_t g = 0; g < w->zp; g += 4) {
         size_t q = x * w->zp + g;
         __m256i sk = _mm256_loadu_si256((const void *)(w->skey + q));
@@ -520,6 +521,16 @@ __attribute__((target("avx2"))) static void sc_read_chunk_avx2(const sc_work *w,
             for (size_t v = 0; v < nv; v++)
                 _mm256_storeu_si256((void *)(oval + (q + j) * ow + 4 * v), a[j][v]);
     }
+}
+
+__attribute__((target("avx2"))) static void sc_read_chunk_avx2(const sc_work *w,
+                                                               const sc_stage *st, size_t ne,
+                                                               size_t x, uint64_t *oval)
+{
+    if (w->ow == 8) /* public */
+        sc_read_chunk_avx2_nv(w, st, ne, x, oval, 2);
+    else
+        sc_read_chunk_avx2_nv(w, st, ne, x, oval, 1);
 }
 
 /* Eight slots (keys sk8) against ne staged entries, on the group's block of
