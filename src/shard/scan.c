@@ -340,10 +340,12 @@ static void sc_fill_requests(sc_work *w, const uint64_t *h)
         if (w->writes)
             memcpy(r + 8 + 8 * s->kw, bt->vin + i * s->vs, s->vs);
     }
-    for (size_t f = 0; f < w->T; f++) { /* z fillers per bucket */
-        unsigned char *r = w->tab + (bt->b + f) * w->rs;
-        st64(r, (uint64_t)(f / w->z) << 32 | SC_FILLER | (uint64_t)f);
-        memset(r + 8, 0, w->rs - 8); /* the arena holds the last batch's */
+    for (size_t x = 0, f = 0; x < w->nb; x++) {
+        for (size_t zz = 0; zz < w->z; zz++, f++) { /* z fillers per bucket */
+            unsigned char *r = w->tab + (bt->b + f) * w->rs;
+            st64(r, (uint64_t)x << 32 | SC_FILLER | (uint64_t)f);
+            memset(r + 8, 0, w->rs - 8); /* the arena holds the last batch's */
+        }
     }
 }
 
@@ -765,10 +767,16 @@ static void sc_run(sc_work *w, obl_pool *pool, obl_err (*task)(void *, size_t))
     }
 }
 
-/* Table slot p's place in the read scan's arrays (buckets of zp slots). */
-static size_t sc_oslot(const sc_work *w, size_t p)
+/* From table slot p's place q in the read scan's arrays (buckets of zp
+ * slots; zz = p mod z) to slot p + 1's, without a division. */
+static inline void sc_oslot_next(const sc_work *w, size_t *q, size_t *zz)
 {
-    return (p / w->z) * w->zp + p % w->z;
+    if (++*zz == w->z) { /* public */
+        *zz = 0;
+        *q += w->zp - w->z + 1;
+    } else {
+        ++*q;
+    }
 }
 
 /* After the read scan: the wide form's blocks transposed back (slot j's
@@ -803,8 +811,8 @@ static void sc_scan(sc_work *w, obl_pool *pool, unsigned phase)
         return;
     size_t ow = w->ow, vw = w->s->vs8 / 8;
     sc_slot_words(w);
-    for (size_t p = 0; p < w->T; p++) /* table order */
-        w->ofnd[p] = w->oval[sc_oslot(w, p) * ow + vw];
+    for (size_t p = 0, q = 0, zz = 0; p < w->T; p++, sc_oslot_next(w, &q, &zz))
+        w->ofnd[p] = w->oval[q * ow + vw]; /* table order */
 }
 
 /* Sorts the slots back into request order: out[i] = request i's answer. */
@@ -814,12 +822,12 @@ static obl_err sc_route_back(sc_work *w)
     const shard_batch *bt = w->bt;
     size_t rs = 16 + s->vs8;
     unsigned char *r = w->out;
-    for (size_t p = 0; p < w->T; p++) {
+    for (size_t p = 0, q = 0, zz = 0; p < w->T; p++, sc_oslot_next(w, &q, &zz)) {
         uint64_t meta = ld64(w->tab + p * w->rs);
         uint64_t real = ((meta >> 31) & 1) ^ 1;
         st64(r + p * rs, obl_ct_select64(real, meta & SC_IDX, 1ull << 63 | (uint64_t)p));
         st64(r + p * rs + 8, w->ofnd[p]);
-        memcpy(r + p * rs + 16, w->oval + sc_oslot(w, p) * w->ow, s->vs8);
+        memcpy(r + p * rs + 16, w->oval + q * w->ow, s->vs8);
     }
     sc_sort(w, r, w->T, rs);
     for (size_t i = 0; i < bt->b; i++) { /* every request holds a slot */
@@ -843,14 +851,14 @@ static obl_err sc_answer_any(sc_work *w)
     size_t kw = s->kw, rs = 8 + 8 * kw + s->vs8;
     unsigned char *r = w->out;
     uint8_t *keep = w->out + w->T * rs;
-    for (size_t p = 0; p < w->T; p++) {
+    for (size_t p = 0, o = 0, zz = 0; p < w->T; p++, sc_oslot_next(w, &o, &zz)) {
         const unsigned char *t = w->tab + p * w->rs;
         unsigned char *q = r + p * rs;
         uint64_t meta = ld64(t), real = ((meta >> 31) & 1) ^ 1;
         uint64_t flags = ((meta >> 30) & 1) << 62 | (w->ofnd[p] & 1) << 61;
         st64(q, obl_ct_select64(real, p, 1ull << 63 | (uint64_t)p) | flags);
         memcpy(q + 8, t + 8, 8 * kw);
-        memcpy(q + 8 + 8 * kw, w->oval + sc_oslot(w, p) * w->ow, s->vs8);
+        memcpy(q + 8 + 8 * kw, w->oval + o * w->ow, s->vs8);
         keep[p] = (uint8_t)real;
     }
     shard_keep_first(r, w->T, rs, keep, w->parts, &s->prg, &s->ac.a);
