@@ -779,23 +779,21 @@ static inline void sc_oslot_next(const sc_work *w, size_t *q, size_t *zz)
     }
 }
 
-/* After the read scan: the wide form's blocks transposed back (slot j's
- * words at j * ow), and a dead slot's words cleared (a dummy's or a
- * filler's key may equal a stored key). Public addresses. */
-static void sc_slot_words(sc_work *w)
+/* After the read scan: word k of scan slot q (the wide form holds each
+ * block of eight slots transposed, word k of its slot j at 8 k + j),
+ * cleared for a dead slot (a dummy's or a filler's key may equal a stored
+ * key). Public addresses. */
+static inline uint64_t sc_word(const sc_work *w, size_t q, size_t k)
 {
-    size_t ow = w->ow, ns = w->nb * w->zp;
-    uint64_t tmp[8 * 8];
-    for (size_t q = 0; w->wide && q < ns; q += 8) { /* public */
-        uint64_t *blk = w->oval + q * ow;
-        memcpy(tmp, blk, 64 * ow);
-        for (size_t j = 0; j < 8; j++)
-            for (size_t k = 0; k < ow; k++)
-                blk[j * ow + k] = tmp[k * 8 + j];
-    }
-    for (size_t q = 0; q < ns; q++)
-        for (size_t k = 0; k < ow; k++)
-            w->oval[q * ow + k] &= w->slive[q];
+    size_t at = w->wide ? (q & ~(size_t)7) * w->ow + 8 * k + (q & 7) : q * w->ow + k;
+    return w->oval[at] & w->slive[q];
+}
+
+/* Scan slot q's value words to dst. */
+static void sc_value(const sc_work *w, size_t q, unsigned char *dst)
+{
+    for (size_t k = 0; k < w->s->vs8 / 8; k++)
+        st64(dst + 8 * k, sc_word(w, q, k));
 }
 
 static void sc_scan(sc_work *w, obl_pool *pool, unsigned phase)
@@ -809,10 +807,9 @@ static void sc_scan(sc_work *w, obl_pool *pool, unsigned phase)
     sc_run(w, pool, sc_probe_task);
     if (phase != 0)
         return;
-    size_t ow = w->ow, vw = w->s->vs8 / 8;
-    sc_slot_words(w);
+    size_t vw = w->s->vs8 / 8;
     for (size_t p = 0, q = 0, zz = 0; p < w->T; p++, sc_oslot_next(w, &q, &zz))
-        w->ofnd[p] = w->oval[q * ow + vw]; /* table order */
+        w->ofnd[p] = sc_word(w, q, vw); /* table order */
 }
 
 /* Sorts the slots back into request order: out[i] = request i's answer. */
@@ -827,7 +824,7 @@ static obl_err sc_route_back(sc_work *w)
         uint64_t real = ((meta >> 31) & 1) ^ 1;
         st64(r + p * rs, obl_ct_select64(real, meta & SC_IDX, 1ull << 63 | (uint64_t)p));
         st64(r + p * rs + 8, w->ofnd[p]);
-        memcpy(r + p * rs + 16, w->oval + q * w->ow, s->vs8);
+        sc_value(w, q, r + p * rs + 16);
     }
     sc_sort(w, r, w->T, rs);
     for (size_t i = 0; i < bt->b; i++) { /* every request holds a slot */
@@ -858,7 +855,7 @@ static obl_err sc_answer_any(sc_work *w)
         uint64_t flags = ((meta >> 30) & 1) << 62 | (w->ofnd[p] & 1) << 61;
         st64(q, obl_ct_select64(real, p, 1ull << 63 | (uint64_t)p) | flags);
         memcpy(q + 8, t + 8, 8 * kw);
-        memcpy(q + 8 + 8 * kw, w->oval + o * w->ow, s->vs8);
+        sc_value(w, o, q + 8 + 8 * kw);
         keep[p] = (uint8_t)real;
     }
     shard_keep_first(r, w->T, rs, keep, w->parts, &s->prg, &s->ac.a);
