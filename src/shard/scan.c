@@ -536,8 +536,8 @@ __attribute__((target("avx2"))) static void sc_read_chunk_avx2(const sc_work *w,
 }
 
 /* Eight slots (keys sk8) against ne staged entries, on the group's block of
- * 8 * ow words held transposed (word k of slot j at blk[8 k + j]; sc_scan
- * transposes back): per entry one compare of its key with the eight slot
+ * 8 * ow words held transposed (word k of slot j at blk[8 k + j]; sc_word
+ * reads them so): per entry one compare of its key with the eight slot
  * keys, the match bits widened to lanes (vpmovm2q), then per word one
  * ternary-logic op, acc |= broadcast(word) & match. The mask never meets
  * a memory operand (the masked-operand audit, tests/ct/masked_ops.sh). */
