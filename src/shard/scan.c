@@ -34,6 +34,7 @@
 #define SC_LAMBDA 40u        /* table overflow: at most 2^-40 per batch */
 #define SC_HASH_CHUNK 64    /* entries hashed at once (siphash lanes) */
 #define SC_MAX_PARTS 256u
+#define SC_BLOCK_BYTES ((size_t)8 << 20) /* entries scanned per block (sc_scan) */
 #define SC_PREFETCH 8     /* entries read ahead in the write scan */
 #define SC_SORT_WEIGHT 16.0 /* the shape's model: see shard_scan_table_shape */
 /* A table record's first word: bucket (or, once ranked, slot) << 32, then
@@ -61,6 +62,7 @@ struct shard_scan {
     unsigned char *arena;    /* a batch's working memory, kept (sc_work_alloc) */
     size_t arena_bytes;
     size_t shape_b, shape_nb, shape_z; /* the last table shape, for reuse */
+    size_t block_bytes;      /* sc_scan's blocks: SC_BLOCK_BYTES, or a test's */
 };
 
 static size_t rnd8(size_t x) { return (x + 7) & ~(size_t)7; }
@@ -108,6 +110,12 @@ void shard_scan_table_shape(size_t b, size_t n, size_t *nb_out, size_t *z_out)
 }
 
 /* see shard_internal.h */
+void shard_scan_force_block(shard_scan *s, size_t bytes)
+{
+    s->block_bytes = bytes ? bytes : SC_BLOCK_BYTES;
+}
+
+/* see shard_internal.h */
 void shard_scan_force_shape(shard_scan *s, size_t b, size_t nb, size_t z)
 {
     s->shape_b = b;
@@ -152,6 +160,7 @@ obl_err shard_scan_create(shard_scan **out, uint64_t capacity, size_t key_size,
     obl_wipe(seed, sizeof seed);
     s->ac = c;
     s->isa = obl_isa_pick();
+    s->block_bytes = SC_BLOCK_BYTES;
     *out = s;
     return OBL_OK;
 }
@@ -217,6 +226,7 @@ typedef struct sc_work {
     uint32_t *cnt;         /* (parts + 1) * (nb + 1): the counting sort's
                             * counters per slice, then the buckets' starts */
     size_t xcut[SC_MAX_PARTS + 1]; /* part t probes buckets xcut[t] .. */
+    size_t blo, bhi;       /* the block of entries being scanned (sc_scan) */
     unsigned char *out;    /* the answers' records */
     unsigned char *msg;    /* the requests' hash messages (sc_build) */
     uint64_t *h;           /* their hashes; then, the same memory, */
@@ -683,7 +693,8 @@ static void sc_buckets(const sc_work *w, size_t lo, size_t hi, uint32_t *xs)
 static obl_err sc_count_task(void *arg, size_t t)
 {
     const sc_work *w = (const sc_work *)arg;
-    size_t n = (size_t)w->s->cap, lo = n * t / w->parts, hi = n * (t + 1) / w->parts;
+    size_t n = w->bhi - w->blo, lo = w->blo + n * t / w->parts;
+    size_t hi = w->blo + n * (t + 1) / w->parts;
     uint32_t *cnt = w->cnt + t * (w->nb + 1);
     sc_buckets(w, lo, hi, w->xs + lo);
     memset(cnt, 0, (w->nb + 1) * 4);
@@ -692,18 +703,18 @@ static obl_err sc_count_task(void *arg, size_t t)
     return OBL_OK;
 }
 
-/* Slice t's count of bucket x becomes its first position in the bucket
- * order (buckets ascending, slices in turn within one); the buckets'
- * starts go to the last row; part t takes the buckets from the first whose
- * start reaches t n / parts. Public. */
+/* Slice t's count of bucket x becomes its first position in the block's
+ * bucket order (from blo: buckets ascending, slices in turn within one);
+ * the buckets' starts go to the last row; part t takes the buckets from
+ * the first whose start reaches t n / parts of the block. Public. */
 static void sc_offsets(sc_work *w)
 {
-    size_t P = w->parts, nb = w->nb, n = (size_t)w->s->cap, pos = 0, t2 = 1;
+    size_t P = w->parts, nb = w->nb, n = w->bhi - w->blo, pos = w->blo, t2 = 1;
     uint32_t *bst = w->cnt + P * (nb + 1);
     w->xcut[0] = 0;
     for (size_t x = 0; x < nb; x++) {
         bst[x] = (uint32_t)pos;
-        for (; t2 < P && pos >= n * t2 / P; t2++)
+        for (; t2 < P && pos - w->blo >= n * t2 / P; t2++)
             w->xcut[t2] = x;
         for (size_t t = 0; t < P; t++) {
             uint32_t c = w->cnt[t * (nb + 1) + x];
@@ -719,7 +730,8 @@ static void sc_offsets(sc_work *w)
 static obl_err sc_place_task(void *arg, size_t t)
 {
     const sc_work *w = (const sc_work *)arg;
-    size_t n = (size_t)w->s->cap, lo = n * t / w->parts, hi = n * (t + 1) / w->parts;
+    size_t n = w->bhi - w->blo, lo = w->blo + n * t / w->parts;
+    size_t hi = w->blo + n * (t + 1) / w->parts;
     uint32_t *cnt = w->cnt + t * (w->nb + 1);
     for (size_t i = lo; i < hi; i++)
         w->ord[cnt[w->xs[i]]++] = (uint32_t)i;
@@ -730,7 +742,7 @@ static obl_err sc_probe_task(void *arg, size_t t)
 {
     const sc_work *w = (const sc_work *)arg;
     const uint32_t *bst = w->cnt + w->parts * (w->nb + 1);
-    size_t n = (size_t)w->s->cap, x0 = w->xcut[t], x1 = w->xcut[t + 1];
+    size_t n = w->bhi, x0 = w->xcut[t], x1 = w->xcut[t + 1];
     if (w->phase == 0) { /* public */
         sc_stage st;
         sc_prefetch(w, w->ord, bst[x0], SC_CHUNK, bst[x1]);
@@ -796,15 +808,27 @@ static void sc_value(const sc_work *w, size_t q, unsigned char *dst)
         st64(dst + 8 * k, sc_word(w, q, k));
 }
 
+/* The entries in blocks of about block_bytes, each hashed, put in
+ * bucket order and probed before the next: the bucket-ordered reads of a
+ * block then find the lines its hash pass has just brought into the
+ * cache, where one bucket order over the whole store fetched every entry
+ * from memory at random (docs/shard.md, "Scan"); each block loads and
+ * stores the touched slots' accumulators once more. The blocks are a
+ * function of the capacity and the entry size alone. */
 static void sc_scan(sc_work *w, obl_pool *pool, unsigned phase)
 {
+    size_t n = (size_t)w->s->cap, bb = w->s->block_bytes, nblk = (n * w->s->esz + bb - 1) / bb;
     w->phase = phase;
     if (phase == 0)
         sc_slot_arrays(w);
-    sc_run(w, pool, sc_count_task);
-    sc_offsets(w);
-    sc_run(w, pool, sc_place_task);
-    sc_run(w, pool, sc_probe_task);
+    for (size_t k = 0; k < nblk || k == 0; k++) {
+        w->blo = nblk ? n * k / nblk : 0;
+        w->bhi = nblk ? n * (k + 1) / nblk : n;
+        sc_run(w, pool, sc_count_task);
+        sc_offsets(w);
+        sc_run(w, pool, sc_place_task);
+        sc_run(w, pool, sc_probe_task);
+    }
     if (phase != 0)
         return;
     size_t vw = w->s->vs8 / 8;
