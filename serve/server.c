@@ -15,12 +15,15 @@
 #define _GNU_SOURCE
 #include "server.h"
 
+#include "args.h"
+
 #include <errno.h>
 #include <netdb.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
@@ -44,6 +47,11 @@
 /* Batch buffers: the batch thread's, and finished ones the loop has not
  * answered yet (the thread waits for a free one). */
 #define NBAT 4u
+#if defined(__x86_64__) || defined(__i386__)
+#define CPU_RELAX() __builtin_ia32_pause()
+#else
+#define CPU_RELAX() ((void)0)
+#endif
 
 typedef struct conn {
     int fd; /* -1: free slot */
@@ -99,8 +107,9 @@ typedef struct server {
     uint64_t pub_seen; /* loop only: pub as last published */
     pthread_mutex_t mu;
     pthread_cond_t cv;
-    /* under mu: */
-    uint64_t pub, claimed;
+    /* under mu (pub also read without it by the spinning thread): */
+    _Atomic uint64_t pub;
+    uint64_t claimed;
     unsigned free_bat; /* bit i: bat[i] is free */
     int running, quit;
     finished fin[NBAT];
@@ -411,7 +420,7 @@ static void publish(server *s)
         return;
     s->pub_seen = s->enq;
     pthread_mutex_lock(&s->mu);
-    s->pub = s->enq;
+    atomic_store_explicit(&s->pub, s->enq, memory_order_release);
     uint64_t start = s->claimed;
     size_t real = (size_t)(s->pub - start);
     int here = !s->running && !s->fin_len && !s->be->idle &&
@@ -481,6 +490,21 @@ static int batch_claim(server *s, finished *f)
     return 1;
 }
 
+/* After a batch, without mu: polls for published requests for at most
+ * spin_us (a sleeping thread takes tens of microseconds to wake on this
+ * VM, docs/server.md "The server"). `running` stays set meanwhile, so
+ * the loop neither signals nor runs a small batch itself. */
+static void batch_spin(server *s, uint64_t claimed)
+{
+    uint64_t until = serve_now_ns() + (uint64_t)s->cfg->spin_us * 1000u;
+    while (atomic_load_explicit(&s->pub, memory_order_acquire) == claimed) {
+        for (int i = 0; i < 64; i++)
+            CPU_RELAX();
+        if (serve_now_ns() >= until)
+            return;
+    }
+}
+
 /* The batch thread: runs batches back to back while requests are
  * published, reports each end through the eventfd, and calls the
  * backend's idle hook after idle_ms without a batch. */
@@ -512,12 +536,15 @@ static void *batch_thread(void *arg)
         f.t_done = serve_now_ns();
         pthread_mutex_lock(&s->mu);
         s->fin[(s->fin_head + s->fin_len++) % NBAT] = f;
-        s->running = 0;
+        uint64_t claimed = s->claimed;
         pthread_mutex_unlock(&s->mu);
         uint64_t one = 1;
         if (write(s->efd, &one, sizeof one) != (ssize_t)sizeof one)
             abort(); /* cannot happen below 2^64 - 1 unread counts */
+        if (s->cfg->spin_us)
+            batch_spin(s, claimed);
         pthread_mutex_lock(&s->mu);
+        s->running = 0;
         deadline_in(&dl, be->idle_ms);
     }
     pthread_mutex_unlock(&s->mu);
@@ -537,7 +564,10 @@ static int batch_thread_start(server *s)
     if (bad || pthread_create(&s->th, NULL, batch_thread, s) != 0)
         return -1;
     s->th_up = 1;
-    return 0;
+    int e = serve_pin(s->th, s->cfg->cpu_batch);
+    if (e != 0)
+        errno = e;
+    return e ? -1 : 0;
 }
 
 static void batch_thread_stop(server *s)
@@ -780,6 +810,8 @@ int serve_run(const serve_config *cfg, serve_backend *be, FILE *ready, serve_tot
               add_fd(s.ep, s.efd, TAG_BATCH) != 0 ||
               batch_thread_start(&s) != 0))
         fprintf(stderr, "obl-server: batch thread: %s\n", strerror(errno));
+    else if ((errno = serve_pin(pthread_self(), cfg->cpu_loop)) != 0)
+        fprintf(stderr, "obl-server: --cpu-loop %d: %s\n", cfg->cpu_loop, strerror(errno));
     else {
         const char *fmt = strchr(cfg->host, ':') ? "[%s]:%u" : "%s:%u";
         fputs("obl-server: listening on ", ready);

@@ -27,6 +27,9 @@ typedef struct serve_config {
     int gets_only;      /* public: only GETs are served (--ops get) */
     int batch_thread;   /* batches run on a second thread while the loop writes
                            the previous batch's answers (docs/server.md) */
+    uint32_t spin_us;   /* the batch thread polls for work this long after a
+                           batch before it sleeps */
+    int cpu_loop, cpu_batch; /* CPUs of the loop and the batch thread; -1: any */
     uint64_t n, capacity, key_seed;
 } serve_config;
 
