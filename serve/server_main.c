@@ -16,7 +16,7 @@
 #include "server.h"
 
 /* --spin-us's default (docs/server.md, "The server"). */
-#define SPIN_US 0
+#define SPIN_US 50
 
 static void usage(FILE *f)
 {
@@ -61,7 +61,7 @@ static void usage(FILE *f)
           "                   off: every batch on the loop's thread (on; always on\n"
           "                   with mpi)\n"
           "  --spin-us US     the batch thread polls this long for requests after a\n"
-          "                   batch before it sleeps (waking it costs more) (SPIN)\n"
+          "                   batch before it sleeps (waking it costs more) (50)\n"
           "  --cpu-loop C     pin the loop's thread (reads, writes) to CPU C, or none\n"
           "  --cpu-batch C    pin the batch thread (the map) to CPU C, or none (none)\n"
           "  --mpi-timeout S  mpi: a rank's deadline for any message; rank 0 runs a\n"
