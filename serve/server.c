@@ -490,10 +490,12 @@ static int batch_claim(server *s, finished *f)
     return 1;
 }
 
-/* After a batch, without mu: polls for published requests for at most
- * spin_us (a sleeping thread takes tens of microseconds to wake on this
- * VM, docs/server.md "The server"). `running` stays set meanwhile, so
- * the loop neither signals nor runs a small batch itself. */
+/* After a batch of more than INLINE_MAX requests, without mu: polls for
+ * published requests for at most spin_us (a sleeping thread takes tens of
+ * microseconds to wake on this VM, docs/server.md "The server"); after a
+ * smaller one the load is light, and the loop runs such batches itself.
+ * `running` stays set meanwhile, so the loop neither signals nor runs a
+ * small batch itself. */
 static void batch_spin(server *s, uint64_t claimed)
 {
     uint64_t until = serve_now_ns() + (uint64_t)s->cfg->spin_us * 1000u;
@@ -541,8 +543,8 @@ static void *batch_thread(void *arg)
         uint64_t one = 1;
         if (write(s->efd, &one, sizeof one) != (ssize_t)sizeof one)
             abort(); /* cannot happen below 2^64 - 1 unread counts */
-        if (s->cfg->spin_us)
-            batch_spin(s, claimed);
+        if (s->cfg->spin_us && f.exec > INLINE_MAX)
+            batch_spin(s, claimed); /* not after small batches: light load */
         pthread_mutex_lock(&s->mu);
         s->running = 0;
         deadline_in(&dl, be->idle_ms);
