@@ -51,9 +51,10 @@ CASE_ONLY_PARAMS = ("Backend", "Ranks", "Shards")
 FINE_PARAM = "Fine"
 CONNECTIONS = 4
 HIT_PCT = 80
-# The omap backend's cases pin the server's batch thread (the map) to one CPU
-# and its loop and obl-load to another (placement; docs/server.md,
-# "Measured"); OBL_RAMP_PIN=0 leaves every thread to the scheduler.
+# With OBL_RAMP_PIN=1 the omap backend's cases pin the server's batch thread
+# (the map) to one CPU and its loop and obl-load to another (placement); by
+# default every thread is left to the scheduler, which did better on the
+# shared VM (docs/server.md, "Measured").
 PIN_BACKENDS = ("omap",)
 
 
@@ -228,9 +229,9 @@ def placement(case, extra_args=()):
     """(batch CPU, loop CPU) for a case pinned by PIN_BACKENDS, or None: the
     map's thread on the run's CPU (run.py --cpu, the fastest in its probe)
     or else the last CPU this process may use, the server's loop and obl-load
-    on the first other one. None with fewer than two CPUs, under MPI, or
-    with OBL_RAMP_PIN=0."""
-    if (os.environ.get("OBL_RAMP_PIN", "1") == "0" or case.get("mpi_ranks")
+    on the first other one. None unless OBL_RAMP_PIN=1, and with fewer than
+    two CPUs or under MPI."""
+    if (os.environ.get("OBL_RAMP_PIN", "0") != "1" or case.get("mpi_ranks")
             or case["params"].get("Backend") not in PIN_BACKENDS
             or not hasattr(os, "sched_getaffinity")):
         return None

@@ -125,7 +125,9 @@ class RampTest(unittest.TestCase):
     def test_placement(self):
         self.install()
         omap, shard = ramp.cases(self.bench)[0], ramp.cases(self.bench)[2]
-        with mock.patch.object(os, "sched_getaffinity", return_value={0, 1}):
+        self.assertIsNone(ramp.placement(omap))  # not asked for
+        with mock.patch.object(os, "sched_getaffinity", return_value={0, 1}), \
+                mock.patch.dict(os.environ, {"OBL_RAMP_PIN": "1"}):
             self.assertEqual(ramp.placement(omap), (1, 0))
             self.assertEqual(ramp.placement(omap, ["--cpu", "0"]), (0, 1))
             self.assertEqual(ramp.placement(omap, ["--cpu", "7"]), (1, 0))  # not allowed
@@ -137,7 +139,8 @@ class RampTest(unittest.TestCase):
         argv = " ".join(res["argv"])
         self.assertIn("--cpu-batch 0 --cpu-loop 1 |", argv)
         self.assertTrue(argv.endswith("--cpu 1"), argv)
-        with mock.patch.object(os, "sched_getaffinity", return_value={3}):
+        with mock.patch.object(os, "sched_getaffinity", return_value={3}), \
+                mock.patch.dict(os.environ, {"OBL_RAMP_PIN": "1"}):
             self.assertIsNone(ramp.placement(omap))
 
     def test_run_case_load_fails(self):
