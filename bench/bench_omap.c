@@ -14,6 +14,15 @@
  *                           checked after the loop; Get_throughput_qps
  *                           likewise; Warmup_get_latency_us the first Q,
  *                           Get_steady_latency_us the second Q
+ *   Get_batched_latency_us  the Q hits again, in UMAP_PAIRS rounds of Q /
+ *                           UMAP_PAIRS gets, each round's keys got one by
+ *                           one and then in batched accesses
+ *                           (obl_omap_access_batch, UMAP_BATCH a call):
+ *                           the median round's time per batched get;
+ *                           Get_single_round_us the one-by-one rounds'
+ *                           median, Get_batched_ratio the median of the
+ *                           rounds' ratios (batched over one by one: the
+ *                           pairs share the machine's load)
  *   Get_miss_latency_us     Q gets of absent keys; Get_miss_throughput_qps
  *   Write_latency_us        Q puts that replace the value of present keys
  *   Erase_latency_us        E = min(Q, N/4) erases of distinct present keys
@@ -197,6 +206,66 @@ static double umap_hits(bench_case *c, const bench_map_workload *s, obl_omap *m,
     return bench_record_warm_phase(c, "Get", t0, tw, t1, q);
 }
 
+#define UMAP_PAIRS 16
+#define UMAP_BATCH 64
+
+static int umap_cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+static double umap_median(double *v, size_t n)
+{
+    qsort(v, n, sizeof(double), umap_cmp_double);
+    return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+/* k gets of the keys at keys in batched accesses of UMAP_BATCH; out holds
+ * UMAP_BATCH values. */
+static umap_span umap_batched_gets(obl_omap *m, const unsigned char *keys, size_t kb,
+                                   unsigned char *out, uint64_t k)
+{
+    uint64_t f[UMAP_BATCH];
+    obl_err e[UMAP_BATCH];
+    umap_span sp = {0, bench_now_ns(), 0, 0};
+    for (uint64_t i = 0; i < k; i += UMAP_BATCH) {
+        size_t n = k - i < UMAP_BATCH ? (size_t)(k - i) : UMAP_BATCH;
+        sp.failed |= obl_omap_access_batch(m, n, NULL, keys + i * kb, NULL, out, f, e) != OBL_OK;
+        for (size_t j = 0; j < n; j++)
+            sp.found += f[j];
+    }
+    sp.t1 = bench_now_ns();
+    return sp;
+}
+
+/* The batched access against single gets, in alternating rounds (see the
+ * top); 1 if any failed or missed. */
+static int umap_batched(bench_case *c, const bench_map_workload *s, obl_omap *m)
+{
+    size_t kb = (size_t)c->p.key_bytes, vb = (size_t)c->p.value_bytes;
+    uint64_t q = c->p.queries, k = q / UMAP_PAIRS ? q / UMAP_PAIRS : 1;
+    unsigned char *out = malloc(UMAP_BATCH * vb);
+    if (!out)
+        return 1;
+    double one[UMAP_PAIRS], bat[UMAP_PAIRS], ratio[UMAP_PAIRS];
+    int failed = 0;
+    for (int r = 0; r < UMAP_PAIRS; r++) {
+        const unsigned char *keys = s->hit + ((uint64_t)r * k % (q - k + 1)) * kb;
+        umap_span a = umap_gets(m, keys, kb, out, k);
+        umap_span b = umap_batched_gets(m, keys, kb, out, k);
+        failed |= a.failed || b.failed || a.found != k || b.found != k;
+        one[r] = (double)(a.t1 - a.t0) / 1e3 / (double)k;
+        bat[r] = (double)(b.t1 - b.t0) / 1e3 / (double)k;
+        ratio[r] = bat[r] / one[r];
+    }
+    free(out);
+    bench_record(c, "Get_batched_latency_us", umap_median(bat, UMAP_PAIRS));
+    bench_record(c, "Get_single_round_us", umap_median(one, UMAP_PAIRS));
+    bench_record(c, "Get_batched_ratio", umap_median(ratio, UMAP_PAIRS));
+    return failed;
+}
+
 /* The misses, updates, erases and fresh puts after the hits, each timed;
  * 1 if any failed or found a wrong number of keys. */
 static int umap_phases(bench_case *c, const bench_map_workload *s, obl_omap *m, unsigned char *buf)
@@ -264,6 +333,7 @@ static int umap_run(bench_case *c, void *state)
     int failed = 0;
     uint64_t want1 = 0;
     double get_us = umap_hits(c, s, m, buf, &want1, &failed);
+    failed |= umap_batched(c, s, m);
     failed |= umap_phases(c, s, m, buf);
     free(buf);
     bench_record_memory(c, mem, &b);
@@ -279,7 +349,7 @@ static void umap_plan(bench_plan *pl, uint64_t n)
     static const uint64_t kv[][2] = {{8, 8}, {8, 56}, {32, 32}};
     for (size_t i = 0; i < sizeof(kv) / sizeof(kv[0]); i++) {
         double reps = (double)(bench_umap.default_reps + 1);
-        double ops = 3.0 * (double)bench_umap.default_queries + 2.0 * (double)(n / 4);
+        double ops = 5.0 * (double)bench_umap.default_queries + 2.0 * (double)(n / 4);
         double secs = reps * ((double)n * 1e-6 + ops * 8e-6);
         bench_plan_add(pl, &bench_umap, n, kv[i][0], kv[i][1], NULL,
                        umap_bytes(n, kv[i][0], kv[i][1]), secs);

@@ -22,8 +22,10 @@
  *                           counts); Allocated_kb and Bytes_per_entry what
  *                           the map holds through its allocator then
  *   Parts                   sub-batches of the last batch (obl_shard_stats)
- *   Engine                  the engine the cost model chose (1 per-request,
- *                           2 scan); Est_*_us its estimates per batch;
+ *   Engine                  the engine of the last batch (1 per-request,
+ *                           2 scan); Est_*_us the two costs it was chosen
+ *                           by (measured times of earlier batches, else
+ *                           the cost model's estimates);
  *                           Balance_us, Shard_us: the batches' split;
  *                           Cpu_us: CPU time per batch, all threads
  *   Baseline_get_latency_us the plain hash map (baselines/plain_hashmap.h)

@@ -1,6 +1,7 @@
 /*
- * The obl_omap backend (backend.h): each request of a batch is one
- * obl_omap_access, so a batch costs `count` identical access sequences
+ * The obl_omap backend (backend.h): each request of a batch makes the
+ * accesses of one obl_omap_access (obl_omap_access_batch overlaps them),
+ * so a batch costs `count` identical access sequences
  * whatever its ops, keys and outcomes. The map's contents are built from
  * wire.h's key and value functions.
  */
@@ -17,13 +18,15 @@ typedef struct omap_state {
     size_t k, v;
 } omap_state;
 
+/* The batch in one obl_omap_access_batch (the requests' accesses
+ * overlapped, each as one obl_omap_access); per-request errors in errs,
+ * the whole batch fails only before any request (NOMEM). */
 static obl_err omap_answer(void *state, serve_batch *b)
 {
     omap_state *s = state;
-    for (size_t i = 0; i < b->count; i++)
-        b->errs[i] = obl_omap_access(s->map, b->ops[i], b->keys + i * s->k,
-                                     b->values + i * s->v, b->out + i * s->v, &b->found[i]);
-    return OBL_OK;
+    obl_err e = obl_omap_access_batch(s->map, b->count, b->ops, b->keys, b->values, b->out,
+                                      b->found, b->errs);
+    return e == OBL_ERR_NOMEM || e == OBL_ERR_INVALID_ARG ? e : OBL_OK;
 }
 
 static void omap_destroy(void *state)

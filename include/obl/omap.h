@@ -174,6 +174,27 @@ obl_err obl_omap_build(obl_omap **out, const obl_omap_params *p, const void *key
 obl_err obl_omap_access(obl_omap *m, uint64_t op, const void *key, const void *value_in,
                         void *value_out, uint64_t *found);
 
+/*
+ * n operations with the results of n calls of obl_omap_access in order
+ * (request i sees the effects of requests 0 .. i-1; a key may repeat):
+ * request i is op ops[i] (ops NULL: every request a GET) on the key at
+ * keys + i * key_size, with the value at values_in + i * value_size
+ * (values_in NULL: zeros), its old value to values_out + i * value_size
+ * and its found bit to found[i] (either NULL: not written), and the error
+ * obl_omap_access would return to errs[i]. Each request makes exactly the
+ * ORAM accesses of one obl_omap_access, in the same order per ORAM; the
+ * accesses of consecutive requests are interleaved so that their memory
+ * latencies overlap (docs/omap.md, "Batched access"): faster per request
+ * than single calls, and the map ends in the same state.
+ * Secret: ops, the keys, the values, found. Public: n, the pointers'
+ * NULL-ness, errs.
+ * Returns the first error of errs (OBL_OK if none); INVALID_ARG (m, keys
+ * or errs NULL) before any request, errs untouched. It allocates nothing.
+ */
+obl_err obl_omap_access_batch(obl_omap *m, size_t n, const uint64_t *ops, const void *keys,
+                              const void *values_in, void *values_out, uint64_t *found,
+                              obl_err *errs);
+
 /* obl_omap_access(m, OBL_OMAP_GET, key, NULL, value_out, found). */
 obl_err obl_omap_get(obl_omap *m, const void *key, void *value_out, uint64_t *found);
 

@@ -125,7 +125,9 @@ typedef struct obl_shard_stats {
     uint64_t batches;          /* batches answered */
     uint32_t last_engine;      /* OBL_SHARD_ENGINE_* of the last batch */
     size_t last_b;             /* per-shard batch size of the last batch */
-    double est_per_request_us; /* the cost model's estimates for the last batch */
+    double est_per_request_us; /* the costs the last get batch's engine was chosen
+                                * by: measured times of earlier batches of its
+                                * size, else the cost model's estimates */
     double est_scan_us;
     /* Time of the last batch in its parts: the balancer (both directions),
      * the shards' answers, and the writes applied after the answers. */

@@ -18,7 +18,7 @@
 
 typedef struct obl_trace_ev {
     uint32_t region;   /* which array of the structure (caller-defined id) */
-    uint32_t kind;     /* 0 read, 1 write, 2 read+write */
+    uint32_t kind;     /* 0 read, 1 write, 2 read+write, 3 prefetch */
     uint64_t offset;   /* byte offset or block index within the region */
     uint64_t len;      /* bytes or blocks */
 } obl_trace_ev;
@@ -29,7 +29,9 @@ typedef struct obl_trace {
     int overflow;      /* set when cap was reached: the trace is incomplete */
 } obl_trace;
 
-enum { OBL_TRACE_READ = 0, OBL_TRACE_WRITE = 1, OBL_TRACE_RW = 2 };
+/* PREFETCH: a prefetch the code issues itself (a batched access's early
+ * prefetch of a path), which reveals its address as a touch would. */
+enum { OBL_TRACE_READ = 0, OBL_TRACE_WRITE = 1, OBL_TRACE_RW = 2, OBL_TRACE_PREFETCH = 3 };
 
 /* Region ids: one per kind of storage, so traces of nested structures stay
  * readable. Modules add theirs here. */

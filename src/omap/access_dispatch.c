@@ -20,6 +20,17 @@ obl_err obl_omap_access(obl_omap *m, uint64_t op, const void *key, const void *v
 }
 
 /* see obl/omap.h */
+obl_err obl_omap_access_batch(obl_omap *m, size_t n, const uint64_t *ops, const void *keys,
+                              const void *values_in, void *values_out, uint64_t *found,
+                              obl_err *errs)
+{
+    if (!m)
+        return OBL_ERR_INVALID_ARG;
+    return OBL_VARIANT_PICK(omap_access_batch, m->isa)(m, n, ops, keys, values_in, values_out,
+                                                       found, errs);
+}
+
+/* see obl/omap.h */
 obl_err obl_omap_get(obl_omap *m, const void *key, void *value_out, uint64_t *found)
 {
     return obl_omap_access(m, OBL_OMAP_GET, key, NULL, value_out, found);

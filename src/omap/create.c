@@ -189,7 +189,9 @@ static obl_err omap_shape(obl_omap *m, const obl_omap_params *p, int isa)
     m->fpmask = UINT64_MAX;
     m->wshift = 64 - m->logM;
     m->scan_max = p->oram_scan_max;
-    m->scratch_bytes = m->ses + 2 * m->svs + 2 * p->value_size;
+    /* the entry pulled back, then three requests' buffers: a single
+     * access's and the batched access's two (omap_internal.h) */
+    m->scratch_bytes = m->ses + 3 * OMAP_REQ_BYTES(m->svs, p->value_size);
     /* any key of up to 8 bytes may have the all-ones word (a key of ks
      * bytes with probability 2^(8 ks - 64) per map) */
     m->ones_bytes = compact && !m->fp ? p->value_size : 0;

@@ -60,6 +60,10 @@
 /* bucket and stash entry header bytes */
 #define OMAP_HS 8u
 
+/* One access's buffers in the scratch (struct obl_omap): slot value in
+ * and out, value in and out, rounded up to whole lines. Public. */
+#define OMAP_REQ_BYTES(svs, vs) ((2 * (size_t)(svs) + 2 * (size_t)(vs) + 63) & ~(size_t)63)
+
 /* Leaves: 32-bit words; headers: 64-bit words. */
 static inline uint64_t ld32(const unsigned char *p)
 {
@@ -126,11 +130,18 @@ struct obl_omap {
     unsigned char *skey;  /* Sa * iks */
     unsigned char *ssv;   /* Sa * svs */
     unsigned char *scratch; /* ses (the entry pulled back: key, slot value),
-                               2 * svs (slot value in, out), compact: 2 * vs
-                               (value in, out) */
+                               then three requests' buffers of
+                               OMAP_REQ_BYTES: 2 * svs (slot value in, out),
+                               2 * vs (value in, out); the first for
+                               obl_omap_access, two for the batched access */
     size_t stash_bytes, scratch_bytes, ones_bytes;
     uint64_t count;       /* entries held (secret) */
     obl_omap_stats st;    /* secret fields: overflow_max */
+#ifdef OBL_TESTING
+    int test_stale_prefetch; /* tests only: the batched access prefetches
+                                a stale index path (access_batch_impl.h),
+                                the leak its trace test must catch */
+#endif
 };
 
 /* Validates p and allocates everything but the ORAMs (m->oram, m->vo stay
@@ -205,5 +216,13 @@ void omap_free(obl_omap *m);
     obl_err omap_access_##v(obl_omap *m, uint64_t op, const void *key, const void *value_in, \
                             void *value_out, uint64_t *found);
 OBL_VARIANT_EACH(OMAP_ACCESS_DECLARE)
+
+/* obl_omap_access_batch in each variant (access_batch_impl.h, compiled
+ * with access.c). */
+#define OMAP_ACCESS_BATCH_DECLARE(v)                                                         \
+    obl_err omap_access_batch_##v(obl_omap *m, size_t n, const uint64_t *ops,                \
+                                  const void *keys, const void *values_in, void *values_out, \
+                                  uint64_t *found, obl_err *errs);
+OBL_VARIANT_EACH(OMAP_ACCESS_BATCH_DECLARE)
 
 #endif /* OBL_SRC_OMAP_INTERNAL_H */

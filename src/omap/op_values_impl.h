@@ -18,19 +18,29 @@
 #include "omap/omap_op.h"
 
 /*
- * Compact layout: the value ORAM's access for the operation, after the
- * index has given the key's old leaf (out, if found) and stored the new one
- * (nl). vin, vout: the value in and out (vs bytes each).
- * Secret: everything but m's parameters. Public: the revealed path.
+ * Compact layout: the value ORAM's path for the operation, once the index
+ * has given the key's old leaf (c->out, if found): that leaf, or a fresh
+ * one for an absent key (drawn either way). Secret: c. Public: the result.
  */
-static obl_err omap_value_access(obl_omap *m, const op_ctx *c, uint64_t nl,
-                                 const unsigned char *vin, unsigned char *vout)
+static uint64_t omap_value_pos(obl_omap *m, const op_ctx *c)
 {
     uint64_t pos = obl_ct_select64(c->found, ld32(c->out), obl_nroram_random_pos(m->vo));
     /* LEAK: the path read, by design (Circuit ORAM): the leaf the key's
      * block was given at its last access, never revealed since, or a fresh
      * one for an absent key; uniform and independent of the secrets. */
     OBL_DECLASSIFY(&pos, sizeof(pos));
+    return pos;
+}
+
+/*
+ * Compact layout: the value ORAM's access for the operation on path pos
+ * (omap_value_pos), after the index has stored the key's new leaf (nl).
+ * vin, vout: the value in and out (vs bytes each).
+ * Secret: everything but m's parameters and pos.
+ */
+static obl_err omap_value_access(obl_omap *m, const op_ctx *c, uint64_t pos, uint64_t nl,
+                                 const unsigned char *vin, unsigned char *vout)
+{
     uint64_t id = ld64(c->key); /* the key's word: its block's id */
     uint64_t is1 = m->ones ? obl_ct_eq64(id, UINT64_MAX) : 0;
     uint64_t nop = obl_ct_select64(c->is_erase, OBL_ORAM_REMOVE, OBL_ORAM_READ);
@@ -83,16 +93,13 @@ static void fpv_fn(void *vctx, void *value, uint64_t found, uint64_t *keep)
 
 /*
  * Fingerprint mode: as omap_value_access, for the block whose id is `f`,
- * the word of the key's fingerprint. Sets *match and *collide (fpv_ctx). Secret: everything but m's
- * parameters. Public: the revealed path.
+ * the word of the key's fingerprint. Sets *match and *collide (fpv_ctx).
+ * Secret: everything but m's parameters and pos.
  */
 static obl_err omap_value_fp(obl_omap *m, const op_ctx *c, const unsigned char *key,
-                             uint64_t f, uint64_t nl, const unsigned char *vin,
+                             uint64_t f, uint64_t pos, uint64_t nl, const unsigned char *vin,
                              unsigned char *vout, uint64_t *match, uint64_t *collide)
 {
-    uint64_t pos = obl_ct_select64(c->found, ld32(c->out), obl_nroram_random_pos(m->vo));
-    /* LEAK: the path read, as in omap_value_access */
-    OBL_DECLASSIFY(&pos, sizeof(pos));
     fpv_ctx v = {m, key, vin, vout, c->is_put, c->is_erase, 0, 0};
     obl_err e = obl_nroram_update(m->vo, f, pos, nl, fpv_fn, &v);
     *match = v.match;

@@ -41,6 +41,7 @@
 
 #include "common/alloc.h"
 #include "common/prg.h"
+#include "common/trace.h"
 
 #define NR_Z 2
 #define NR_MAX_LEVELS 64
@@ -186,6 +187,45 @@ static inline uint64_t nr_fetch(obl_nroram *o, uint64_t id, uint64_t pos)
 static inline obl_err nr_put(obl_nroram *o, uint64_t keep, uint64_t id, uint64_t new_pos)
 {
     return o->ops->put(o, keep, id, new_pos);
+}
+
+/* Prefetches, to L2, the buckets of path `leaf` below the levels every
+ * path shares (pf_k0), deepest first, as an access's own prefetches do
+ * (NR_PREFETCH_BUCKET in nroram_impl.h); for writing if wr (an eviction's
+ * path). For a caller that knows a tree's next paths early (the map's
+ * batched access). Each bucket is one trace event of kind PREFETCH.
+ * Public: leaf, wr. */
+static inline void nr_prefetch_path(const obl_nroram *o, uint64_t leaf, int wr)
+{
+    size_t len = o->bstride < 1024 ? o->bstride : 1024;
+    for (uint32_t k = o->D; k-- > o->pf_k0;) {
+        uint64_t b = (((uint64_t)1 << k) - 1) + (leaf >> (o->logL - k));
+        uintptr_t a = (uintptr_t)(o->tree + b * o->bstride), e = a + len;
+        OBL_TRACE_TOUCH(OBL_TRACE_REGION_ORAM_TREE, OBL_TRACE_PREFETCH, b, 1);
+        if (o->pf_lines) /* public: also the line the bucket's end straddles */
+            a &= ~(uintptr_t)63;
+        for (; a < e; a += 64) {
+            if (wr)
+                __builtin_prefetch((const void *)a, 1, 2);
+            else
+                __builtin_prefetch((const void *)a, 0, 2);
+        }
+    }
+}
+
+/* The path of the second of the two evictions the tree owes (nr_settle
+ * runs them at its next access), prefetched for writing: its own
+ * prefetch of that path comes during the first eviction, later than a
+ * batched caller can (nr_evict_next). Nothing when it owes none. The
+ * order is reverse-lexicographic (nr_evict_leaf): public. */
+static inline void nr_prefetch_evict(const obl_nroram *o)
+{
+    if (!o->owed) /* public */
+        return;
+    uint64_t g = o->evict_ctr + 1, leaf = 0;
+    for (uint32_t k = 0; k < o->logL; k++) /* the low logL bits of g, reversed */
+        leaf |= ((g >> k) & 1) << (o->logL - 1 - k);
+    nr_prefetch_path(o, leaf, 1);
 }
 
 /* Before an access: if the structure is in the `full` state, tries extra

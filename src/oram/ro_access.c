@@ -116,29 +116,19 @@ static void ro_slot_rmw(unsigned char *blk, uint64_t k, size_t vs, uint64_t slot
         obl_ct_cmov(obl_ct_eq64(j, slot), blk + j * vs, val, vs);
 }
 
-/*
- * The access. Secret: index, is_write, in/out contents, the callback's
- * work. Public: the pointers' NULL-ness, the error returned.
- */
-static obl_err ro_access(obl_roram *r, uint64_t index, uint64_t is_write, const void *in,
-                         void *out, obl_oram_update_fn fn, void *ctx)
+/* see roram_internal.h: the range check, the new leaves and the levels
+ * above the data level */
+obl_err OBL_V(ro_walk)(obl_roram *r, uint64_t index, ro_walk_state *ws)
 {
-    if (!r)
-        return OBL_ERR_INVALID_ARG;
     /* Public range check: n is public and index < n is the caller's
      * contract (oram.h). LEAK: whether the index is in range. */
     uint64_t oor = obl_ct_ge64(index, r->n);
     if (OBL_DECLASSIFY_VAL(oor))
         return OBL_ERR_RANGE;
-    const size_t vs = r->vs;
-    uint64_t w = obl_ct_nonzero64(is_write);
-    if (r->T == 0) {
-        OBL_TRACE_TOUCH(OBL_TRACE_REGION_ORAM_SCAN, OBL_TRACE_RW, 0, r->n);
-        /* a scanned array: one pass to read, one to write */
-        ro_slot_rmw(r->scan, r->n, vs, index, r->val, out, w, in, fn, ctx);
+    ws->err = OBL_OK;
+    ws->leaf = 0;
+    if (r->T == 0)
         return OBL_OK;
-    }
-
     obl_err re = ro_ready(r);
     if (re != OBL_OK)
         return re;
@@ -148,7 +138,6 @@ static obl_err ro_access(obl_roram *r, uint64_t index, uint64_t is_write, const 
         np[l] = obl_prg_bits(&r->prg, r->lv[l]->logL);
     OBL_SECRET(np, sizeof(np[0]) * r->T); /* the new leaves stay secret until used */
     uint64_t bi = index >> r->lk;
-    obl_err ret = OBL_OK;
     uint32_t top = r->T - 1;
     uint64_t p = ro_base_swap(r, bi >> r->sh[top], (uint32_t)np[top]);
     for (uint32_t l = top; l >= 1; l--) {
@@ -161,21 +150,54 @@ static obl_err ro_access(obl_roram *r, uint64_t index, uint64_t is_write, const 
         uint32_t next = ro_leaf_swap(r, l, o->tmp, slot, (uint32_t)np[l - 1]);
         obl_err e = nr_put(o, 1, b, np[l]);
         if (e != OBL_OK)
-            ret = e;
+            ws->err = e;
         p = next;
     }
-    {
-        obl_nroram *o = r->lv[0];
-        uint64_t pub = p;
-        OBL_DECLASSIFY(&pub, sizeof(pub)); /* LEAK: the leaf label, revealed by design */
-        nr_fetch(o, bi, pub);
-        uint64_t slot = index & (((uint64_t)1 << r->lk) - 1);
-        ro_slot_rmw(o->tmp, (uint64_t)1 << r->lk, vs, slot, r->val, out, w, in, fn, ctx);
-        obl_err e = nr_put(o, 1, bi, np[0]);
-        if (e != OBL_OK)
-            ret = e;
+    ws->np0 = np[0];
+    ws->leaf = p;
+    /* LEAK: the data level's leaf label, revealed by design (its fetch,
+     * ro_finish, reads this path; a caller may prefetch it first) */
+    OBL_DECLASSIFY(&ws->leaf, sizeof(ws->leaf));
+    return OBL_OK;
+}
+
+/* see roram_internal.h: the data level after ro_walk */
+obl_err OBL_V(ro_finish)(obl_roram *r, const ro_walk_state *ws, uint64_t index,
+                         uint64_t is_write, const void *in, void *out, obl_oram_update_fn fn,
+                         void *ctx)
+{
+    const size_t vs = r->vs;
+    uint64_t w = obl_ct_nonzero64(is_write);
+    if (r->T == 0) {
+        OBL_TRACE_TOUCH(OBL_TRACE_REGION_ORAM_SCAN, OBL_TRACE_RW, 0, r->n);
+        /* a scanned array: one pass to read, one to write */
+        ro_slot_rmw(r->scan, r->n, vs, index, r->val, out, w, in, fn, ctx);
+        return OBL_OK;
     }
-    return ret;
+    obl_nroram *o = r->lv[0];
+    uint64_t bi = index >> r->lk;
+    nr_fetch(o, bi, ws->leaf);
+    uint64_t slot = index & (((uint64_t)1 << r->lk) - 1);
+    ro_slot_rmw(o->tmp, (uint64_t)1 << r->lk, vs, slot, r->val, out, w, in, fn, ctx);
+    obl_err e = nr_put(o, 1, bi, ws->np0);
+    return e != OBL_OK ? e : ws->err;
+}
+
+/*
+ * The access: the walk, then the data level. Secret: index, is_write,
+ * in/out contents, the callback's work. Public: the pointers' NULL-ness,
+ * the error returned.
+ */
+static obl_err ro_access(obl_roram *r, uint64_t index, uint64_t is_write, const void *in,
+                         void *out, obl_oram_update_fn fn, void *ctx)
+{
+    if (!r)
+        return OBL_ERR_INVALID_ARG;
+    ro_walk_state ws;
+    obl_err e = OBL_V(ro_walk)(r, index, &ws);
+    if (e != OBL_OK)
+        return e;
+    return OBL_V(ro_finish)(r, &ws, index, is_write, in, out, fn, ctx);
 }
 
 OBL_VARIANT_DECLARE(const ro_access_t, ro_access_fn);

@@ -12,6 +12,7 @@
 #include <obl/oram.h>
 
 #include "common/alloc.h"
+#include "common/cpu.h"
 #include "common/prg.h"
 #include "oram/nroram_internal.h"
 
@@ -54,6 +55,31 @@ struct obl_roram {
     unsigned char *val; /* vs bytes scratch */
     size_t base_bytes, scan_bytes;
 };
+
+/* An access cut in two (src/oram/ro_access.c, one copy per variant),
+ * so that a caller can work between them (the map's batched access):
+ * ro_walk checks the range, draws the new leaves and walks the levels
+ * above the data level (base and position trees), which stores the data
+ * block's new leaf; ro_finish then reads the data level's path ws->leaf,
+ * applies the operation as obl_roram_access / _update would and remaps
+ * the block. ro_access is the two back to back; the structure's accesses
+ * must still come one walk, one finish at a time. ws->leaf is public (the
+ * data level's path, revealed by design, 0 for a scanned array); np0 and
+ * the rest are secret. Errors of ro_walk (RANGE, STATE) leave the
+ * structure unchanged; a stash overflow of the walk is returned by
+ * ro_finish. */
+typedef struct ro_walk_state {
+    uint64_t leaf; /* public: the data level's path */
+    uint64_t np0;  /* secret: the data block's new leaf */
+    obl_err err;   /* the walk's stash overflow, if any */
+} ro_walk_state;
+
+#define RO_SPLIT_DECLARE(v)                                                                  \
+    obl_err ro_walk_##v(obl_roram *r, uint64_t index, ro_walk_state *ws);                    \
+    obl_err ro_finish_##v(obl_roram *r, const ro_walk_state *ws, uint64_t index,             \
+                          uint64_t is_write, const void *in, void *out,                      \
+                          obl_oram_update_fn fn, void *ctx);
+OBL_VARIANT_EACH(RO_SPLIT_DECLARE)
 
 /* Brings every level out of the `full` state if it can (extra evictions,
  * as an access would); OBL_ERR_STATE if some level still has no free stash

@@ -34,26 +34,35 @@ static shard_batch shard_view(const sb_job *j, size_t s)
     return bt;
 }
 
+/* Requests a shard's omap takes in one batched access (the arrays live
+ * on the stack). */
+#define SHARD_OMAP_CHUNK 128
+
 /* see shard_map.h */
 obl_err shard_omap_requests(const obl_shard *m, size_t s, const shard_batch *bt, int apply)
 {
     size_t ks = m->p.key_size, vs = m->p.value_size;
+    uint64_t ops[SHARD_OMAP_CHUNK], found[SHARD_OMAP_CHUNK];
+    obl_err errs[SHARD_OMAP_CHUNK];
     obl_err first = OBL_OK;
-    for (size_t i = 0; i < bt->b; i++) {
-        uint64_t d = bt->dummy[i] & 1, found = 0;
-        uint64_t op = apply ? obl_ct_select64(d, OBL_OMAP_GET, bt->op[i]) : OBL_OMAP_GET;
-        unsigned char *out = apply ? NULL : bt->vout + i * vs;
-        obl_err e = obl_omap_access(m->om[s], op, bt->keys + i * ks,
-                                    bt->vin ? bt->vin + i * vs : NULL, out, &found);
+    for (size_t i0 = 0; i0 < bt->b; i0 += SHARD_OMAP_CHUNK) {
+        size_t c = bt->b - i0 < SHARD_OMAP_CHUNK ? bt->b - i0 : SHARD_OMAP_CHUNK;
+        for (size_t j = 0; j < c; j++) /* dummies as gets */
+            ops[j] = apply ? obl_ct_select64(bt->dummy[i0 + j] & 1, OBL_OMAP_GET, bt->op[i0 + j])
+                           : OBL_OMAP_GET;
+        unsigned char *out = apply ? NULL : bt->vout + i0 * vs;
+        obl_err e = obl_omap_access_batch(m->om[s], c, ops, bt->keys + i0 * ks,
+                                          bt->vin ? bt->vin + i0 * vs : NULL, out, found, errs);
         /* A write-back goes on past a capacity event, so that no later
          * write of the batch is dropped; the first error is returned. */
         if (e != OBL_OK && first == OBL_OK)
             first = e;
         if (e != OBL_OK && !apply)
             return e;
-        if (!apply) {
-            obl_ct_czero(d, out, vs);
-            bt->found[i] = found & (d ^ 1);
+        for (size_t j = 0; j < c && !apply; j++) {
+            uint64_t d = bt->dummy[i0 + j] & 1;
+            obl_ct_czero(d, out + j * vs, vs);
+            bt->found[i0 + j] = found[j] & (d ^ 1);
         }
     }
     return first;
@@ -124,6 +133,23 @@ static uint64_t per_request_fits(const sb_job *j, uint64_t *next)
     return ok;
 }
 
+/* A get batch's cost with each engine (us): the least measured answer
+ * time of earlier get batches of this B with that engine where there was
+ * one, else the cost model's estimate (with one shard the scan's side is
+ * charged the balancer). The measurements correct the model where it
+ * errs: an engine chosen on a low estimate is measured, and its time
+ * then competes with the other engine's estimate (docs/shard.md, "Cost
+ * model"). Public: times of batches of public sizes. */
+static void shard_estimates(obl_shard *m, size_t B, size_t b, unsigned P, double *per_request,
+                            double *scan)
+{
+    double r = shard_observed(m, B, OBL_SHARD_ENGINE_PER_REQUEST);
+    double s = shard_observed(m, B, OBL_SHARD_ENGINE_SCAN);
+    double bal = m->S == 1 ? shard_est_balance(m, B, b) : 0;
+    *per_request = r >= 0 ? r : shard_est_per_request(m, B, b, P);
+    *scan = s >= 0 ? s : shard_est_scan(m, b) + bal;
+}
+
 /* The engine of a batch and its sub-batch count: a writing batch uses the
  * scan store if kept; a get batch with both stores the cheaper by the cost
  * model, which also decides whether a get batch through the omaps of
@@ -144,8 +170,9 @@ static obl_err choose_engine(obl_shard *m, size_t B, size_t b, int writes, unsig
     unsigned P = cut ? shard_choose_parts(m, B) : 1;
     int scan = m->keep_scan;
     if (!writes && both) {
-        double bal = m->S == 1 ? shard_est_balance(m, B, b) : 0;
-        scan = shard_est_scan(m, b) + bal < shard_est_per_request(m, B, b, P);
+        double s, r;
+        shard_estimates(m, B, b, P, &r, &s);
+        scan = s < r;
     }
     *engine = scan ? OBL_SHARD_ENGINE_SCAN : OBL_SHARD_ENGINE_PER_REQUEST;
     *parts = scan ? 1 : P;
@@ -181,8 +208,11 @@ static obl_err direct_gets(obl_shard *m, size_t B, const unsigned char *keys,
                            unsigned char *vout, uint64_t *found)
 {
     size_t ks = m->p.key_size, vs = m->p.value_size;
-    for (size_t i = 0; i < B; i++) {
-        obl_err e = obl_omap_get(m->om[0], keys + i * ks, vout + i * vs, &found[i]);
+    obl_err errs[SHARD_OMAP_CHUNK];
+    for (size_t i0 = 0; i0 < B; i0 += SHARD_OMAP_CHUNK) {
+        size_t c = B - i0 < SHARD_OMAP_CHUNK ? B - i0 : SHARD_OMAP_CHUNK;
+        obl_err e = obl_omap_access_batch(m->om[0], c, NULL, keys + i0 * ks, NULL,
+                                          vout + i0 * vs, found + i0, errs);
         if (e != OBL_OK)
             return e;
     }
@@ -282,8 +312,14 @@ static obl_err run_batch(obl_shard *m, sb_job *j, size_t B, const uint64_t *ops,
     m->st.last_engine = engine;
     m->st.last_b = j->b;
     m->st.last_parts = parts;
-    m->st.est_per_request_us = m->calibrated ? shard_est_per_request(m, B, j->b, parts) : 0;
-    m->st.est_scan_us = m->calibrated && m->keep_scan ? shard_est_scan(m, j->b) : 0;
+    int both = m->keep_scan && m->keep_omap;
+    if (both && !j->writes) { /* the estimates it was chosen by, then its time */
+        shard_estimates(m, B, j->b, parts, &m->st.est_per_request_us, &m->st.est_scan_us);
+        shard_observe(m, B, engine, t[0] + t[1] + t[2]);
+    } else {
+        m->st.est_per_request_us = m->calibrated ? shard_est_per_request(m, B, j->b, parts) : 0;
+        m->st.est_scan_us = m->calibrated && m->keep_scan ? shard_est_scan(m, j->b) : 0;
+    }
     m->st.last_balance_us = t[0] + t[2];
     m->st.last_shard_us = t[1];
     m->st.last_writeback_us = t4 - t3;

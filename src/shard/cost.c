@@ -61,6 +61,36 @@ double shard_est_scan(obl_shard *m, size_t b)
     return rounds(m) * (scan + sorts);
 }
 
+/* The slot of B in m->seen, or -1. */
+static int seen_slot(const obl_shard *m, size_t B)
+{
+    for (unsigned i = 0; i < SHARD_SEEN; i++)
+        if (m->seen[i].B == B) /* public */
+            return (int)i;
+    return -1;
+}
+
+/* see shard_map.h */
+double shard_observed(const obl_shard *m, size_t B, unsigned engine)
+{
+    int i = seen_slot(m, B);
+    return i < 0 ? -1 : m->seen[i].us[engine == OBL_SHARD_ENGINE_SCAN];
+}
+
+/* see shard_map.h: the least time, as other processes only add to it */
+void shard_observe(obl_shard *m, size_t B, unsigned engine, double us)
+{
+    int i = seen_slot(m, B);
+    if (i < 0) { /* a new size: the oldest slot */
+        i = (int)m->seen_next;
+        m->seen_next = (m->seen_next + 1) % SHARD_SEEN;
+        m->seen[i].B = B;
+        m->seen[i].us[0] = m->seen[i].us[1] = -1;
+    }
+    double *t = &m->seen[i].us[engine == OBL_SHARD_ENGINE_SCAN];
+    *t = *t < 0 || us < *t ? us : *t;
+}
+
 /* see shard_map.h: five sorts of B + S b records (route.c) */
 double shard_est_balance(const obl_shard *m, size_t B, size_t b)
 {
@@ -198,15 +228,17 @@ obl_err shard_calibrate(obl_shard *m)
             return e;
     }
     if (m->keep_omap) {
-        unsigned char key[OBL_SHARD_MAX_KEY_SIZE] = {0}, val[OBL_SHARD_MAX_VALUE_SIZE];
-        uint64_t found;
-        double t0 = 0;
-        for (int i = 0; i < 48; i++) { /* 16 to warm the caches, 32 timed */
-            if (i == 16)
-                t0 = cpu_now_us();
-            if (obl_omap_get(m->om[0], key, val, &found) != OBL_OK)
+        /* as the engine runs them (shard_omap_requests): 16 single gets to
+         * warm the caches, then 32 in one batched access, timed */
+        unsigned char keys[32 * OBL_SHARD_MAX_KEY_SIZE] = {0}, val[OBL_SHARD_MAX_VALUE_SIZE];
+        uint64_t found[32];
+        obl_err errs[32];
+        for (int i = 0; i < 16; i++)
+            if (obl_omap_get(m->om[0], keys, val, found) != OBL_OK)
                 return OBL_ERR_STATE;
-        }
+        double t0 = cpu_now_us();
+        if (obl_omap_access_batch(m->om[0], 32, NULL, keys, NULL, NULL, found, errs) != OBL_OK)
+            return OBL_ERR_STATE;
         m->cost.access_us = (cpu_now_us() - t0) / 32;
     }
     return m->keep_scan && m->keep_omap ? calibrate_scan(m) : OBL_OK;

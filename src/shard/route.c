@@ -16,6 +16,7 @@
 #include "common/secret.h"
 #include "ct.h"
 #include "omap/siphash.h"
+#include "sort/par.h"
 
 static inline uint64_t ld64(const unsigned char *p)
 {
@@ -189,9 +190,11 @@ static void rt_fill(rt_split *t, const uint64_t *ops, const unsigned char *keys,
 }
 
 /* Each record gets its key's last write so far (op and value); the last
- * record of a key, its representative, keeps its shard, the others move
- * past the last shard. */
-static void rt_dedupe(rt_split *t, unsigned char *cval)
+ * record of a key, its representative (rep[p] = 1), keeps its shard and
+ * its position, the others move past the last shard, all with one first
+ * word, so that the representatives compacted to the front leave the B
+ * records sorted. */
+static void rt_dedupe(rt_split *t, unsigned char *cval, uint8_t *rep)
 {
     const shard_route *r = t->r;
     size_t kw1 = 1 + r->kw, vb = t->vo < t->rs ? r->vs8 : 0;
@@ -210,9 +213,9 @@ static void rt_dedupe(rt_split *t, unsigned char *cval)
     }
     for (size_t p = 0; p < t->B; p++) {
         unsigned char *q = t->a + p * t->rs;
-        uint64_t rep = p + 1 < t->B ? key_eq(q, q + t->rs, kw1) ^ 1 : 1;
-        uint64_t x = obl_ct_select64(rep, ld64(q), r->S);
-        st64(q, x << 33 | (uint64_t)p);
+        uint64_t last = p + 1 < t->B ? key_eq(q, q + t->rs, kw1) ^ 1 : 1;
+        st64(q, obl_ct_select64(last, ld64(q) << 33 | (uint64_t)p, (uint64_t)r->S << 33));
+        rep[p] = (uint8_t)last;
     }
 }
 
@@ -223,17 +226,21 @@ static void rt_split_pad(const rt_split *t, unsigned char *q)
     st64(q, UINT64_MAX);
 }
 
+static void rt_keep(const shard_route *r, unsigned char *a, size_t n, size_t rs,
+                    const uint8_t *keep);
+
 /* The n = 2L records (L = max(B, S b)) sorted by shard: the B requests,
- * sorted apart and laid out descending after pads in [0, L), the b fillers
- * per shard (in shard order already) and pads in [L, 2L), then one bitonic
- * merge, instead of a sort of all B + S b records (which the column
- * network would pad to the next power of two). */
-static void rt_by_shard(rt_split *t)
+ * their representatives compacted to the front (rep: rt_dedupe's flags;
+ * they stay in (shard, key) order, the others after them with one larger
+ * first word: sorted) and laid out descending after pads in [0, L), the b
+ * fillers per shard (in shard order already) and pads in [L, 2L), then one
+ * bitonic merge, instead of a sort of all B + S b records (which the
+ * column network would pad to the next power of two). */
+static void rt_by_shard(rt_split *t, const uint8_t *rep)
 {
     const shard_route *r = t->r;
     size_t sb = (size_t)r->S * t->b, rs = t->rs;
-    shard_sort_bounded_in(t->a, t->B, rs, 1, r->threads, r->prg, &r->ac->a, t->scr,
-                          t->scr_bytes);
+    rt_keep(r, t->a, t->B, rs, rep);
     for (size_t i = 0; i < t->B / 2; i++) /* descending */
         obl_ct_cswap(1, t->a + i * rs, t->a + (t->B - 1 - i) * rs, rs);
     memmove(t->a + (t->L - t->B) * rs, t->a, t->B * rs);
@@ -260,6 +267,14 @@ static int rt_random(void *opaque, void *buf, size_t len)
 /* Sorts and compactions of at least this many records may use threads. */
 #define RT_PAR_MIN ((size_t)1 << 14)
 
+/* obl/sort.h's parameters for records of rs bytes and n of them. */
+static obl_sort_params rt_params(const shard_route *r, size_t rs, size_t ks, size_t n)
+{
+    obl_sort_params sp = {rs, ks, n >= RT_PAR_MIN ? r->threads : 1, rt_random, r->prg,
+                          &r->ac->a};
+    return sp;
+}
+
 /* Moves the records with keep[i] = 1 to the front in their order:
  * ORCompact (n lg n moves) at every n, which at the balancer's sizes
  * costs less than shard_keep_first's sort below 2^13 records; that sort
@@ -267,8 +282,7 @@ static int rt_random(void *opaque, void *buf, size_t len)
 static void rt_keep(const shard_route *r, unsigned char *a, size_t n, size_t rs,
                     const uint8_t *keep)
 {
-    obl_sort_params sp = {rs, 8, n >= RT_PAR_MIN ? r->threads : 1, rt_random, r->prg,
-                          &r->ac->a};
+    obl_sort_params sp = rt_params(r, rs, 8, n);
     if (obl_compact(a, n, keep, NULL, &sp) != OBL_OK)
         shard_keep_first(a, n, rs, NULL, r->threads, r->prg, &r->ac->a);
 }
@@ -279,7 +293,7 @@ static void rt_keep(const shard_route *r, unsigned char *a, size_t n, size_t rs,
 static uint64_t rt_place(rt_split *t, uint8_t *kept)
 {
     const shard_route *r = t->r;
-    rt_by_shard(t);
+    rt_by_shard(t, kept); /* kept[0, B): the representatives (rt_dedupe) */
     uint64_t prev = UINT64_MAX, rank = 0, ovf = 0;
     for (size_t p = 0; p < t->n; p++) {
         unsigned char *q = t->a + p * t->rs;
@@ -293,6 +307,44 @@ static uint64_t rt_place(rt_split *t, uint8_t *kept)
     }
     rt_keep(r, t->a, t->n, t->rs, kept);
     return ovf;
+}
+
+/* Up to this many shards the split counts each shard's representatives
+ * in a pass of S selects a record and expands them into their slots
+ * (rt_place_counted); with more, the merge with the fillers (rt_place). */
+#define RT_COUNT_MAX_S 16u
+
+/* The representatives compacted to the front (in (shard, key) order), each
+ * shard's counted, and expanded to the S b slots: slot s b + k is real iff
+ * k < count_s (obl_expand puts the k-th representative of shard s there);
+ * the other slots become fillers. flag: n bytes. *ovf_out: 1 if a shard
+ * had more than b keys (the slots are then not used). NOMEM or OBL_OK. */
+static obl_err rt_place_counted(rt_split *t, uint8_t *flag, uint64_t *ovf_out)
+{
+    const shard_route *r = t->r;
+    size_t sb = (size_t)r->S * t->b, rs = t->rs;
+    rt_keep(r, t->a, t->B, rs, flag); /* flag[0, B): the representatives */
+    uint64_t cnt[RT_COUNT_MAX_S] = {0}, ovf = 0;
+    for (size_t p = 0; p < t->B; p++) {
+        uint64_t x = ld64(t->a + p * rs) >> 33; /* S for the others */
+        for (unsigned s = 0; s < r->S; s++)
+            cnt[s] += obl_ct_eq64(x, s);
+    }
+    for (unsigned s = 0; s < r->S; s++)
+        ovf |= obl_ct_lt64(t->b, cnt[s]);
+    for (size_t d = 0; d < sb; d++)
+        flag[d] = (uint8_t)obl_ct_lt64(d % t->b, cnt[d / t->b]);
+    obl_sort_params sp = rt_params(r, rs, 8, sb);
+    *ovf_out = ovf;
+    if (obl_expand(t->a, sb, flag, &sp) != OBL_OK)
+        return OBL_ERR_NOMEM;
+    for (size_t d = 0; d < sb; d++) {
+        unsigned char *q = t->a + d * rs;
+        uint64_t f = flag[d] ^ 1;
+        obl_ct_czero(f, q, rs);
+        st64(q + 16 + 8 * r->kw, ld64(q + 16 + 8 * r->kw) | f * RT_FILLER);
+    }
+    return OBL_OK;
 }
 
 /* see shard_internal.h */
@@ -323,8 +375,14 @@ obl_err shard_route_split(shard_route *r, size_t B, size_t b, const uint64_t *op
         goto done;
     }
     rt_fill(&t, ops, keys, vin);
-    rt_dedupe(&t, cval);
-    uint64_t ovf = rt_place(&t, kept);
+    rt_dedupe(&t, cval, kept);
+    uint64_t ovf = 0;
+    if (r->S <= RT_COUNT_MAX_S && B <= sb) /* public */
+        e = rt_place_counted(&t, kept, &ovf);
+    else
+        ovf = rt_place(&t, kept);
+    if (e != OBL_OK)
+        goto done;
     /* a public capacity event: a shard got more than b keys (<= 2^-lambda) */
     if (OBL_DECLASSIFY_VAL(ovf)) {
         e = OBL_ERR_FULL;
@@ -345,36 +403,181 @@ done:
     return e;
 }
 
-/* Join records: [shard][key words][type][pos][found][value]; type 0 is a
- * shard's answer, 1 a request. */
-/* The join's 2L records (L = max(B, S b)): the requests in [0, L), the
- * answers in [L, 2L), each part padded with records that sort after every
- * other and join nothing. */
+/*
+ * The join for one-word keys: no sort or merge of join records. The split
+ * sent the representative of every distinct key (the last request of its
+ * key in (shard, key, position) order, r->order) to slot shard * b + rank,
+ * rank its place among its shard's representatives in that order, and the
+ * fillers after them. So the answers of the real slots, taken by slot,
+ * are the representatives' answers in request-sorted order: ORCompact
+ * moves them to the front, obl_expand puts the k-th of them at the k-th
+ * representative among the B sorted requests, and a backward pass hands
+ * each answer to the requests of its key before the representative.
+ * Answers in any order (the scan's, keyed) are first put in slot order by
+ * a sort of each shard's on (dummy, key). Answer records: [found][value]
+ * (8 + vs8 bytes).
+ */
+typedef struct rt_slots {
+    shard_route *r;
+    size_t B, b, sb, n;    /* n = max(B, S b) records */
+    size_t ar, tr;         /* answer record bytes; keyed answer record bytes */
+    unsigned char *a;      /* n records of tr bytes */
+    uint8_t *flag;         /* n bytes */
+    uint64_t *scr;         /* the column sort's buffer, for B records */
+    size_t scr_bytes;
+    unsigned sort_threads; /* threads of each shard's sort (rt_sort_shards) */
+} rt_slots;
+
+/* The real answers (flag[j] = 1) of the S b records in slot order
+ * compacted to the front. */
+static obl_err rt_slots_compact(rt_slots *t)
+{
+    obl_sort_params sp = rt_params(t->r, t->ar, 8, t->sb);
+    return obl_compact(t->a, t->sb, t->flag, NULL, &sp);
+}
+
+/* Answers in request order (slot j is shard j / b's j % b-th request). */
+static obl_err rt_slots_inorder(rt_slots *t, const shard_bufs *in)
+{
+    const shard_route *r = t->r;
+    for (size_t j = 0; j < t->sb; j++) {
+        unsigned char *q = t->a + j * t->ar;
+        st64(q, in->found[j] & 1);
+        memcpy(q + 8, in->vout + j * r->vs, r->vs);
+        memset(q + 8 + r->vs, 0, r->vs8 - r->vs);
+        t->flag[j] = (uint8_t)((in->adummy[j] & 1) ^ 1);
+    }
+    return rt_slots_compact(t);
+}
+
+/* The sorts of shards [lo, hi)'s keyed answers by (dummy, key); the record
+ * network draws no randomness (the generator is not used from threads). */
+static void rt_sort_shards(void *ctx, size_t lo, size_t hi)
+{
+    const rt_slots *t = (const rt_slots *)ctx;
+    for (size_t s = lo; s < hi; s++)
+        shard_sort(t->a + s * t->b * t->tr, t->b, t->tr, 2, t->sort_threads, t->r->prg,
+                   &t->r->ac->a);
+}
+
+/* Answers in any order, with their keys (each shard's among its b): each
+ * shard's records [dummy][key][found][value] sorted, which puts its real
+ * answers in slot order (by key) and its dummies after them, as in
+ * request order; then made answer records in place (record j's ends
+ * before record j + 1's). */
+static obl_err rt_slots_keyed(rt_slots *t, const shard_bufs *in)
+{
+    const shard_route *r = t->r;
+    for (size_t j = 0; j < t->sb; j++) {
+        unsigned char *q = t->a + j * t->tr;
+        memset(q, 0, t->tr);
+        st64(q, in->adummy[j] & 1);
+        memcpy(q + 8, in->akeys + j * r->ks, r->ks);
+        st64(q + 16, in->found[j] & 1);
+        memcpy(q + 24, in->vout + j * r->vs, r->vs);
+    }
+    /* each shard's b apart (S b lg^2 b): with S >= T, the shards' sorts on
+     * the T threads, one thread each; else one after another on T threads */
+    int spread = r->S >= r->threads; /* public */
+    t->sort_threads = spread ? 1 : r->threads;
+    obl_par_for(spread ? r->threads : 1, r->S, 1, rt_sort_shards, t);
+    for (size_t j = 0; j < t->sb; j++) {
+        t->flag[j] = (uint8_t)(ld64(t->a + j * t->tr) ^ 1);
+        memmove(t->a + j * t->ar, t->a + j * t->tr + 16, t->ar);
+    }
+    return rt_slots_compact(t);
+}
+
+/* The representatives' answers at their places among the B sorted
+ * requests, then every request's: flag[i] = request i (in r->order) is
+ * its key's last; a backward pass copies each representative's answer to
+ * the requests before it with its key. Each record's first word becomes
+ * the request's position and found flag. */
+static obl_err rt_slots_expand(rt_slots *t, unsigned char *cval)
+{
+    const shard_route *r = t->r;
+    const unsigned char *o = r->order;
+    for (size_t i = 0; i < t->B; i++) {
+        uint64_t same = i + 1 < t->B ? obl_ct_eq64(ld64(o + i * 24), ld64(o + i * 24 + 24)) &
+                                           obl_ct_eq64(ld64(o + i * 24 + 8) >> 51,
+                                                       ld64(o + i * 24 + 32) >> 51)
+                                     : 0;
+        t->flag[i] = (uint8_t)(same ^ 1);
+    }
+    for (size_t j = t->sb; j < t->n; j++) /* B > S b: never, b >= B / S */
+        memset(t->a + j * t->ar, 0, t->ar);
+    obl_sort_params sp = rt_params(r, t->ar, 8, t->B);
+    obl_err e = obl_expand(t->a, t->B, t->flag, &sp);
+    for (size_t i = t->B; e == OBL_OK && i-- > 0;) {
+        unsigned char *q = t->a + i * t->ar;
+        obl_ct_cmov(t->flag[i], cval, q, t->ar);
+        memcpy(q, cval, t->ar);
+        st64(q, ld64(o + i * 24 + 16) << 1 | (ld64(cval) & 1));
+    }
+    return e;
+}
+
+/* B slim records [position << 1 | found][value] back into batch order
+ * (by that word: the column network up to 8 words) and out. */
+static void rt_out_sorted(const shard_route *r, unsigned char *a, size_t B, size_t os,
+                          uint64_t *scr, size_t scr_bytes, unsigned char *vout,
+                          uint64_t *found)
+{
+    shard_sort_bounded_in(a, B, os, 1, r->threads, r->prg, &r->ac->a, scr, scr_bytes);
+    for (size_t i = 0; i < B; i++) {
+        found[i] = ld64(a + i * os) & 1;
+        memcpy(vout + i * r->vs, a + i * os + 8, r->vs);
+    }
+}
+
+/* The join of one-word keys (above). */
+static obl_err rt_join_slots(shard_route *r, size_t B, size_t b, const shard_bufs *in,
+                             unsigned char *vout, uint64_t *found)
+{
+    size_t sb = (size_t)r->S * b;
+    /* keyed records padded to whole 32-byte vectors for the record network */
+    rt_slots t = {r, B, b, sb, B > sb ? B : sb, 8 + r->vs8, (24 + r->vs8 + 31) & ~(size_t)31,
+                  NULL, NULL, NULL, 0, 1};
+    size_t bytes;
+    if (t.n > (SIZE_MAX >> 2) || !obl_mul_ok(t.n, t.tr, &bytes))
+        return OBL_ERR_TOO_LARGE;
+    unsigned char *fl;
+    t.a = rt_arena_scr(r, bytes, B, &t.scr, &t.scr_bytes, t.n, &fl);
+    t.flag = fl;
+    unsigned char *cval = (unsigned char *)obl_alloc(r->ac, t.ar, 64);
+    obl_err e = t.a && cval ? OBL_OK : OBL_ERR_NOMEM;
+    if (e == OBL_OK) /* public: the engine's contract */
+        e = in->akeys == in->keys ? rt_slots_inorder(&t, in) : rt_slots_keyed(&t, in);
+    if (e == OBL_OK)
+        e = rt_slots_expand(&t, cval);
+    if (e == OBL_OK)
+        rt_out_sorted(r, t.a, B, t.ar, t.scr, t.scr_bytes, vout, found);
+    obl_free(r->ac, cval, t.ar);
+    return e;
+}
+
+/* Join records of longer keys: [shard][key words][type][pos][found][value];
+ * type 0 is a shard's answer, 1 a request. The join's 2L records (L =
+ * max(B, S b)): the requests in [0, L), the answers in [L, 2L), each part
+ * padded with records that sort after every other and join nothing. */
 typedef struct rt_join {
     const shard_route *r;
     size_t B, b, n, rs, to; /* type word offset */
     size_t L;
-    int inorder;            /* one-word keys, answers in request order: sorted */
     unsigned char *a;
     uint64_t *scr;          /* the column sorts' buffer, for B records */
     size_t scr_bytes;
 } rt_join;
 
-/* A pad: packed (one-word keys) or a shard above every other, type 0. */
+/* A pad: a shard above every other, type 0. */
 static void rt_join_pad(const rt_join *t, unsigned char *q)
 {
     memset(q, 0, t->rs);
-    st64(q, t->r->kw == 1 ? UINT64_MAX : t->r->S + 1);
-    if (t->r->kw == 1)
-        st64(q + 8, ~RT_LO51);
+    st64(q, t->r->S + 1);
 }
 
-/* The answers in [L, L + S b), then pads; a dummy's answer joins nothing:
- * its shard is past the last, or, with the answers in request order, it
- * keeps its shard with key all ones and type 2, after every request of
- * the shard (no request has type 2). The split hands each shard its keys
- * ascending, then its dummies (rt_place), so answers in request order are
- * then sorted by (shard, key, type) and need no sort (rt_join_sort). */
+/* The answers in [L, L + S b), then pads; a dummy's answer has a shard
+ * past the last and joins nothing. */
 static void rt_join_answers(rt_join *t, const shard_bufs *in)
 {
     const shard_route *r = t->r;
@@ -382,16 +585,9 @@ static void rt_join_answers(rt_join *t, const shard_bufs *in)
     unsigned char *a = t->a + t->L * t->rs;
     for (size_t j = 0; j < sb; j++) {
         unsigned char *q = a + j * t->rs;
-        uint64_t d = in->adummy[j] & 1;
         memset(q, 0, t->rs);
         memcpy(q + 8, in->akeys + j * r->ks, r->ks);
-        if (t->inorder) { /* public */
-            st64(q, j / t->b);
-            st64(q + 8, obl_ct_select64(d, UINT64_MAX, ld64(q + 8)));
-            st64(q + t->to, d << 1);
-        } else {
-            st64(q, obl_ct_select64(d, r->S, j / t->b));
-        }
+        st64(q, obl_ct_select64(in->adummy[j] & 1, r->S, j / t->b));
         st64(q + t->to + 16, in->found[j] & 1);
         memcpy(q + t->to + 24, in->vout + j * r->vs, r->vs);
     }
@@ -399,44 +595,20 @@ static void rt_join_answers(rt_join *t, const shard_bufs *in)
         rt_join_pad(t, a + j * t->rs);
 }
 
-/* The requests in [0, L): pads, then the requests. With one-word keys they
- * are laid out descending in the order the split sorted them (r->order:
- * packed key, position); the answers ascending after them then need only
- * the bitonic merge. */
+/* The requests in [0, L): pads, then the requests. */
 static void rt_join_requests(rt_join *t, const unsigned char *keys)
 {
     const shard_route *r = t->r;
     for (size_t j = 0; j < t->L - t->B; j++)
         rt_join_pad(t, t->a + j * t->rs);
     for (size_t i = 0; i < t->B; i++) {
-        unsigned char *q = t->a + (t->L - 1 - i) * t->rs; /* descending */
+        unsigned char *q = t->a + (t->L - t->B + i) * t->rs;
         memset(q, 0, t->rs);
-        if (r->kw == 1) { /* public */
-            memcpy(q, r->order + i * 24, 16);
-        } else {
-            st64(q, shard_route_shard_of(r, keys + i * r->ks));
-            memcpy(q + 8, keys + i * r->ks, r->ks);
-        }
+        st64(q, shard_route_shard_of(r, keys + i * r->ks));
+        memcpy(q + 8, keys + i * r->ks, r->ks);
         st64(q + t->to, 1);
-        st64(q + t->to + 8, r->kw == 1 ? ld64(r->order + i * 24 + 16) : i);
+        st64(q + t->to + 8, i);
     }
-}
-
-/* All 2L records sorted by (shard, key, type). */
-static void rt_join_sort(rt_join *t)
-{
-    const shard_route *r = t->r;
-    unsigned char *a = t->a + t->L * t->rs;
-    size_t sb = (size_t)r->S * t->b;
-    if (r->kw != 1) { /* public */
-        shard_bitonic_sort_words(t->a, t->n, t->rs, 2 + r->kw);
-        return;
-    }
-    rt_pack(a, sb, t->rs);
-    if (!t->inorder) /* public */
-        shard_sort_bounded(a, sb, t->rs, 2, r->threads, r->prg, &r->ac->a);
-    shard_bitonic_merge_words(t->a, t->n, t->rs, 2);
-    rt_unpack(t->a, t->n, t->rs);
 }
 
 /* Each request takes the answer that precedes it in its (shard, key)
@@ -463,12 +635,10 @@ static void rt_join_carry(rt_join *t, unsigned char *cval, uint8_t *keep)
 
 /* The requests back into batch order. Every record, in place, becomes a
  * slim record: a request's position and found flag in one word (any other
- * record a word past every request's), then the value; 8 words for 8/56.
- * The requests are compacted to the front (ORCompact, n lg n moves of
- * slim records) and the B of them sorted by that word, on the column
- * network up to 8 words. Wide records are neither compacted nor sorted.
- * In place: slim record p (os < rs bytes) ends before record p + 1 starts.
- * keep[p]: record p is a request. */
+ * record a word past every request's), then the value. The requests are
+ * compacted to the front (ORCompact) and the B of them sorted by that
+ * word. In place: slim record p (os < rs bytes) ends before record p + 1
+ * starts. keep[p]: record p is a request. */
 static void rt_join_out(rt_join *t, const uint8_t *keep, unsigned char *vout,
                         uint64_t *found)
 {
@@ -483,27 +653,24 @@ static void rt_join_out(rt_join *t, const uint8_t *keep, unsigned char *vout,
         st64(o, w);
     }
     rt_keep(r, t->a, t->n, os, keep);
-    shard_sort_bounded_in(t->a, t->B, os, 1, r->threads, r->prg, &r->ac->a, t->scr,
-                          t->scr_bytes);
-    for (size_t i = 0; i < t->B; i++) {
-        found[i] = ld64(t->a + i * os) & 1;
-        memcpy(vout + i * r->vs, t->a + i * os + 8, r->vs);
-    }
+    rt_out_sorted(r, t->a, t->B, os, t->scr, t->scr_bytes, vout, found);
 }
 
 /* see shard_internal.h */
 obl_err shard_route_join(shard_route *r, size_t B, size_t b, const unsigned char *keys,
                          const shard_bufs *in, unsigned char *vout, uint64_t *found)
 {
+    if (r->kw == 1) { /* public */
+        if (r->order_B != B) /* public: no split of this batch before */
+            return OBL_ERR_INVALID_ARG;
+        return rt_join_slots(r, B, b, in, vout, found);
+    }
     size_t sb = (size_t)r->S * b, L = B > sb ? B : sb;
-    rt_join t = {r, B, b, 2 * L, 0, 8 * (1 + r->kw), L, 0, NULL, NULL, 0};
+    rt_join t = {r, B, b, 2 * L, 0, 8 * (1 + r->kw), L, NULL, NULL, 0};
     t.rs = t.to + 24 + r->vs8;
-    t.inorder = r->kw == 1 && in->akeys == in->keys; /* public: the engine's contract */
     size_t bytes;
     if (L > (SIZE_MAX >> 2) || !obl_mul_ok(t.n, t.rs, &bytes))
         return OBL_ERR_TOO_LARGE;
-    if (r->kw == 1 && r->order_B != B) /* public: no split of this batch before */
-        return OBL_ERR_INVALID_ARG;
     unsigned char *none;
     t.a = rt_arena_scr(r, bytes, B, &t.scr, &t.scr_bytes, 0, &none);
     unsigned char *cval = (unsigned char *)obl_alloc(r->ac, r->vs8, 64);
@@ -515,7 +682,7 @@ obl_err shard_route_join(shard_route *r, size_t B, size_t b, const unsigned char
     }
     rt_join_requests(&t, keys);
     rt_join_answers(&t, in);
-    rt_join_sort(&t);
+    shard_bitonic_sort_words(t.a, t.n, t.rs, 2 + r->kw);
     rt_join_carry(&t, cval, keep);
     rt_join_out(&t, keep, vout, found);
 done:

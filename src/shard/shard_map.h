@@ -24,6 +24,9 @@ typedef struct shard_costs {
                         * record n and lg(n)^2, n = B + S b */
 } shard_costs;
 
+/* Batch sizes whose engines' measured times a map keeps (shard_observed). */
+#define SHARD_SEEN 16u
+
 /* Most sub-batches a get batch is cut into (shard_parts_get). */
 #define SHARD_MAX_PARTS 16u
 
@@ -51,6 +54,10 @@ struct obl_shard {
     /* b of recent (n, P), a tail sum of tens of us that a server's varying
      * batch sizes would pay per batch (shard_part_b) */
     struct { size_t n, b; unsigned P; } bmemo[64];
+    /* the measured answer time (us, wall) of get batches of size B with each
+     * engine: the least of the batches seen, per B (shard_observed) */
+    struct { size_t B; double us[2]; } seen[SHARD_SEEN];
+    unsigned seen_next;      /* the slot to reuse next */
     struct part *parts;      /* the last sub-batched get's parts, kept */
     size_t parts_B;          /* (shard_parts_get; public sizes) */
     unsigned parts_P;
@@ -87,6 +94,13 @@ obl_err shard_calibrate(obl_shard *m);
  * difference of the P balancers from one), and the scan's. */
 double shard_est_per_request(obl_shard *m, size_t B, size_t b, unsigned P);
 double shard_est_scan(obl_shard *m, size_t b);
+
+/* The least answer time (us) measured for a get batch of B with engine
+ * (OBL_SHARD_ENGINE_*), or a negative value if none was. Public. */
+double shard_observed(const obl_shard *m, size_t B, unsigned engine);
+
+/* Records a get batch of B answered by engine in us (wall time). */
+void shard_observe(obl_shard *m, size_t B, unsigned engine, double us);
 
 /* The balancer's estimate (us) for B requests, b per shard. */
 double shard_est_balance(const obl_shard *m, size_t B, size_t b);

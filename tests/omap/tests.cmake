@@ -18,3 +18,9 @@ if(NOT OBL_CT_CHECK)
   add_test(NAME overflow_model COMMAND overflow_model -s ${OBL_TEST_SEED})
   set_tests_properties(overflow_model PROPERTIES LABELS "unit" TIMEOUT 120)
 endif()
+
+# The batched access (obl_omap_access_batch): against single calls on a
+# twin map and a model (outputs, errors, state byte for byte), its traces
+# (the single calls' touches, prefetches only of the paths read next, a
+# planted stale prefetch caught), bad input.
+obl_add_test(test_omap_batch omap/test_omap_batch.c SUBTESTS TIMEOUT 300)

@@ -386,6 +386,41 @@ static void alloc_failure(unsigned engines)
     }
 }
 
+/* The engine choice corrected by measured times: with both estimates of
+ * a get batch forced to zero the model picks the omaps; once a batch of
+ * that size was measured through them, the scan (its estimate below the
+ * measured time) is picked. The control: another size, not measured,
+ * keeps the model's choice. */
+static void measured_choice(void)
+{
+    obl_shard_params p = params(200, 2, OBL_SHARD_ENGINES_BOTH, 1);
+    obl_shard *s = NULL;
+    CHECK(obl_shard_create(&s, &p) == OBL_OK);
+    if (!s)
+        return;
+    uint64_t keys[40], found[40];
+    unsigned char vout[40 * VS];
+    for (uint64_t i = 0; i < 40; i++)
+        keys[i] = i + 1;
+    obl_shard_stats st;
+    CHECK(obl_shard_get(s, 40, keys, vout, found) == OBL_OK); /* calibrates */
+    memset(s->seen, 0, sizeof s->seen);
+    shard_costs zero = {0};
+    s->cost = zero; /* both estimates 0: the omaps win the tie */
+    size_t sizes[2] = {40, 30};
+    for (int k = 0; k < 2; k++) {
+        CHECK(obl_shard_get(s, sizes[k], keys, vout, found) == OBL_OK);
+        obl_shard_get_stats(s, &st);
+        CHECK(st.last_engine == OBL_SHARD_ENGINE_PER_REQUEST);
+    }
+    CHECK(obl_shard_get(s, 40, keys, vout, found) == OBL_OK);
+    obl_shard_get_stats(s, &st);
+    CHECK(st.last_engine == OBL_SHARD_ENGINE_SCAN && st.est_per_request_us > 0);
+    CHECK(shard_observed(s, 40, OBL_SHARD_ENGINE_SCAN) >= 0);
+    CHECK(shard_observed(s, 35, OBL_SHARD_ENGINE_SCAN) < 0);
+    obl_shard_destroy(s);
+}
+
 int main(int argc, char **argv)
 {
     test_init(argc, argv, "test_shard");
@@ -405,6 +440,7 @@ int main(int argc, char **argv)
         extreme_keys(e);
         alloc_failure(e);
     }
+    measured_choice();
     for (force_parts = 2; force_parts <= 3; force_parts++) /* gets in sub-batches */
         stream(T.ct ? 64 : 200, force_parts, OBL_SHARD_ENGINES_PER_REQUEST, small, 5,
                T.ct ? 60 : 180, T.ct ? 8 : 16);

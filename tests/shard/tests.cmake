@@ -9,6 +9,7 @@ if(OBL_CT_CHECK)
   set_tests_properties(test_pool_helgrind PROPERTIES LABELS "ct;threads" TIMEOUT 300)
 endif()
 obl_add_test(test_scan shard/test_scan.c)
+obl_add_test(test_route shard/test_route.c)
 obl_add_test(test_shard shard/test_shard.c TIMEOUT 900)
 
 # obl-bench sharded / batched: a tiny case each prints a REPORT line in the
