@@ -5,9 +5,9 @@
  * max_batch) is the next batch, padded up to a power of two with dummy GETs
  * when asked, answered by the backend, and the answers go back on their
  * connections with the arrival, dispatch and completion times. With
- * batch_thread the batch runs on a second thread (one in flight), and the
- * previous batch's answers go out while it runs; the backend's idle hook
- * runs there too.
+ * batch_thread batches run on a second thread, which takes the next one
+ * itself when one ends (one at a time), and the finished batches' answers
+ * go out while it runs; the backend's idle hook runs there too.
  */
 #ifndef OBL_SERVE_SERVER_H
 #define OBL_SERVE_SERVER_H
