@@ -151,9 +151,10 @@ typedef struct rt_split {
     size_t scr_bytes;
 } rt_split;
 
-/* One-word keys: the sorted requests as the join's slim records (packed
- * (shard, key, type 1), position), kept for the join of this batch, which
- * then needs no sort of its own (rt_join_requests). */
+/* One-word keys: the sorted requests' packed (shard, key) and position,
+ * kept for the join of this batch, which finds each key's last request
+ * and every request's position there instead of sorting its own
+ * (rt_slots_expand). */
 static void rt_keep_order(rt_split *t)
 {
     shard_route *r = t->r;
