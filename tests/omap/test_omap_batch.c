@@ -19,9 +19,10 @@
  * - batch_bad_input: NULL arguments, n = 0; no allocation (it runs with
  *   every allocation failing);
  * - batch_not_ready: a value ORAM in the `full` state: single calls;
- * - batch_refused_midway: the value ORAM enters the `full` state during a
- *   batch and cannot recover: the next request, whose index walk already
- *   ran, is refused with nothing applied, as single calls refuse it.
+ * - batch_refused_midway: the value ORAM, or the index's data level,
+ *   enters the `full` state during a batch and cannot recover: the next
+ *   request (whose index walk already ran, or is refused) is refused with
+ *   nothing applied, as single calls refuse it.
  */
 #include <inttypes.h>
 #include <stdio.h>
@@ -567,14 +568,16 @@ static void batch_not_ready(void)
     obl_omap_destroy(s);
 }
 
-/* The value ORAM made to enter the `full` state during a request's value
- * access and to refuse recovery (white-box: its put and recover wrapped),
- * on the batch and on single calls alike: the request after it has run
- * its index walk in the batch (S(t + 1) precedes F(t)), and must still be
- * refused with its index operation not applied (omap_batch_value_refused).
- * Then, recovery allowed, both maps hold the same entries. */
+/* An ORAM of the map made to enter the `full` state during a request and
+ * to refuse recovery (white-box: its put and recover wrapped), on the
+ * batch and on single calls alike. The value ORAM (during F(t)): request
+ * t + 1 has run its index walk in the batch (S(t + 1) precedes F(t)) and
+ * must still be refused with its operation not applied
+ * (omap_batch_value_refused). The index's data level (during I(t)): the
+ * walk S(t + 1) is refused, and the batch must stop there. Then, recovery
+ * allowed, both maps hold the same entries. */
 static const nr_ops *trip_real;
-static long trip_puts; /* value ORAM puts until the trip; < 0: none */
+static long trip_puts; /* puts of the wrapped tree until the trip; < 0: none */
 static int trip_refuse;
 
 static obl_err trip_put(obl_nroram *o, uint64_t keep, uint64_t id, uint64_t new_pos)
@@ -592,7 +595,13 @@ static obl_err trip_recover(obl_nroram *o)
     return trip_refuse ? OBL_ERR_STATE : trip_real->recover(o);
 }
 
-static void batch_refused_midway(void)
+/* The tree wrapped: 0 the value ORAM, 1 the index's data level. */
+static obl_nroram *trip_tree(obl_omap *m, int which)
+{
+    return which ? m->oram->lv[0] : m->vo;
+}
+
+static void refused_midway(int which)
 {
     obl_omap_params p = params(600, 8, 56, OBL_OMAP_LAYOUT_COMPACT, 21);
     p.oram_scan_max = 16; /* index trees: the walk of S(t + 1) stores a leaf */
@@ -601,14 +610,14 @@ static void batch_refused_midway(void)
     CHECK_EQ_U64(obl_omap_create(&m[1], &p), OBL_OK);
     if (!m[0] || !m[1])
         return;
-    printf("   %u index levels\n", m[0]->oram->T);
-    trip_real = m[0]->vo->ops;
+    CHECK(m[0]->oram->T >= 1);
+    trip_real = trip_tree(m[0], which)->ops;
     static nr_ops trip;
     trip = *trip_real;
     trip.put = trip_put;
     trip.recover = trip_recover;
-    /* puts of keys 1..4 (the fourth value access trips), then a put of a
-     * new key, an erase and a get: refused */
+    /* puts of keys 1..4 (the fourth trips), then a put of a new key, an
+     * erase and a get: refused */
     enum { N = 7 };
     uint64_t ops[N] = {OBL_OMAP_PUT, OBL_OMAP_PUT, OBL_OMAP_PUT, OBL_OMAP_PUT,
                        OBL_OMAP_PUT, OBL_OMAP_ERASE, OBL_OMAP_GET};
@@ -619,7 +628,7 @@ static void batch_refused_midway(void)
     for (size_t i = 0; i < sizeof vin; i++)
         vin[i] = (unsigned char)(i * 7 + 1);
     for (int k = 0; k < 2; k++) { /* 0: the batch, 1: single calls */
-        m[k]->vo->ops = &trip;
+        trip_tree(m[k], which)->ops = &trip;
         trip_puts = 3;
         trip_refuse = 1;
         OBL_SECRET(keys, sizeof keys);
@@ -657,10 +666,16 @@ static void batch_refused_midway(void)
                 CHECK(!memcmp(v, vin + (key - 1) * 56, 56));
         }
         CHECK_EQ_U64(count_of(m[k]), 4);
-        CHECK_EQ_U64(m[k]->vo->full, 0);
-        m[k]->vo->ops = trip_real;
+        CHECK_EQ_U64(trip_tree(m[k], which)->full, 0);
+        trip_tree(m[k], which)->ops = trip_real;
         obl_omap_destroy(m[k]);
     }
+}
+
+static void batch_refused_midway(void)
+{
+    refused_midway(0);
+    refused_midway(1);
 }
 
 static const test_case cases[] = {
