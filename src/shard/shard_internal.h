@@ -120,7 +120,7 @@ typedef struct shard_route {
     unsigned char *arena;   /* the split's and the join's records, kept from */
     size_t arena_bytes;     /* batch to batch (shard_route_release) */
     unsigned char *order;   /* one-word keys: the split's requests in (shard, */
-    size_t order_bytes;     /* key) order as the join's slim records, kept */
+    size_t order_bytes;     /* key) order, packed key and position, kept */
     size_t order_B;         /* for the join of the same batch (B of them) */
 } shard_route;
 
