@@ -19,14 +19,15 @@ typedef struct omap_state {
 } omap_state;
 
 /* The batch in one obl_omap_access_batch (the requests' accesses
- * overlapped, each as one obl_omap_access); per-request errors in errs,
- * the whole batch fails only before any request (NOMEM). */
+ * overlapped, each as one obl_omap_access); per-request errors in errs.
+ * It allocates nothing: the whole batch fails only on INVALID_ARG, before
+ * any request (no request's error is INVALID_ARG). */
 static obl_err omap_answer(void *state, serve_batch *b)
 {
     omap_state *s = state;
     obl_err e = obl_omap_access_batch(s->map, b->count, b->ops, b->keys, b->values, b->out,
                                       b->found, b->errs);
-    return e == OBL_ERR_NOMEM || e == OBL_ERR_INVALID_ARG ? e : OBL_OK;
+    return e == OBL_ERR_INVALID_ARG ? e : OBL_OK;
 }
 
 static void omap_destroy(void *state)

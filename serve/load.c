@@ -330,6 +330,7 @@ typedef struct load_opts {
     uint64_t port, conns, seed;
     double rate, duration, warmup, drain, hit_ratio, slack_us;
     const char *ramp, *bursts, *spacing;
+    int cpu; /* -1: any */
 } load_opts;
 
 static void usage(FILE *f)
@@ -338,7 +339,8 @@ static void usage(FILE *f)
           "                --ramp R0:R1:SECONDS:STEPS | --bursts ON:OFF:ON_S:OFF_S --duration S)\n"
           "                [--spacing poisson|uniform] [--seed S] [--warmup S]\n"
           "                [--hit-ratio F] [--keys uniform|zipf[:S]] [--connections C]\n"
-          "                [--drain S] [--timer-slack US] [--json FILE] [--summary FILE]\n\n"
+          "                [--drain S] [--timer-slack US] [--cpu C] [--json FILE]\n"
+          "                [--summary FILE]\n\n"
           "Open-loop load on obl-server (the wrk2 method): every request's intended\n"
           "send time is drawn before the run from the offered rate; requests go out at\n"
           "those times whether or not earlier ones were answered, and latency is\n"
@@ -361,6 +363,7 @@ static void usage(FILE *f)
           "  --timer-slack US     how late the kernel may wake the sender, microseconds;\n"
           "                       more puts more requests in a write (default: 50 at\n"
           "                       20 K q/s and above, in proportion below)\n"
+          "  --cpu C              pin the generator to CPU C, or none (none)\n"
           "  --json FILE          every request's times, one JSON line each\n"
           "  --summary FILE       per step and per second JSON lines (docs/server.md)\n",
           f);
@@ -371,7 +374,7 @@ static int parse_opts(int argc, char **argv, load_opts *o)
 {
     *o = (load_opts){.host = "127.0.0.1", .keys = "uniform", .port = 7070, .conns = 4,
                      .seed = 1, .warmup = 1, .drain = 10, .hit_ratio = 0.8, .slack_us = -1,
-                     .spacing = "poisson"};
+                     .spacing = "poisson", .cpu = -1};
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         if (!strcmp(a, "--help") || !strcmp(a, "-h"))
@@ -396,6 +399,7 @@ static int parse_opts(int argc, char **argv, load_opts *o)
         else if (!strcmp(a, "--hit-ratio")) ok = serve_parse_double(v, &o->hit_ratio) && o->hit_ratio <= 1;
         else if (!strcmp(a, "--keys")) o->keys = v;
         else if (!strcmp(a, "--connections")) ok = bench_parse_u64(v, &o->conns) && o->conns >= 1 && o->conns <= LOAD_MAX_CONNS;
+        else if (!strcmp(a, "--cpu")) ok = serve_parse_cpu(v, &o->cpu);
         else if (!strcmp(a, "--json")) o->json = v;
         else if (!strcmp(a, "--summary")) o->summary = v;
         else {
@@ -544,6 +548,10 @@ int main(int argc, char **argv)
     if (rc || make_plan(&o, &r))
         return 2;
     signal(SIGPIPE, SIG_IGN);
+    if ((rc = serve_pin(pthread_self(), o.cpu)) != 0) {
+        fprintf(stderr, "obl-load: --cpu %d: %s\n", o.cpu, strerror(rc));
+        return 1;
+    }
     loader L = {.r = &r, .ep = epoll_create1(EPOLL_CLOEXEC), .slack_us = o.slack_us};
     L.c = calloc(r.conns, sizeof(lconn));
     for (unsigned i = 0; L.c && i < r.conns; i++)

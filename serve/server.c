@@ -7,13 +7,15 @@
  * "whatever arrived while the previous batch ran" is what the next pass
  * finds. Per-connection buffers are bounded: a client that does not read
  * its answers stops being read (it cannot grow the server without bound).
- * With cfg->batch_thread a batch runs on a second thread instead (one in
- * flight; an eventfd reports its end): the loop sleeps until then, reads
- * what arrived, hands over the next batch and writes the finished one's
- * answers while the thread works (batch_wait).
+ * With cfg->batch_thread batches run on a second thread instead: the loop
+ * keeps reading and publishes what it queued; the thread takes the next
+ * batch itself when one ends (publish, batch_claim) and reports its end
+ * through an eventfd; the loop then writes its answers (batch_collect).
  */
 #define _GNU_SOURCE
 #include "server.h"
+
+#include "args.h"
 
 #include <errno.h>
 #include <netdb.h>
@@ -21,6 +23,7 @@
 #include <netinet/tcp.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
@@ -41,6 +44,14 @@
  * nothing in flight runs on the loop's thread: handing it over costs two
  * wake-ups, more than such a batch (docs/server.md, "The server"). */
 #define INLINE_MAX 8u
+/* Batch buffers: the batch thread's, and finished ones the loop has not
+ * answered yet (the thread waits for a free one). */
+#define NBAT 4u
+#if defined(__x86_64__) || defined(__i386__)
+#define CPU_RELAX() __builtin_ia32_pause()
+#else
+#define CPU_RELAX() ((void)0)
+#endif
 
 typedef struct conn {
     int fd; /* -1: free slot */
@@ -59,6 +70,16 @@ typedef struct pend {
     uint64_t id, op, arrival;
 } pend;
 
+/* A batch the batch thread has answered: bat[buf], the `real` requests
+ * that follow the first `start` of the queue, run as `exec`. */
+typedef struct finished {
+    unsigned buf;
+    uint64_t start;
+    size_t real, exec;
+    obl_err e;
+    uint64_t t_disp, t_done;
+} finished;
+
 typedef struct server {
     const serve_config *cfg;
     serve_backend *be;
@@ -68,26 +89,31 @@ typedef struct server {
     conn *conns;
     pend *q;
     unsigned char *qdata; /* (k + v) bytes per queue slot */
-    size_t qcap, qhead, qlen;
-    serve_batch bat[2]; /* the batch thread's one, the next one filled */
-    unsigned next_bat;
+    size_t qcap, qhead, qlen; /* loop only; qhead == (enq - qlen) % qcap */
+    uint64_t enq;             /* loop only: requests ever queued */
+    serve_batch bat[NBAT];
     unsigned char hello[SERVE_HELLO_BYTES];
     unsigned char *dummy_key;
     uint32_t *touched; /* connections answered by the current batch */
-    /* The batch thread (cfg->batch_thread): the loop hands it one batch at a
-     * time; `inflight` (loop only) is that batch's real size, 0 if none; its
-     * requests are at the head of the queue. While it runs the loop waits on
-     * ep_busy (its end, the signals) only. */
-    size_t inflight, inflight_exec;
-    serve_batch *inflight_b;
+    /* The batch thread (cfg->batch_thread). The loop publishes how many
+     * requests it has queued (`pub`); at the end of each batch the thread
+     * claims the next published ones itself (`claimed`), up to max_batch, so
+     * that it does not wait for the loop between batches; the loop answers
+     * its finished batches (`fin`, in order) when the eventfd says so. Queue
+     * slot of request a (counting from the first): a % qcap; a claimed slot
+     * is not reused before its answer is sent. */
     pthread_t th;
-    int th_up, efd, ep_busy;
+    int th_up, efd;
+    uint64_t pub_seen; /* loop only: pub as last published */
     pthread_mutex_t mu;
     pthread_cond_t cv;
-    serve_batch *hand;      /* under mu: the batch handed over */
-    int handed, done, quit; /* under mu */
-    obl_err res;            /* under mu: the batch's result and times */
-    uint64_t t_disp, t_done;
+    /* under mu (pub also read without it by the spinning thread): */
+    _Atomic uint64_t pub;
+    uint64_t claimed;
+    unsigned free_bat; /* bit i: bat[i] is free */
+    int running, quit;
+    finished fin[NBAT];
+    unsigned fin_head, fin_len;
 } server;
 
 static void conn_close(server *s, conn *c)
@@ -206,7 +232,8 @@ static void conn_parse(server *s, conn *c)
             s->leftover = 1;
             break;
         }
-        size_t slot = (s->qhead + s->qlen++) % s->qcap;
+        size_t slot = (size_t)(s->enq++ % s->qcap);
+        s->qlen++;
         s->q[slot] = (pend){idx, c->gen, id, op, c->in_time};
         memcpy(s->qdata + slot * (s->k + s->v), f + SERVE_REQ_HEAD, s->k + s->v);
         c->outstanding++;
@@ -299,12 +326,13 @@ static size_t padded_size(size_t real, uint32_t pad, uint32_t max_batch)
     return p < max_batch ? p : max_batch;
 }
 
-/* Fills b from the `real` queued requests that follow the first `off`. */
-static void batch_fill(server *s, serve_batch *b, size_t off, size_t real, size_t exec)
+/* Fills b from the `real` requests that follow the first `start` ever
+ * queued (on the batch thread: claimed ones, which the loop leaves alone). */
+static void batch_fill(server *s, serve_batch *b, uint64_t start, size_t real, size_t exec)
 {
     size_t kv = s->k + s->v;
     for (size_t i = 0; i < real; i++) {
-        size_t slot = (s->qhead + off + i) % s->qcap;
+        size_t slot = (size_t)((start + i) % s->qcap);
         b->ops[i] = s->q[slot].op;
         memcpy(b->keys + i * s->k, s->qdata + slot * kv, s->k);
         memcpy(b->values + i * s->v, s->qdata + slot * kv + s->k, s->v);
@@ -362,57 +390,76 @@ static void batch_answers(server *s, const serve_batch *b, size_t real, size_t e
             conn_flush(s, &s->conns[s->touched[i]]);
 }
 
-/* Answers one batch of the queued requests that follow the first `off`
- * (a finished batch's, not yet answered), here or on the batch thread (not
- * here while another batch waits for its answers, nor beside a backend's
- * idle hook, which runs on that thread). */
-static void dispatch(server *s, size_t off)
+/* Answers the next batch of the queue on the loop's thread: the `real`
+ * requests that follow the first `start`, in bat[buf]. */
+static void run_here(server *s, uint64_t start, size_t real, unsigned buf)
 {
-    size_t avail = s->qlen - off;
-    size_t real = avail < s->cfg->max_batch ? avail : s->cfg->max_batch;
     size_t exec = padded_size(real, s->cfg->pad, s->cfg->max_batch);
-    serve_batch *b = &s->bat[s->next_bat];
-    s->next_bat ^= 1;
-    batch_fill(s, b, off, real, exec);
-    if (s->th_up && (off || exec > INLINE_MAX || s->be->idle)) {
-        s->inflight = real;
-        s->inflight_exec = exec;
-        s->inflight_b = b;
-        pthread_mutex_lock(&s->mu);
-        s->hand = b;
-        s->handed = 1;
-        pthread_cond_signal(&s->cv);
-        pthread_mutex_unlock(&s->mu);
-        return;
-    }
+    serve_batch *b = &s->bat[buf];
+    batch_fill(s, b, start, real, exec);
     uint64_t t_disp = serve_now_ns();
     obl_err e = s->be->answer(s->be->state, b);
     batch_answers(s, b, real, exec, e, t_disp, serve_now_ns());
 }
 
-typedef struct finished {
-    serve_batch *b;
-    size_t real, exec;
-    obl_err e;
-    uint64_t t_disp, t_done;
-} finished;
+/* Without the batch thread: one batch from the head of the queue. */
+static void dispatch(server *s)
+{
+    size_t real = s->qlen < s->cfg->max_batch ? s->qlen : s->cfg->max_batch;
+    run_here(s, s->enq - s->qlen, real, 0);
+}
 
-/* Takes the end of the batch in flight from the batch thread; 0 if there
- * is none (a spurious wake-up). */
-static int batch_collect(server *s, finished *f)
+/* Tells the batch thread what the loop has queued. A batch of at most
+ * INLINE_MAX (executed) requests found with the thread idle and nothing
+ * waiting for answers runs here instead: waking the thread costs more than
+ * such a batch (docs/server.md, "The server"); never beside a backend's
+ * idle hook, which runs on that thread. */
+static void publish(server *s)
+{
+    if (s->enq == s->pub_seen)
+        return;
+    s->pub_seen = s->enq;
+    pthread_mutex_lock(&s->mu);
+    atomic_store_explicit(&s->pub, s->enq, memory_order_release);
+    uint64_t start = s->claimed;
+    size_t real = (size_t)(s->pub - start);
+    int here = !s->running && !s->fin_len && !s->be->idle &&
+               padded_size(real, s->cfg->pad, s->cfg->max_batch) <= INLINE_MAX;
+    if (here)
+        s->claimed = s->pub;
+    else if (!s->running)
+        pthread_cond_signal(&s->cv);
+    pthread_mutex_unlock(&s->mu);
+    if (here)
+        run_here(s, start, real, 0); /* every buffer is free: nothing runs or waits */
+}
+
+/* Answers the batches the thread has finished, in order, and gives their
+ * buffers back. */
+static void batch_collect(server *s)
 {
     uint64_t n;
     if (read(s->efd, &n, sizeof n) != (ssize_t)sizeof n)
-        return 0;
+        return;
+    finished f[NBAT];
     pthread_mutex_lock(&s->mu);
-    int done = s->done;
-    s->done = 0;
-    *f = (finished){s->inflight_b, s->inflight, s->inflight_exec, s->res, s->t_disp, s->t_done};
+    unsigned m = s->fin_len;
+    for (unsigned i = 0; i < m; i++)
+        f[i] = s->fin[(s->fin_head + i) % NBAT];
     pthread_mutex_unlock(&s->mu);
-    if (!done || !s->inflight)
-        return 0;
-    s->inflight = s->inflight_exec = 0;
-    return 1;
+    unsigned freed = 0;
+    for (unsigned i = 0; i < m; i++) {
+        batch_answers(s, &s->bat[f[i].buf], f[i].real, f[i].exec, f[i].e, f[i].t_disp,
+                      f[i].t_done);
+        freed |= 1u << f[i].buf;
+    }
+    pthread_mutex_lock(&s->mu);
+    s->fin_head = (s->fin_head + m) % NBAT;
+    s->fin_len -= m;
+    s->free_bat |= freed;
+    if (!s->running && s->pub > s->claimed)
+        pthread_cond_signal(&s->cv); /* it may have waited for a buffer */
+    pthread_mutex_unlock(&s->mu);
 }
 
 static void deadline_in(struct timespec *ts, uint32_t ms)
@@ -426,20 +473,56 @@ static void deadline_in(struct timespec *ts, uint32_t ms)
     }
 }
 
-/* The batch thread: answers each batch handed to it, and calls the
- * backend's idle hook after idle_ms without one. */
+/* Under mu: claims the next batch of published requests and a free buffer
+ * for it; 0 if there is no request or no buffer. */
+static int batch_claim(server *s, finished *f)
+{
+    if (s->pub == s->claimed || !s->free_bat)
+        return 0;
+    uint64_t avail = s->pub - s->claimed;
+    f->buf = (unsigned)__builtin_ctz(s->free_bat);
+    f->start = s->claimed;
+    f->real = avail < s->cfg->max_batch ? (size_t)avail : s->cfg->max_batch;
+    f->exec = padded_size(f->real, s->cfg->pad, s->cfg->max_batch);
+    s->free_bat &= ~(1u << f->buf);
+    s->claimed += f->real;
+    s->running = 1;
+    return 1;
+}
+
+/* After a batch of more than INLINE_MAX requests, without mu: polls for
+ * published requests for at most spin_us (a sleeping thread takes tens of
+ * microseconds to wake on this VM, docs/server.md "The server"); after a
+ * smaller one the load is light, and the loop runs such batches itself.
+ * `running` stays set meanwhile, so the loop neither signals nor runs a
+ * small batch itself. */
+static void batch_spin(server *s, uint64_t claimed)
+{
+    uint64_t until = serve_now_ns() + (uint64_t)s->cfg->spin_us * 1000u;
+    while (atomic_load_explicit(&s->pub, memory_order_acquire) == claimed) {
+        for (int i = 0; i < 64; i++)
+            CPU_RELAX();
+        if (serve_now_ns() >= until)
+            return;
+    }
+}
+
+/* The batch thread: runs batches back to back while requests are
+ * published, reports each end through the eventfd, and calls the
+ * backend's idle hook after idle_ms without a batch. */
 static void *batch_thread(void *arg)
 {
     server *s = arg;
     const serve_backend *be = s->be;
     struct timespec dl;
+    finished f;
     pthread_mutex_lock(&s->mu);
     deadline_in(&dl, be->idle_ms);
     while (!s->quit) {
-        if (!s->handed) {
+        if (!batch_claim(s, &f)) {
             int r = be->idle ? pthread_cond_timedwait(&s->cv, &s->mu, &dl)
                              : pthread_cond_wait(&s->cv, &s->mu);
-            if (r == ETIMEDOUT && !s->handed && !s->quit) {
+            if (r == ETIMEDOUT && s->pub == s->claimed && !s->quit) {
                 pthread_mutex_unlock(&s->mu);
                 be->idle(be->state);
                 pthread_mutex_lock(&s->mu);
@@ -447,19 +530,23 @@ static void *batch_thread(void *arg)
             }
             continue;
         }
-        serve_batch *b = s->hand;
         pthread_mutex_unlock(&s->mu);
-        uint64_t t0 = serve_now_ns();
-        obl_err e = be->answer(be->state, b);
-        uint64_t t1 = serve_now_ns(), one = 1;
+        serve_batch *b = &s->bat[f.buf];
+        batch_fill(s, b, f.start, f.real, f.exec);
+        f.t_disp = serve_now_ns();
+        f.e = be->answer(be->state, b);
+        f.t_done = serve_now_ns();
         pthread_mutex_lock(&s->mu);
-        s->handed = 0;
-        s->done = 1;
-        s->res = e;
-        s->t_disp = t0;
-        s->t_done = t1;
+        s->fin[(s->fin_head + s->fin_len++) % NBAT] = f;
+        uint64_t claimed = s->claimed;
+        pthread_mutex_unlock(&s->mu);
+        uint64_t one = 1;
         if (write(s->efd, &one, sizeof one) != (ssize_t)sizeof one)
-            s->quit = 1; /* cannot happen below 2^64 - 1 unread counts */
+            abort(); /* cannot happen below 2^64 - 1 unread counts */
+        if (s->cfg->spin_us && f.exec > INLINE_MAX)
+            batch_spin(s, claimed); /* not after small batches: light load */
+        pthread_mutex_lock(&s->mu);
+        s->running = 0;
         deadline_in(&dl, be->idle_ms);
     }
     pthread_mutex_unlock(&s->mu);
@@ -475,10 +562,14 @@ static int batch_thread_start(server *s)
     pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
     int bad = pthread_mutex_init(&s->mu, NULL) != 0 || pthread_cond_init(&s->cv, &ca) != 0;
     pthread_condattr_destroy(&ca);
+    s->free_bat = (1u << NBAT) - 1;
     if (bad || pthread_create(&s->th, NULL, batch_thread, s) != 0)
         return -1;
     s->th_up = 1;
-    return 0;
+    int e = serve_pin(s->th, s->cfg->cpu_batch);
+    if (e != 0)
+        errno = e;
+    return e ? -1 : 0;
 }
 
 static void batch_thread_stop(server *s)
@@ -529,6 +620,8 @@ static void on_event(server *s, const struct epoll_event *ev)
         struct signalfd_siginfo si;
         if (read(s->sfd, &si, sizeof(si)) > 0)
             begin_stop(s);
+    } else if (ev->data.u64 == TAG_BATCH) {
+        batch_collect(s);
     } else {
         conn *c = &s->conns[ev->data.u64 - TAG_CONN];
         if (c->fd < 0)
@@ -559,29 +652,6 @@ static void serve_io(server *s, struct epoll_event *evs, int timeout)
         parse_leftovers(s);
 }
 
-/* With a batch on the batch thread: waits for its end (or a signal) only,
- * the connections' bytes waiting in the kernel (one wake-up per batch, not
- * one per arriving write). At its end: read what arrived meanwhile, hand
- * the next batch over, then send the finished batch's answers while the
- * thread works on the next. */
-static void batch_wait(server *s, struct epoll_event *evs)
-{
-    int n = epoll_wait(s->ep_busy, evs, 64, -1), ended = 0;
-    for (int i = 0; i < n; i++) {
-        if (evs[i].data.u64 == TAG_BATCH)
-            ended = 1;
-        else
-            on_event(s, &evs[i]);
-    }
-    finished f;
-    if (!ended || !batch_collect(s, &f))
-        return;
-    serve_io(s, evs, 0);
-    if (s->qlen > f.real)
-        dispatch(s, f.real);
-    batch_answers(s, f.b, f.real, f.exec, f.e, f.t_disp, f.t_done);
-}
-
 static void run_loop(server *s)
 {
     struct epoll_event evs[64];
@@ -593,13 +663,14 @@ static void run_loop(server *s)
             if (!pending_out(s) || serve_now_ns() >= stop_by)
                 return;
         }
-        if (s->inflight) {
-            batch_wait(s, evs);
+        if (s->th_up) { /* the thread's end of a batch wakes the loop */
+            serve_io(s, evs, s->stopping ? 10 : -1);
+            publish(s);
             continue;
         }
         serve_io(s, evs, s->qlen || s->leftover ? 0 : s->stopping ? 10 : -1);
         if (s->qlen)
-            dispatch(s, 0);
+            dispatch(s);
     }
 }
 
@@ -646,7 +717,7 @@ static int server_alloc(server *s)
     s->q = calloc(s->qcap, sizeof(pend));
     s->qdata = calloc(s->qcap, s->k + s->v);
     s->dummy_key = calloc(1, s->k);
-    for (int i = 0; i < 2; i++) {
+    for (unsigned i = 0; i < (s->cfg->batch_thread ? NBAT : 1u); i++) {
         serve_batch *b = &s->bat[i];
         b->ops = calloc(mb, sizeof(uint64_t));
         b->keys = calloc(mb, s->k);
@@ -680,7 +751,7 @@ static void server_free(server *s)
     free(s->q);
     free(s->qdata);
     free(s->dummy_key);
-    for (int i = 0; i < 2; i++) {
+    for (unsigned i = 0; i < NBAT; i++) {
         free(s->bat[i].ops);
         free(s->bat[i].keys);
         free(s->bat[i].values);
@@ -694,8 +765,6 @@ static void server_free(server *s)
         close(s->sfd);
     if (s->ep >= 0)
         close(s->ep);
-    if (s->ep_busy >= 0)
-        close(s->ep_busy);
 }
 
 static int add_fd(int ep, int fd, uint64_t tag)
@@ -716,7 +785,7 @@ int serve_block_signals(void)
 int serve_run(const serve_config *cfg, serve_backend *be, FILE *ready, serve_totals *tot)
 {
     server s = {.cfg = cfg, .be = be, .tot = tot, .k = be->key_bytes, .v = be->value_bytes,
-                .ep = -1, .lfd = -1, .sfd = -1, .efd = -1, .ep_busy = -1};
+                .ep = -1, .lfd = -1, .sfd = -1, .efd = -1};
     s.req_bytes = serve_req_bytes(s.k, s.v);
     s.resp_bytes = serve_resp_bytes(s.v);
     serve_hello h = {(uint32_t)s.k, (uint32_t)s.v, cfg->max_batch, cfg->pad,
@@ -740,10 +809,11 @@ int serve_run(const serve_config *cfg, serve_backend *be, FILE *ready, serve_tot
         fprintf(stderr, "obl-server: epoll: %s\n", strerror(errno));
     else if (cfg->batch_thread &&
              ((s.efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC)) < 0 ||
-              (s.ep_busy = epoll_create1(EPOLL_CLOEXEC)) < 0 ||
-              add_fd(s.ep_busy, s.efd, TAG_BATCH) != 0 || add_fd(s.ep_busy, s.sfd, TAG_SIGNAL) != 0 ||
+              add_fd(s.ep, s.efd, TAG_BATCH) != 0 ||
               batch_thread_start(&s) != 0))
         fprintf(stderr, "obl-server: batch thread: %s\n", strerror(errno));
+    else if ((errno = serve_pin(pthread_self(), cfg->cpu_loop)) != 0)
+        fprintf(stderr, "obl-server: --cpu-loop %d: %s\n", cfg->cpu_loop, strerror(errno));
     else {
         const char *fmt = strchr(cfg->host, ':') ? "[%s]:%u" : "%s:%u";
         fputs("obl-server: listening on ", ready);

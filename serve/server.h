@@ -5,9 +5,9 @@
  * max_batch) is the next batch, padded up to a power of two with dummy GETs
  * when asked, answered by the backend, and the answers go back on their
  * connections with the arrival, dispatch and completion times. With
- * batch_thread the batch runs on a second thread (one in flight), and the
- * previous batch's answers go out while it runs; the backend's idle hook
- * runs there too.
+ * batch_thread batches run on a second thread, which takes the next one
+ * itself when one ends (one at a time), and the finished batches' answers
+ * go out while it runs; the backend's idle hook runs there too.
  */
 #ifndef OBL_SERVE_SERVER_H
 #define OBL_SERVE_SERVER_H
@@ -27,6 +27,9 @@ typedef struct serve_config {
     int gets_only;      /* public: only GETs are served (--ops get) */
     int batch_thread;   /* batches run on a second thread while the loop writes
                            the previous batch's answers (docs/server.md) */
+    uint32_t spin_us;   /* the batch thread polls for work this long after a
+                           batch before it sleeps */
+    int cpu_loop, cpu_batch; /* CPUs of the loop and the batch thread; -1: any */
     uint64_t n, capacity, key_seed;
 } serve_config;
 

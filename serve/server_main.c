@@ -15,6 +15,9 @@
 #include "backend.h"
 #include "server.h"
 
+/* --spin-us's default (docs/server.md, "The server"). */
+#define SPIN_US 50
+
 static void usage(FILE *f)
 {
     fputs("usage: obl-server [--host ADDR] [--port P] [--n N] [--key-bytes K]\n"
@@ -22,6 +25,7 @@ static void usage(FILE *f)
           "                  [--capacity C] [--seed S] [--map-seed S]\n"
           "                  [--backend omap|shard|mpi] [--shards S] [--threads T]\n"
           "                  [--ops all|get] [--max-conns C] [--batch-thread on|off]\n"
+          "                  [--spin-us US] [--cpu-loop C] [--cpu-batch C]\n"
           "                  [--mpi-timeout SECONDS] [--secret HEX]\n"
           "       mpirun -np RANKS obl-server --backend mpi ... (scripts/mpirun.sh)\n\n"
           "Builds an oblivious map of N entries (key i and its value derived from\n"
@@ -56,6 +60,10 @@ static void usage(FILE *f)
           "                   while the loop writes the previous batch's answers;\n"
           "                   off: every batch on the loop's thread (on; always on\n"
           "                   with mpi)\n"
+          "  --spin-us US     the batch thread polls this long for requests after a\n"
+          "                   batch before it sleeps (waking it costs more) (50)\n"
+          "  --cpu-loop C     pin the loop's thread (reads, writes) to CPU C, or none\n"
+          "  --cpu-batch C    pin the batch thread (the map) to CPU C, or none (none)\n"
           "  --mpi-timeout S  mpi: a rank's deadline for any message; rank 0 runs a\n"
           "                   keep-alive epoch after S/4 idle seconds (60)\n"
           "  --secret HEX     mpi: the ranks' shared secret, 16..32 bytes in hex (a\n"
@@ -94,9 +102,11 @@ static int parse_secret(const char *v, opts *o)
 /* 0 ok, 1 --help, 2 bad usage (message printed). */
 static int parse(int argc, char **argv, opts *o)
 {
-    uint64_t port = 7070, mb = 0, conns = 1024, cap = 0;
+    uint64_t port = 7070, mb = 0, conns = 1024, cap = 0, spin = 0;
     o->cfg.host = "127.0.0.1";
     o->cfg.batch_thread = 1;
+    o->cfg.spin_us = SPIN_US;
+    o->cfg.cpu_loop = o->cfg.cpu_batch = -1;
     o->map = (serve_map_params){.n = 1u << 20, .key_bytes = 8, .value_bytes = 56,
                                 .key_seed = 1, .map_seed = 0};
     o->backend = "omap";
@@ -139,6 +149,12 @@ static int parse(int argc, char **argv, opts *o)
             ok = bench_parse_u64(v, &o->shards) && o->shards <= 4096, o->shards_set = 1;
         else if (!strcmp(a, "--batch-thread"))
             ok = !strcmp(v, "on") || !strcmp(v, "off"), o->cfg.batch_thread = !strcmp(v, "on");
+        else if (!strcmp(a, "--spin-us"))
+            ok = bench_parse_u64(v, &spin) && spin <= 1000000, o->cfg.spin_us = (uint32_t)spin;
+        else if (!strcmp(a, "--cpu-loop"))
+            ok = serve_parse_cpu(v, &o->cfg.cpu_loop);
+        else if (!strcmp(a, "--cpu-batch"))
+            ok = serve_parse_cpu(v, &o->cfg.cpu_batch);
         else if (!strcmp(a, "--mpi-timeout"))
             ok = (o->mpi.timeout_s = strtod(v, NULL)) >= 0.1 && o->mpi.timeout_s <= 86400;
         else if (!strcmp(a, "--secret"))

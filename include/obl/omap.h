@@ -185,7 +185,8 @@ obl_err obl_omap_access(obl_omap *m, uint64_t op, const void *key, const void *v
  * ORAM accesses of one obl_omap_access, in the same order per ORAM; the
  * accesses of consecutive requests are interleaved so that their memory
  * latencies overlap (docs/omap.md, "Batched access"): faster per request
- * than single calls, and the map ends in the same state.
+ * than single calls, and the map ends in the same state (after a refusal
+ * mid-batch, OBL_ERR_STATE, with the same entries; docs/omap.md).
  * Secret: ops, the keys, the values, found. Public: n, the pointers'
  * NULL-ness, errs.
  * Returns the first error of errs (OBL_OK if none); INVALID_ARG (m, keys

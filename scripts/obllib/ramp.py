@@ -51,6 +51,11 @@ CASE_ONLY_PARAMS = ("Backend", "Ranks", "Shards")
 FINE_PARAM = "Fine"
 CONNECTIONS = 4
 HIT_PCT = 80
+# With OBL_RAMP_PIN=1 the omap backend's cases pin the server's batch thread
+# (the map) to one CPU and its loop and obl-load to another (placement); by
+# default every thread is left to the scheduler, which did better on the
+# shared VM (docs/server.md, "Measured").
+PIN_BACKENDS = ("omap",)
 
 
 def binaries(bench_bin):
@@ -220,11 +225,35 @@ def fine_args(args, load):
     return args[:i + 1] + [f"{r0}:{r1}:{secs}:{steps}"] + args[i + 2:]
 
 
-def run_case(bench_bin, case, timeout_s):
+def placement(case, extra_args=()):
+    """(batch CPU, loop CPU) for a case pinned by PIN_BACKENDS, or None: the
+    map's thread on the run's CPU (run.py --cpu, the fastest in its probe)
+    or else the last CPU this process may use, the server's loop and obl-load
+    on the first other one. None unless OBL_RAMP_PIN=1, and with fewer than
+    two CPUs or under MPI."""
+    if (os.environ.get("OBL_RAMP_PIN", "0") != "1" or case.get("mpi_ranks")
+            or case["params"].get("Backend") not in PIN_BACKENDS
+            or not hasattr(os, "sched_getaffinity")):
+        return None
+    cpus = sorted(os.sched_getaffinity(0))
+    args = list(extra_args)
+    run_cpu = [int(args[i + 1]) for i, a in enumerate(args[:-1]) if a == "--cpu"
+               and args[i + 1].isdigit()]
+    batch = run_cpu[-1] if run_cpu and run_cpu[-1] in cpus else cpus[-1]
+    others = [c for c in cpus if c != batch]
+    return (batch, others[0]) if others else None
+
+
+def run_case(bench_bin, case, timeout_s, extra_args=()):
     """Server up, load run (a ramp: then its fine ramp, refine_load, on the
     same server), server down. -> runner.run_case's result dict."""
     bins = binaries(bench_bin)
     start = time.monotonic()
+    pin = placement(case, extra_args)
+    if pin is not None:
+        case = dict(case, server_args=case["server_args"] + [
+            "--cpu-batch", str(pin[0]), "--cpu-loop", str(pin[1])],
+            args=case["args"] + ["--cpu", str(pin[1])])
     result = {"argv": ["obl-server"] + case["server_args"] + ["|", "obl-load"] + case["args"]}
     if bins is None:
         result.update(outcome="failed", reason="obl-server/obl-load not built", exit_code=None,

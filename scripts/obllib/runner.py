@@ -219,7 +219,7 @@ def run_case(bench_bin, case, timeout_s, reps=None, extra_args=(), plugins=None)
     plug-in (case["plugin"], not obl-bench's own) runs its run.sh, and its
     REPORT lines are its records (parse.objects_from_reports)."""
     if case.get("driver") == ramp.DRIVER:
-        return ramp.run_case(bench_bin, case, timeout_s)
+        return ramp.run_case(bench_bin, case, timeout_s, extra_args)
     plugin = (plugins or {}).get(case.get("plugin")) if not case.get("native") else None
     by_reports = plugin is not None or case.get("driver") == mpi.DRIVER  # records: REPORT lines
     with tempfile.TemporaryDirectory(prefix="obl-case-") as tmp:

@@ -151,9 +151,10 @@ typedef struct rt_split {
     size_t scr_bytes;
 } rt_split;
 
-/* One-word keys: the sorted requests as the join's slim records (packed
- * (shard, key, type 1), position), kept for the join of this batch, which
- * then needs no sort of its own (rt_join_requests). */
+/* One-word keys: the sorted requests' packed (shard, key) and position,
+ * kept for the join of this batch, which finds each key's last request
+ * and every request's position there instead of sorting its own
+ * (rt_slots_expand). */
 static void rt_keep_order(rt_split *t)
 {
     shard_route *r = t->r;
@@ -450,8 +451,11 @@ static obl_err rt_slots_inorder(rt_slots *t, const shard_bufs *in)
     return rt_slots_compact(t);
 }
 
-/* The sorts of shards [lo, hi)'s keyed answers by (dummy, key); the record
- * network draws no randomness (the generator is not used from threads). */
+/* The sorts of shards [lo, hi)'s keyed answers by (dummy, key), several
+ * ranges at once (obl_par_for): shard_sort of two key words draws no
+ * randomness (the record network, or obl_sort's deterministic networks
+ * from 2^13 records), so the shared generator is not used from threads;
+ * the allocator must be thread-safe (the sharded map's is locked). */
 static void rt_sort_shards(void *ctx, size_t lo, size_t hi)
 {
     const rt_slots *t = (const rt_slots *)ctx;

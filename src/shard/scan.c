@@ -34,10 +34,17 @@
 #define SC_LAMBDA 40u        /* table overflow: at most 2^-40 per batch */
 #define SC_HASH_CHUNK 64    /* entries hashed at once (siphash lanes) */
 #define SC_MAX_PARTS 256u
-#define SC_PREFETCH 8     /* entries read ahead in the bucket-ordered scan */
+#define SC_BLOCK_BYTES ((size_t)8 << 20) /* entries scanned per block (sc_scan) */
+#define SC_PREFETCH 8     /* entries read ahead in the write scan */
 #define SC_SORT_WEIGHT 16.0 /* the shape's model: see shard_scan_table_shape */
-#define SC_FILLER (1ull << 9)
-#define SC_DUMMY (1ull << 8)
+/* A table record's first word: bucket (or, once ranked, slot) << 32, then
+ * these flags and the request's (or filler's) index below 2^28. */
+#define SC_PUT (1ull << 28)
+#define SC_ERASE (1ull << 29)
+#define SC_DUMMY (1ull << 30)
+#define SC_FILLER (1ull << 31)
+#define SC_IDX ((1ull << 28) - 1)
+#define SC_LOW 0xffffffffull
 
 struct shard_scan {
     obl_alloc_ctx ac;
@@ -55,6 +62,7 @@ struct shard_scan {
     unsigned char *arena;    /* a batch's working memory, kept (sc_work_alloc) */
     size_t arena_bytes;
     size_t shape_b, shape_nb, shape_z; /* the last table shape, for reuse */
+    size_t block_bytes;      /* sc_scan's blocks: SC_BLOCK_BYTES, or a test's */
 };
 
 static size_t rnd8(size_t x) { return (x + 7) & ~(size_t)7; }
@@ -102,6 +110,12 @@ void shard_scan_table_shape(size_t b, size_t n, size_t *nb_out, size_t *z_out)
 }
 
 /* see shard_internal.h */
+void shard_scan_force_block(shard_scan *s, size_t bytes)
+{
+    s->block_bytes = bytes ? bytes : SC_BLOCK_BYTES;
+}
+
+/* see shard_internal.h */
 void shard_scan_force_shape(shard_scan *s, size_t b, size_t nb, size_t z)
 {
     s->shape_b = b;
@@ -146,6 +160,7 @@ obl_err shard_scan_create(shard_scan **out, uint64_t capacity, size_t key_size,
     obl_wipe(seed, sizeof seed);
     s->ac = c;
     s->isa = obl_isa_pick();
+    s->block_bytes = SC_BLOCK_BYTES;
     *out = s;
     return OBL_OK;
 }
@@ -194,7 +209,7 @@ typedef struct sc_work {
     size_t zp, ow;         /* the read scan's slots per bucket (z rounded up
                             * to 4, or 8 when wide) and words per slot
                             * (value, found) */
-    size_t rs;             /* table record: sk, meta, key words, [value] */
+    size_t rs;             /* table record: sk (SC_PUT ..), key words, [value] */
     size_t n0;             /* records sorted in the build: b + T */
     int writes;
     int wide;              /* the AVX-512 read scan (transposed blocks) */
@@ -211,7 +226,11 @@ typedef struct sc_work {
     uint32_t *cnt;         /* (parts + 1) * (nb + 1): the counting sort's
                             * counters per slice, then the buckets' starts */
     size_t xcut[SC_MAX_PARTS + 1]; /* part t probes buckets xcut[t] .. */
+    size_t blo, bhi;       /* the block of entries being scanned (sc_scan) */
     unsigned char *out;    /* the answers' records */
+    unsigned char *msg;    /* the requests' hash messages (sc_build) */
+    uint64_t *h;           /* their hashes; then, the same memory, */
+    uint8_t *kept;         /* the table build's compaction flags */
     uint64_t *colbuf;      /* the table sort's column buffer */
     size_t colbuf_bytes;
     size_t ins_bytes;
@@ -241,14 +260,15 @@ static void sc_work_free(sc_work *w)
 static obl_err sc_work_alloc(sc_work *w)
 {
     shard_scan *s = w->s;
-    size_t ns = w->nb * w->zp, sz[SC_PARTS], total = 0, d = 0, o1, o2;
-    if (s->cap > UINT32_MAX || w->nb > UINT32_MAX ||
+    size_t ns = w->nb * w->zp, sz[SC_PARTS], total = 0, d = 0, o1, o2, hb;
+    if (s->cap > UINT32_MAX || w->nb > UINT32_MAX || w->n0 > SC_IDX || /* sc_fill_requests */
         !obl_mul_ok(w->nb + 1, 4 * ((size_t)w->parts + 1), &sz[7]) ||
         !obl_mul_ok(w->n0, w->rs, &sz[0]) || !obl_mul_ok(ns, 8 * w->ow, &sz[1]) ||
         !obl_mul_ok(w->T, 8, &sz[2]) ||
         !obl_mul_ok(ns, 8 * s->kw, &sz[3]) || !obl_mul_ok(ns, 8, &sz[4]) ||
         !obl_mul_ok((size_t)s->cap, 4, &sz[5]) || !obl_mul_ok(w->T, 16 + s->vs8, &o1) ||
-        !obl_mul_ok(w->T, 25 + 8 * s->kw + s->vs8, &o2) ||
+        !obl_mul_ok(w->T, 9 + 8 * s->kw + s->vs8, &o2) || !obl_mul_ok(w->bt->b, 8, &hb) ||
+        !obl_mul_ok(hb, s->kw + 1, &sz[6]) ||
         (w->writes && !obl_mul_ok((size_t)s->cap + w->T, 24 + s->esz, &d)))
         return OBL_ERR_TOO_LARGE;
     /* the scan's bucket order (xs, ord) and, after the scan, the answers'
@@ -257,7 +277,7 @@ static obl_err sc_work_alloc(sc_work *w)
     if (xo < sz[5])
         return OBL_ERR_TOO_LARGE;
     sz[5] = xo > ob ? xo : ob;
-    sz[6] = sz[8] = 0;
+    sz[8] = hb > w->n0 ? hb : w->n0;
     size_t m = 1;
     while (m < w->n0)
         m *= 2;
@@ -298,6 +318,9 @@ static obl_err sc_work_alloc(sc_work *w)
     w->cnt = (uint32_t *)part[7];
     w->out = (unsigned char *)part[5];
     w->colbuf = (uint64_t *)part[9];
+    w->msg = (unsigned char *)part[6];
+    w->h = (uint64_t *)part[8];
+    w->kept = (uint8_t *)part[8];
     w->colbuf_bytes = sz[9];
     memset(w->oval, 0, sz[1]); /* the probes OR into it */
     return OBL_OK;
@@ -320,35 +343,37 @@ static void sc_fill_requests(sc_work *w, const uint64_t *h)
         unsigned char *r = w->tab + i * w->rs;
         uint64_t d = bt->dummy[i] & 1, op = bt->op[i];
         uint64_t x = obl_ct_select64(d, obl_prg_u64(&s->prg), h[i]) & (w->nb - 1);
-        st64(r, x << 33 | (uint64_t)i);
-        uint64_t meta = obl_ct_eq64(op, 1) | obl_ct_eq64(op, 2) << 1 | d << 8 | (uint64_t)i << 32;
-        st64(r + 8, meta);
-        memset(r + 16, 0, 8 * s->kw);
-        memcpy(r + 16, bt->keys + i * s->ks, s->ks);
+        st64(r, x << 32 | obl_ct_eq64(op, 1) << 28 | obl_ct_eq64(op, 2) << 29 | d << 30 |
+                    (uint64_t)i);
+        memset(r + 8, 0, 8 * s->kw);
+        memcpy(r + 8, bt->keys + i * s->ks, s->ks);
         if (w->writes)
-            memcpy(r + 16 + 8 * s->kw, bt->vin + i * s->vs, s->vs);
+            memcpy(r + 8 + 8 * s->kw, bt->vin + i * s->vs, s->vs);
     }
-    for (size_t f = 0; f < w->T; f++) { /* z fillers per bucket */
-        unsigned char *r = w->tab + (bt->b + f) * w->rs;
-        st64(r, (uint64_t)(f / w->z) << 33 | 1ull << 32 | (uint64_t)f);
-        st64(r + 8, SC_FILLER);
-        memset(r + 16, 0, w->rs - 16); /* the arena holds the last batch's */
+    for (size_t x = 0, f = 0; x < w->nb; x++) {
+        for (size_t zz = 0; zz < w->z; zz++, f++) { /* z fillers per bucket */
+            unsigned char *r = w->tab + (bt->b + f) * w->rs;
+            st64(r, (uint64_t)x << 32 | SC_FILLER | (uint64_t)f);
+            memset(r + 8, 0, w->rs - 8); /* the arena holds the last batch's */
+        }
     }
 }
 
 /* After the sort by bucket: keep the first z records of each bucket (reals
  * first, then fillers): kept[p] and, for a sort instead of the compaction,
- * a key that orders them first; returns 1 on overflow. */
+ * a first word that orders them first (slot << 32, the flags and index
+ * kept below); returns 1 on overflow. */
 static uint64_t sc_rank(sc_work *w, uint8_t *kept)
 {
     uint64_t prev = UINT64_MAX, rank = 0, ovf = 0;
     for (size_t p = 0; p < w->n0; p++) {
         unsigned char *r = w->tab + p * w->rs;
-        uint64_t sk = ld64(r), x = sk >> 33, filler = (sk >> 32) & 1;
+        uint64_t sk = ld64(r), x = sk >> 32, filler = (sk >> 31) & 1;
         rank = obl_ct_select64(obl_ct_eq64(x, prev), rank + 1, 0);
         uint64_t keep = obl_ct_lt64(rank, w->z);
         ovf |= (keep ^ 1) & (filler ^ 1);
-        st64(r, obl_ct_select64(keep, x * w->z + rank, 1ull << 63 | (uint64_t)p));
+        st64(r, obl_ct_select64(keep, (x * w->z + rank) << 32 | (sk & SC_LOW),
+                                1ull << 63 | (uint64_t)p));
         kept[p] = (uint8_t)keep;
         prev = x;
     }
@@ -367,27 +392,14 @@ static obl_err sc_build(sc_work *w)
 {
     shard_scan *s = w->s;
     size_t mw = s->kw + 1, b = w->bt->b;
-    size_t mbytes = b * mw * 8, hbytes = b * 8;
-    unsigned char *msg = (unsigned char *)obl_alloc(&s->ac, mbytes, 64);
-    uint64_t *h = (uint64_t *)obl_alloc(&s->ac, hbytes, 64);
-    if (!msg || !h) {
-        obl_free(&s->ac, msg, mbytes);
-        obl_free(&s->ac, h, hbytes);
-        return OBL_ERR_NOMEM;
-    }
+    memset(w->msg, 0, b * mw * 8); /* the arena holds the last batch's */
     for (size_t i = 0; i < b; i++) /* key words, domain word 0 */
-        memcpy(msg + i * mw * 8, w->bt->keys + i * s->ks, s->ks);
-    sc_hash(w, msg, b, h);
-    sc_fill_requests(w, h);
-    obl_free(&s->ac, msg, mbytes);
-    obl_free(&s->ac, h, hbytes);
-    uint8_t *kept = (uint8_t *)obl_alloc(&s->ac, w->n0, 64);
-    if (!kept)
-        return OBL_ERR_NOMEM;
+        memcpy(w->msg + i * mw * 8, w->bt->keys + i * s->ks, s->ks);
+    sc_hash(w, w->msg, b, w->h);
+    sc_fill_requests(w, w->h);
     sc_sort(w, w->tab, w->n0, w->rs);
-    uint64_t ovf = sc_rank(w, kept);
-    shard_keep_first(w->tab, w->n0, w->rs, kept, w->parts, &s->prg, &s->ac.a);
-    obl_free(&s->ac, kept, w->n0);
+    uint64_t ovf = sc_rank(w, w->kept);
+    shard_keep_first(w->tab, w->n0, w->rs, w->kept, w->parts, &s->prg, &s->ac.a);
     /* a public capacity event, like an ORAM stash overflow (<= 2^-40) */
     return OBL_DECLASSIFY_VAL(ovf) ? OBL_ERR_STASH_OVERFLOW : OBL_OK;
 }
@@ -405,15 +417,15 @@ static void sc_probe(const sc_work *w, size_t j, uint64_t x)
     OBL_TRACE_TOUCH(OBL_TRACE_REGION_MAP, OBL_TRACE_RW, x * w->z, w->z);
     for (size_t zz = 0; zz < w->z; zz++) {
         const unsigned char *r = w->tab + (x * w->z + zz) * w->rs;
-        uint64_t meta = ld64(r + 8), acc = 0;
+        uint64_t meta = ld64(r), acc = 0;
         for (size_t k = 0; k < s->kw; k++)
-            acc |= ld64(r + 16 + 8 * k) ^ ld64(e + 8 * k);
+            acc |= ld64(r + 8 + 8 * k) ^ ld64(e + 8 * k);
         uint64_t m = obl_ct_nonzero64(acc | (meta & (SC_DUMMY | SC_FILLER))) ^ 1;
         m &= valid;
-        uint64_t put = m & meta & 1;
-        obl_ct_cmov(put, nv, r + 16 + 8 * s->kw, s->vs8);
+        uint64_t put = m & (meta >> 28) & 1;
+        obl_ct_cmov(put, nv, r + 8 + 8 * s->kw, s->vs8);
         anyput |= put;
-        erase |= m & (meta >> 1) & 1;
+        erase |= m & (meta >> 29) & 1;
     }
     obl_ct_cmov(anyput, val, nv, s->vs8);
     obl_ct_czero(erase, val, s->vs8);
@@ -435,9 +447,9 @@ static void sc_slot_arrays(sc_work *w)
                 continue;
             }
             const unsigned char *r = w->tab + (x * w->z + zz) * w->rs;
-            uint64_t dead = obl_ct_nonzero64(ld64(r + 8) & (SC_DUMMY | SC_FILLER));
+            uint64_t dead = obl_ct_nonzero64(ld64(r) & (SC_DUMMY | SC_FILLER));
             w->slive[q] = obl_ct_mask(dead ^ 1);
-            memcpy(w->skey + q * kw, r + 16, 8 * kw);
+            memcpy(w->skey + q * kw, r + 8, 8 * kw);
         }
     }
 }
@@ -487,12 +499,13 @@ static inline void sc_read_chunk(const sc_work *w, const sc_stage *st, size_t ne
 /* sc_read_chunk for one key word and ow = 4 or 8, four slots at a time:
  * one compare of an entry's key with four slot keys, then each slot's
  * lane of the match mask ANDed with the entry's value and ORed into that
- * slot's accumulator (no blends, no masked memory operands). */
-__attribute__((target("avx2"))) static void sc_read_chunk_avx2(const sc_work *w,
-                                                               const sc_stage *st, size_t ne,
-                                                               size_t x, uint64_t *oval)
+ * slot's accumulator (no blends, no masked memory operands). nv = ow / 4
+ * is a constant at the calls, so that the accumulators stay in registers. */
+__attribute__((target("avx2"), always_inline)) static inline void
+sc_read_chunk_avx2_nv(const sc_work *w, const sc_stage *st, size_t ne, size_t x, uint64_t *oval,
+                      size_t nv)
 {
-    const size_t ow = w->ow, nv = ow / 4;
+    const size_t ow = 4 * nv;
     for (size_t g = 0; g < w->zp; g += 4) {
         size_t q = x * w->zp + g;
         __m256i sk = _mm256_loadu_si256((const void *)(w->skey + q));
@@ -522,9 +535,19 @@ __attribute__((target("avx2"))) static void sc_read_chunk_avx2(const sc_work *w,
     }
 }
 
+__attribute__((target("avx2"))) static void sc_read_chunk_avx2(const sc_work *w,
+                                                               const sc_stage *st, size_t ne,
+                                                               size_t x, uint64_t *oval)
+{
+    if (w->ow == 8) /* public */
+        sc_read_chunk_avx2_nv(w, st, ne, x, oval, 2);
+    else
+        sc_read_chunk_avx2_nv(w, st, ne, x, oval, 1);
+}
+
 /* Eight slots (keys sk8) against ne staged entries, on the group's block of
- * 8 * ow words held transposed (word k of slot j at blk[8 k + j]; sc_scan
- * transposes back): per entry one compare of its key with the eight slot
+ * 8 * ow words held transposed (word k of slot j at blk[8 k + j]; sc_word
+ * reads them so): per entry one compare of its key with the eight slot
  * keys, the match bits widened to lanes (vpmovm2q), then per word one
  * ternary-logic op, acc |= broadcast(word) & match. The mask never meets
  * a memory operand (the masked-operand audit, tests/ct/masked_ops.sh). */
@@ -561,32 +584,59 @@ sc_read_chunk_avx512(const sc_work *w, const sc_stage *st, size_t ne, size_t x, 
 }
 #endif
 
-/* Stages entries ord[k .. k + ne) of [lo, hi) (prefetching those a few
- * probes ahead; the order is public) and probes them against bucket x. */
+/* Prefetches entries ord[k .. k + m) (clipped to n) and their validity
+ * bytes: issued for the next chunk before the probes of the current one,
+ * so that the chunk's random reads overlap its probes (the order is
+ * public). */
+static inline void sc_prefetch(const sc_work *w, const uint32_t *ord, size_t k, size_t m, size_t n)
+{
+#if defined(__GNUC__)
+    const shard_scan *s = w->s;
+    for (size_t i = k; i < k + m && i < n; i++) { /* public */
+        const unsigned char *pe = s->ent + ord[i] * s->esz;
+        for (size_t o = 0; o < s->esz; o += 64)
+            __builtin_prefetch(pe + o);
+        __builtin_prefetch(pe + s->esz - 1); /* an entry may span two lines */
+        __builtin_prefetch(s->valid + ord[i]);
+        __asm__ volatile("" : : "r"(pe)); /* else gcc drops the loop */
+    }
+#else
+    (void)w, (void)ord, (void)k, (void)m, (void)n;
+#endif
+}
+
+/* Stage slot i: entry e's key words and ow words: its value, a 1 (the found
+ * flag), zeros; all zero for a free entry (valid = 0). */
+static inline void sc_stage_one(sc_stage *st, size_t i, const unsigned char *e, uint64_t valid,
+                                size_t kw, size_t vw, size_t ow)
+{
+    uint64_t *v = st->val + i * ow;
+    memcpy(st->key + i * kw, e, 8 * kw);
+    memcpy(v, e + 8 * kw, 8 * vw);
+    v[vw] = 1;
+    for (size_t j = 0; j <= vw; j++)
+        v[j] &= valid;
+    for (size_t j = vw + 1; j < ow; j++)
+        v[j] = 0;
+}
+
+/* Stages entries ord[k .. k + ne) (prefetched with the previous chunk),
+ * prefetches the next chunk's and probes the staged ones against bucket
+ * x. */
 static void sc_read_bucket(const sc_work *w, sc_stage *st, const uint32_t *ord, size_t k,
-                           size_t ne, size_t n, size_t lo, size_t x, uint64_t *oval)
+                           size_t ne, size_t n, size_t x, uint64_t *oval)
 {
     const shard_scan *s = w->s;
     size_t kw = s->kw, vw = s->vs8 / 8, ow = w->ow;
     for (size_t i = 0; i < ne; i++) {
-#if defined(__GNUC__)
-        if (k + i + SC_PREFETCH < n) { /* public */
-            const unsigned char *pe = s->ent + (lo + ord[k + i + SC_PREFETCH]) * s->esz;
-            __builtin_prefetch(pe);
-            __builtin_prefetch(pe + s->esz - 1); /* an entry may span two lines */
-        }
-#endif
-        size_t at = lo + ord[k + i];
-        const unsigned char *e = s->ent + at * s->esz;
-        uint64_t valid = obl_ct_mask(s->valid[at] & 1), *v = st->val + i * ow;
-        memcpy(st->key + i * kw, e, 8 * kw);
-        memcpy(v, e + 8 * kw, 8 * vw);
-        v[vw] = 1;
-        for (size_t j = 0; j <= vw; j++)
-            v[j] &= valid;
-        for (size_t j = vw + 1; j < ow; j++)
-            v[j] = 0;
+        size_t at = ord[k + i];
+        uint64_t valid = obl_ct_mask(s->valid[at] & 1);
+        if (kw == 1 && vw == 7 && ow == 8) /* public: 8/56, constant sizes */
+            sc_stage_one(st, i, s->ent + at * s->esz, valid, 1, 7, 8);
+        else
+            sc_stage_one(st, i, s->ent + at * s->esz, valid, kw, vw, ow);
     }
+    sc_prefetch(w, ord, k + ne, SC_CHUNK, n);
 #if defined(OBL_CT_X86)
     if (w->wide) { /* public */
         sc_read_chunk_avx512(w, st, ne, x, oval);
@@ -643,7 +693,8 @@ static void sc_buckets(const sc_work *w, size_t lo, size_t hi, uint32_t *xs)
 static obl_err sc_count_task(void *arg, size_t t)
 {
     const sc_work *w = (const sc_work *)arg;
-    size_t n = (size_t)w->s->cap, lo = n * t / w->parts, hi = n * (t + 1) / w->parts;
+    size_t n = w->bhi - w->blo, lo = w->blo + n * t / w->parts;
+    size_t hi = w->blo + n * (t + 1) / w->parts;
     uint32_t *cnt = w->cnt + t * (w->nb + 1);
     sc_buckets(w, lo, hi, w->xs + lo);
     memset(cnt, 0, (w->nb + 1) * 4);
@@ -652,18 +703,18 @@ static obl_err sc_count_task(void *arg, size_t t)
     return OBL_OK;
 }
 
-/* Slice t's count of bucket x becomes its first position in the bucket
- * order (buckets ascending, slices in turn within one); the buckets'
- * starts go to the last row; part t takes the buckets from the first whose
- * start reaches t n / parts. Public. */
+/* Slice t's count of bucket x becomes its first position in the block's
+ * bucket order (from blo: buckets ascending, slices in turn within one);
+ * the buckets' starts go to the last row; part t takes the buckets from
+ * the first whose start reaches t n / parts of the block. Public. */
 static void sc_offsets(sc_work *w)
 {
-    size_t P = w->parts, nb = w->nb, n = (size_t)w->s->cap, pos = 0, t2 = 1;
+    size_t P = w->parts, nb = w->nb, n = w->bhi - w->blo, pos = w->blo, t2 = 1;
     uint32_t *bst = w->cnt + P * (nb + 1);
     w->xcut[0] = 0;
     for (size_t x = 0; x < nb; x++) {
         bst[x] = (uint32_t)pos;
-        for (; t2 < P && pos >= n * t2 / P; t2++)
+        for (; t2 < P && pos - w->blo >= n * t2 / P; t2++)
             w->xcut[t2] = x;
         for (size_t t = 0; t < P; t++) {
             uint32_t c = w->cnt[t * (nb + 1) + x];
@@ -679,7 +730,8 @@ static void sc_offsets(sc_work *w)
 static obl_err sc_place_task(void *arg, size_t t)
 {
     const sc_work *w = (const sc_work *)arg;
-    size_t n = (size_t)w->s->cap, lo = n * t / w->parts, hi = n * (t + 1) / w->parts;
+    size_t n = w->bhi - w->blo, lo = w->blo + n * t / w->parts;
+    size_t hi = w->blo + n * (t + 1) / w->parts;
     uint32_t *cnt = w->cnt + t * (w->nb + 1);
     for (size_t i = lo; i < hi; i++)
         w->ord[cnt[w->xs[i]]++] = (uint32_t)i;
@@ -690,14 +742,15 @@ static obl_err sc_probe_task(void *arg, size_t t)
 {
     const sc_work *w = (const sc_work *)arg;
     const uint32_t *bst = w->cnt + w->parts * (w->nb + 1);
-    size_t n = (size_t)w->s->cap, x0 = w->xcut[t], x1 = w->xcut[t + 1];
+    size_t n = w->bhi, x0 = w->xcut[t], x1 = w->xcut[t + 1];
     if (w->phase == 0) { /* public */
         sc_stage st;
+        sc_prefetch(w, w->ord, bst[x0], SC_CHUNK, bst[x1]);
         for (size_t x = x0; x < x1; x++) {
             for (size_t k = bst[x]; k < bst[x + 1]; k += SC_CHUNK) {
                 size_t ne = bst[x + 1] - k < SC_CHUNK ? bst[x + 1] - k : SC_CHUNK;
                 OBL_TRACE_TOUCH(OBL_TRACE_REGION_MAP, OBL_TRACE_RW, x * w->z, w->z);
-                sc_read_bucket(w, &st, w->ord, k, ne, n, 0, x, w->oval);
+                sc_read_bucket(w, &st, w->ord, k, ne, bst[x1], x, w->oval);
             }
         }
         return OBL_OK;
@@ -726,46 +779,61 @@ static void sc_run(sc_work *w, obl_pool *pool, obl_err (*task)(void *, size_t))
     }
 }
 
-/* Table slot p's place in the read scan's arrays (buckets of zp slots). */
-static size_t sc_oslot(const sc_work *w, size_t p)
+/* From table slot p's place q in the read scan's arrays (buckets of zp
+ * slots; zz = p mod z) to slot p + 1's, without a division. */
+static inline void sc_oslot_next(const sc_work *w, size_t *q, size_t *zz)
 {
-    return (p / w->z) * w->zp + p % w->z;
-}
-
-/* After the read scan: the wide form's blocks transposed back (slot j's
- * words at j * ow), and a dead slot's words cleared (a dummy's or a
- * filler's key may equal a stored key). Public addresses. */
-static void sc_slot_words(sc_work *w)
-{
-    size_t ow = w->ow, ns = w->nb * w->zp;
-    uint64_t tmp[8 * 8];
-    for (size_t q = 0; w->wide && q < ns; q += 8) { /* public */
-        uint64_t *blk = w->oval + q * ow;
-        memcpy(tmp, blk, 64 * ow);
-        for (size_t j = 0; j < 8; j++)
-            for (size_t k = 0; k < ow; k++)
-                blk[j * ow + k] = tmp[k * 8 + j];
+    if (++*zz == w->z) { /* public */
+        *zz = 0;
+        *q += w->zp - w->z + 1;
+    } else {
+        ++*q;
     }
-    for (size_t q = 0; q < ns; q++)
-        for (size_t k = 0; k < ow; k++)
-            w->oval[q * ow + k] &= w->slive[q];
 }
 
+/* After the read scan: word k of scan slot q (the wide form holds each
+ * block of eight slots transposed, word k of its slot j at 8 k + j),
+ * cleared for a dead slot (a dummy's or a filler's key may equal a stored
+ * key). Public addresses. */
+static inline uint64_t sc_word(const sc_work *w, size_t q, size_t k)
+{
+    size_t at = w->wide ? (q & ~(size_t)7) * w->ow + 8 * k + (q & 7) : q * w->ow + k;
+    return w->oval[at] & w->slive[q];
+}
+
+/* Scan slot q's value words to dst. */
+static void sc_value(const sc_work *w, size_t q, unsigned char *dst)
+{
+    for (size_t k = 0; k < w->s->vs8 / 8; k++)
+        st64(dst + 8 * k, sc_word(w, q, k));
+}
+
+/* The entries in blocks of about block_bytes, each hashed, put in
+ * bucket order and probed before the next: the bucket-ordered reads of a
+ * block then find the lines its hash pass has just brought into the
+ * cache, where one bucket order over the whole store fetched every entry
+ * from memory at random (docs/shard.md, "Scan"); each block loads and
+ * stores the touched slots' accumulators once more. The blocks are a
+ * function of the capacity and the entry size alone. */
 static void sc_scan(sc_work *w, obl_pool *pool, unsigned phase)
 {
+    size_t n = (size_t)w->s->cap, bb = w->s->block_bytes, nblk = (n * w->s->esz + bb - 1) / bb;
     w->phase = phase;
     if (phase == 0)
         sc_slot_arrays(w);
-    sc_run(w, pool, sc_count_task);
-    sc_offsets(w);
-    sc_run(w, pool, sc_place_task);
-    sc_run(w, pool, sc_probe_task);
+    for (size_t k = 0; k < nblk || k == 0; k++) {
+        w->blo = nblk ? n * k / nblk : 0;
+        w->bhi = nblk ? n * (k + 1) / nblk : n;
+        sc_run(w, pool, sc_count_task);
+        sc_offsets(w);
+        sc_run(w, pool, sc_place_task);
+        sc_run(w, pool, sc_probe_task);
+    }
     if (phase != 0)
         return;
-    size_t ow = w->ow, vw = w->s->vs8 / 8;
-    sc_slot_words(w);
-    for (size_t p = 0; p < w->T; p++) /* table order */
-        w->ofnd[p] = w->oval[sc_oslot(w, p) * ow + vw];
+    size_t vw = w->s->vs8 / 8;
+    for (size_t p = 0, q = 0, zz = 0; p < w->T; p++, sc_oslot_next(w, &q, &zz))
+        w->ofnd[p] = sc_word(w, q, vw); /* table order */
 }
 
 /* Sorts the slots back into request order: out[i] = request i's answer. */
@@ -775,12 +843,12 @@ static obl_err sc_route_back(sc_work *w)
     const shard_batch *bt = w->bt;
     size_t rs = 16 + s->vs8;
     unsigned char *r = w->out;
-    for (size_t p = 0; p < w->T; p++) {
-        uint64_t meta = ld64(w->tab + p * w->rs + 8);
-        uint64_t real = ((meta >> 9) & 1) ^ 1;
-        st64(r + p * rs, obl_ct_select64(real, meta >> 32, 1ull << 63 | (uint64_t)p));
+    for (size_t p = 0, q = 0, zz = 0; p < w->T; p++, sc_oslot_next(w, &q, &zz)) {
+        uint64_t meta = ld64(w->tab + p * w->rs);
+        uint64_t real = ((meta >> 31) & 1) ^ 1;
+        st64(r + p * rs, obl_ct_select64(real, meta & SC_IDX, 1ull << 63 | (uint64_t)p));
         st64(r + p * rs + 8, w->ofnd[p]);
-        memcpy(r + p * rs + 16, w->oval + sc_oslot(w, p) * w->ow, s->vs8);
+        sc_value(w, q, r + p * rs + 16);
     }
     sc_sort(w, r, w->T, rs);
     for (size_t i = 0; i < bt->b; i++) { /* every request holds a slot */
@@ -794,33 +862,34 @@ static obl_err sc_route_back(sc_work *w)
  * rest are fillers) compacted to the front (ORCompact, O(T log T) moves,
  * where the sort into request order needs O(T log^2 T)); for a caller
  * that takes the answers in any order (shard_batch.akeys). Records:
- * order word (for shard_keep_first's sort form), key words, dummy, found,
+ * order word (for shard_keep_first's sort form; dummy and found flags in
+ * bits 62 and 61, as the kept records may come in any order), key words,
  * value. */
 static obl_err sc_answer_any(sc_work *w)
 {
     shard_scan *s = w->s;
     const shard_batch *bt = w->bt;
-    size_t kw = s->kw, rs = 24 + 8 * kw + s->vs8;
+    size_t kw = s->kw, rs = 8 + 8 * kw + s->vs8;
     unsigned char *r = w->out;
     uint8_t *keep = w->out + w->T * rs;
-    for (size_t p = 0; p < w->T; p++) {
+    for (size_t p = 0, o = 0, zz = 0; p < w->T; p++, sc_oslot_next(w, &o, &zz)) {
         const unsigned char *t = w->tab + p * w->rs;
         unsigned char *q = r + p * rs;
-        uint64_t meta = ld64(t + 8), real = ((meta >> 9) & 1) ^ 1;
-        st64(q, obl_ct_select64(real, p, 1ull << 63 | (uint64_t)p));
-        memcpy(q + 8, t + 16, 8 * kw);
-        st64(q + 8 + 8 * kw, (meta >> 8) & 1);
-        st64(q + 16 + 8 * kw, w->ofnd[p]);
-        memcpy(q + 24 + 8 * kw, w->oval + sc_oslot(w, p) * w->ow, s->vs8);
+        uint64_t meta = ld64(t), real = ((meta >> 31) & 1) ^ 1;
+        uint64_t flags = ((meta >> 30) & 1) << 62 | (w->ofnd[p] & 1) << 61;
+        st64(q, obl_ct_select64(real, p, 1ull << 63 | (uint64_t)p) | flags);
+        memcpy(q + 8, t + 8, 8 * kw);
+        sc_value(w, o, q + 8 + 8 * kw);
         keep[p] = (uint8_t)real;
     }
     shard_keep_first(r, w->T, rs, keep, w->parts, &s->prg, &s->ac.a);
     for (size_t i = 0; i < bt->b; i++) { /* every request holds a slot */
         const unsigned char *q = r + i * rs;
+        uint64_t o = ld64(q);
         memcpy(bt->akeys + i * s->ks, q + 8, s->ks);
-        bt->adummy[i] = ld64(q + 8 + 8 * kw);
-        bt->found[i] = ld64(q + 16 + 8 * kw);
-        memcpy(bt->vout + i * s->vs, q + 24 + 8 * kw, s->vs);
+        bt->adummy[i] = (o >> 62) & 1;
+        bt->found[i] = (o >> 61) & 1;
+        memcpy(bt->vout + i * s->vs, q + 8 + 8 * kw, s->vs);
     }
     return OBL_OK;
 }
@@ -830,10 +899,10 @@ static uint64_t sc_fits(const sc_work *w)
 {
     uint64_t fresh = 0, freed = 0, free_now = 0;
     for (size_t p = 0; p < w->T; p++) {
-        uint64_t meta = ld64(w->tab + p * w->rs + 8);
+        uint64_t meta = ld64(w->tab + p * w->rs);
         uint64_t real = obl_ct_nonzero64(meta & (SC_DUMMY | SC_FILLER)) ^ 1;
-        fresh += real & meta & (w->ofnd[p] ^ 1);
-        freed += real & (meta >> 1) & w->ofnd[p];
+        fresh += real & ((meta >> 28) & 1) & (w->ofnd[p] ^ 1);
+        freed += real & ((meta >> 29) & 1) & w->ofnd[p];
     }
     for (uint64_t j = 0; j < w->s->cap; j++)
         free_now += (w->s->valid[j] & 1) ^ 1;
@@ -858,13 +927,13 @@ static void sc_insert_records(const sc_work *w, unsigned char *r, size_t rs)
     for (size_t p = 0; p < w->T; p++) {
         unsigned char *q = r + (s->cap + p) * rs;
         const unsigned char *t = w->tab + p * w->rs;
-        uint64_t meta = ld64(t + 8);
+        uint64_t meta = ld64(t);
         uint64_t real = obl_ct_nonzero64(meta & (SC_DUMMY | SC_FILLER)) ^ 1;
-        uint64_t fresh = real & meta & (w->ofnd[p] ^ 1);
+        uint64_t fresh = real & ((meta >> 28) & 1) & (w->ofnd[p] ^ 1);
         st64(q, obl_ct_select64(fresh, nr << 1, 1ull << 63 | (s->cap + p)));
         st64(q + 8, 1ull << 63 | p);
         st64(q + 16, 1);
-        memcpy(q + 24, t + 16, 8 * s->kw + s->vs8);
+        memcpy(q + 24, t + 8, 8 * s->kw + s->vs8);
         nr += fresh;
     }
 }
@@ -929,7 +998,7 @@ obl_err shard_scan_begin(shard_scan *s, const shard_batch *bt, obl_pool *pool, u
     w->wide = s->isa >= OBL_ISA_AVX512 && s->kw == 1 && w->ow <= 8; /* public */
     w->zp = w->wide ? (w->z + 7) & ~(size_t)7 : (w->z + 3) & ~(size_t)3;
     w->n0 = bt->b + w->T;
-    w->rs = 16 + 8 * s->kw + (w->writes ? s->vs8 : 0);
+    w->rs = 8 + 8 * s->kw + (w->writes ? s->vs8 : 0);
     w->k0 = obl_prg_u64(&s->prg);
     w->k1 = obl_prg_u64(&s->prg);
     s->pending = w;

@@ -89,6 +89,11 @@ void shard_scan_table_shape(size_t b, size_t n, size_t *nb, size_t *z);
  * make a bucket overflow (STASH_OVERFLOW) or fill one exactly. */
 void shard_scan_force_shape(shard_scan *s, size_t b, size_t nb, size_t z);
 
+/* Tests only: the scan's blocks of entries (scan.c, sc_scan) of about
+ * `bytes` instead of the default (0), so that small stores scan in several
+ * blocks. Public. */
+void shard_scan_force_block(shard_scan *s, size_t bytes);
+
 /* Limits of the scan engine's stack buffers. */
 #define OBL_SHARD_SCAN_MAX_KEY8 64u     /* key bytes, rounded up to 8 */
 #define OBL_SHARD_SCAN_MAX_VALUE8 1024u /* value bytes, rounded up to 8 */
@@ -115,7 +120,7 @@ typedef struct shard_route {
     unsigned char *arena;   /* the split's and the join's records, kept from */
     size_t arena_bytes;     /* batch to batch (shard_route_release) */
     unsigned char *order;   /* one-word keys: the split's requests in (shard, */
-    size_t order_bytes;     /* key) order as the join's slim records, kept */
+    size_t order_bytes;     /* key) order, packed key and position, kept */
     size_t order_B;         /* for the join of the same batch (B of them) */
 } shard_route;
 

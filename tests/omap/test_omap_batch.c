@@ -18,7 +18,11 @@
  *   caught;
  * - batch_bad_input: NULL arguments, n = 0; no allocation (it runs with
  *   every allocation failing);
- * - batch_not_ready: a value ORAM in the `full` state: single calls.
+ * - batch_not_ready: a value ORAM in the `full` state: single calls;
+ * - batch_refused_midway: the value ORAM, or the index's data level,
+ *   enters the `full` state during a batch and cannot recover: the next
+ *   request (whose index walk already ran, or is refused) is refused with
+ *   nothing applied, as single calls refuse it.
  */
 #include <inttypes.h>
 #include <stdio.h>
@@ -564,11 +568,122 @@ static void batch_not_ready(void)
     obl_omap_destroy(s);
 }
 
+/* An ORAM of the map made to enter the `full` state during a request and
+ * to refuse recovery (white-box: its put and recover wrapped), on the
+ * batch and on single calls alike. The value ORAM (during F(t)): request
+ * t + 1 has run its index walk in the batch (S(t + 1) precedes F(t)) and
+ * must still be refused with its operation not applied
+ * (omap_batch_value_refused). The index's data level (during I(t)): the
+ * walk S(t + 1) is refused, and the batch must stop there. Then, recovery
+ * allowed, both maps hold the same entries. */
+static const nr_ops *trip_real;
+static long trip_puts; /* puts of the wrapped tree until the trip; < 0: none */
+static int trip_refuse;
+
+static obl_err trip_put(obl_nroram *o, uint64_t keep, uint64_t id, uint64_t new_pos)
+{
+    obl_err e = trip_real->put(o, keep, id, new_pos);
+    if (trip_puts >= 0 && trip_puts-- == 0) {
+        o->full = 1;
+        return OBL_ERR_STASH_OVERFLOW;
+    }
+    return e;
+}
+
+static obl_err trip_recover(obl_nroram *o)
+{
+    return trip_refuse ? OBL_ERR_STATE : trip_real->recover(o);
+}
+
+/* The tree wrapped: 0 the value ORAM, 1 the index's data level. */
+static obl_nroram *trip_tree(obl_omap *m, int which)
+{
+    return which ? m->oram->lv[0] : m->vo;
+}
+
+static void refused_midway(int which)
+{
+    obl_omap_params p = params(600, 8, 56, OBL_OMAP_LAYOUT_COMPACT, 21);
+    p.oram_scan_max = 16; /* index trees: the walk of S(t + 1) stores a leaf */
+    obl_omap *m[2] = {NULL, NULL};
+    CHECK_EQ_U64(obl_omap_create(&m[0], &p), OBL_OK);
+    CHECK_EQ_U64(obl_omap_create(&m[1], &p), OBL_OK);
+    if (!m[0] || !m[1])
+        return;
+    CHECK(m[0]->oram->T >= 1);
+    trip_real = trip_tree(m[0], which)->ops;
+    static nr_ops trip;
+    trip = *trip_real;
+    trip.put = trip_put;
+    trip.recover = trip_recover;
+    /* puts of keys 1..4 (the fourth trips), then a put of a new key, an
+     * erase and a get: refused */
+    enum { N = 7 };
+    uint64_t ops[N] = {OBL_OMAP_PUT, OBL_OMAP_PUT, OBL_OMAP_PUT, OBL_OMAP_PUT,
+                       OBL_OMAP_PUT, OBL_OMAP_ERASE, OBL_OMAP_GET};
+    uint64_t keys[N] = {1, 2, 3, 4, 5, 1, 2};
+    unsigned char vin[N * 56], vout[2][N * 56];
+    uint64_t found[2][N];
+    obl_err errs[2][N];
+    for (size_t i = 0; i < sizeof vin; i++)
+        vin[i] = (unsigned char)(i * 7 + 1);
+    for (int k = 0; k < 2; k++) { /* 0: the batch, 1: single calls */
+        trip_tree(m[k], which)->ops = &trip;
+        trip_puts = 3;
+        trip_refuse = 1;
+        OBL_SECRET(keys, sizeof keys);
+        OBL_SECRET(ops, sizeof ops);
+        OBL_SECRET(vin, sizeof vin);
+        if (k == 0)
+            (void)obl_omap_access_batch(m[0], N, ops, keys, vin, vout[0], found[0], errs[0]);
+        for (size_t i = 0; k == 1 && i < N; i++)
+            errs[1][i] = obl_omap_access(m[1], ops[i], &keys[i], vin + i * 56, vout[1] + i * 56,
+                                         &found[1][i]);
+        OBL_DECLASSIFY(keys, sizeof keys);
+        OBL_DECLASSIFY(ops, sizeof ops);
+        OBL_DECLASSIFY(vin, sizeof vin);
+        OBL_DECLASSIFY(vout[k], sizeof vout[k]);
+        OBL_DECLASSIFY(found[k], sizeof found[k]);
+        trip_refuse = 0;
+        trip_puts = -1;
+    }
+    for (size_t i = 0; i < N; i++) {
+        CHECK_EQ_U64(errs[0][i], i < 3 ? OBL_OK : i == 3 ? OBL_ERR_STASH_OVERFLOW : OBL_ERR_STATE);
+        CHECK_EQ_U64(errs[0][i], errs[1][i]);
+        if (i < 4)
+            CHECK(found[0][i] == 0 && found[1][i] == 0);
+    }
+    /* recovery allowed: keys 1..4 with their values, 5 absent, in both */
+    for (int k = 0; k < 2; k++) {
+        for (uint64_t key = 1; key <= 5; key++) {
+            unsigned char v[56];
+            uint64_t f = 9;
+            CHECK_EQ_U64(obl_omap_get(m[k], &key, v, &f), OBL_OK);
+            OBL_DECLASSIFY(v, sizeof v);
+            OBL_DECLASSIFY(&f, sizeof f);
+            CHECK_EQ_U64(f, key <= 4);
+            if (key <= 4)
+                CHECK(!memcmp(v, vin + (key - 1) * 56, 56));
+        }
+        CHECK_EQ_U64(count_of(m[k]), 4);
+        CHECK_EQ_U64(trip_tree(m[k], which)->full, 0);
+        trip_tree(m[k], which)->ops = trip_real;
+        obl_omap_destroy(m[k]);
+    }
+}
+
+static void batch_refused_midway(void)
+{
+    refused_midway(0);
+    refused_midway(1);
+}
+
 static const test_case cases[] = {
     TEST_CASE(batch_model),
     TEST_CASE(batch_trace),
     TEST_CASE(batch_bad_input),
     TEST_CASE(batch_not_ready),
+    TEST_CASE(batch_refused_midway),
 };
 
 int main(int argc, char **argv)

@@ -6,6 +6,7 @@ import os
 import stat
 import tempfile
 import unittest
+from unittest import mock
 
 import helpers  # noqa: F401  (puts scripts/ on sys.path)
 from obllib import ramp
@@ -120,6 +121,27 @@ class RampTest(unittest.TestCase):
         self.assertEqual(res["records"][0]["report_type"], ramp.REPORT_TYPE)
         self.assertEqual(len(res["reports"]), 1)
         self.assertIn("stopped", res["stderr_tail"])  # the server got SIGTERM
+
+    def test_placement(self):
+        self.install()
+        omap, shard = ramp.cases(self.bench)[0], ramp.cases(self.bench)[2]
+        self.assertIsNone(ramp.placement(omap))  # not asked for
+        with mock.patch.object(os, "sched_getaffinity", return_value={0, 1}), \
+                mock.patch.dict(os.environ, {"OBL_RAMP_PIN": "1"}):
+            self.assertEqual(ramp.placement(omap), (1, 0))
+            self.assertEqual(ramp.placement(omap, ["--cpu", "0"]), (0, 1))
+            self.assertEqual(ramp.placement(omap, ["--cpu", "7"]), (1, 0))  # not allowed
+            self.assertIsNone(ramp.placement(shard))
+            with mock.patch.dict(os.environ, {"OBL_RAMP_PIN": "0"}):
+                self.assertIsNone(ramp.placement(omap))
+            res = ramp.run_case(self.bench, ramp.cases(self.bench)[1], 30, ["--cpu", "0"])
+        self.assertEqual(res["outcome"], "ok", res)
+        argv = " ".join(res["argv"])
+        self.assertIn("--cpu-batch 0 --cpu-loop 1 |", argv)
+        self.assertTrue(argv.endswith("--cpu 1"), argv)
+        with mock.patch.object(os, "sched_getaffinity", return_value={3}), \
+                mock.patch.dict(os.environ, {"OBL_RAMP_PIN": "1"}):
+            self.assertIsNone(ramp.placement(omap))
 
     def test_run_case_load_fails(self):
         self.install(load_exit=1)

@@ -16,6 +16,7 @@
  */
 #define _GNU_SOURCE
 #include <inttypes.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -230,11 +231,12 @@ static void misbehave(unsigned port, int round, test_rng *rng)
 }
 
 /* batch_thread "on": batches run on the server's second thread while its
- * loop reads and writes (the path of the mpi backend). */
-static void test_model_clients(const char *batch_thread)
+ * loop reads and writes (the path of the mpi backend); spin: that thread
+ * polls for requests after each batch. */
+static void test_model_clients(const char *batch_thread, const char *spin)
 {
     test_server s;
-    const char *args[] = {"--n", "1024", "--batch-thread", batch_thread, NULL};
+    const char *args[] = {"--n", "1024", "--batch-thread", batch_thread, "--spin-us", spin, NULL};
     if (net_server_start(&s, server_path, args) != 0) {
         CHECK(!"obl-server started");
         return;
@@ -246,14 +248,16 @@ static void test_model_clients(const char *batch_thread)
 /* One client floods the server with FLOOD requests in one go, more than its
  * queue (4096) and input buffer (64 KiB) hold, in batches of at most 8:
  * GETs and PUTs on 64 keys, each answer checked against the sequential model
- * in order (the batch thread's next batch is handed over before the
- * previous one's answers are written; no request is run twice or lost). */
+ * in order (the batch thread takes its next batch while the loop reads and
+ * writes the previous ones' answers; no request is run twice or lost).
+ * extra: more server flags (NULL-terminated, at most 6). */
 #define FLOOD 20000u
-static void test_flood(const char *batch_thread)
+static void test_flood(const char *batch_thread, const char *const *extra)
 {
     test_server s;
-    const char *args[] = {"--n", "1024", "--max-batch", "8", "--batch-thread", batch_thread,
-                          NULL};
+    const char *args[16] = {"--n", "1024", "--max-batch", "8", "--batch-thread", batch_thread};
+    for (size_t i = 0; extra && extra[i] && i < 6; i++)
+        args[6 + i] = extra[i];
     if (net_server_start(&s, server_path, args) != 0) {
         CHECK(!"obl-server started");
         return;
@@ -287,6 +291,28 @@ static void test_flood(const char *batch_thread)
     CHECK_EQ_U64(got, FLOOD);
     close(fd);
     CHECK_EQ_U64(net_server_stop(&s, SIGTERM, 10), 0);
+}
+
+/* The first CPU this process may run on (the pinned server's). */
+static int first_cpu(void)
+{
+    cpu_set_t set;
+    if (sched_getaffinity(0, sizeof set, &set) == 0)
+        for (int c = 0; c < CPU_SETSIZE; c++)
+            if (CPU_ISSET(c, &set))
+                return c;
+    return 0;
+}
+
+/* A CPU the server may not use: it says so and exits before listening; a
+ * malformed one is bad usage. */
+static void test_bad_cpu(void)
+{
+    test_server s;
+    const char *none[] = {"--n", "1024", "--cpu-batch", "1000", NULL};
+    const char *bad[] = {"--n", "1024", "--cpu-loop", "zero", NULL};
+    CHECK(net_server_start(&s, server_path, none) != 0);
+    CHECK(net_server_start(&s, server_path, bad) != 0);
 }
 
 /* Bursts sent whole, each after the previous one's answers: the executed
@@ -491,10 +517,16 @@ int main(int argc, char **argv)
         test_mpi(mpirun);
         return test_done("test_serve_net");
     }
-    test_model_clients("off");
-    test_model_clients("on");
-    test_flood("off");
-    test_flood("on");
+    char cpu[16];
+    snprintf(cpu, sizeof cpu, "%d", first_cpu());
+    const char *const pinned[] = {"--spin-us", "100", "--cpu-loop", cpu, "--cpu-batch", cpu, NULL};
+    test_model_clients("off", "0");
+    test_model_clients("on", "0");
+    test_model_clients("on", "50");
+    test_flood("off", NULL);
+    test_flood("on", NULL);
+    test_flood("on", pinned); /* the spinning thread and the loop share a CPU */
+    test_bad_cpu();
     test_padding();
     test_sigterm();
     return test_done("test_serve_net");

@@ -21,6 +21,10 @@
 #define KS 8
 #define VS 12
 
+/* The scan's block of entries for the stores made next (bytes; 0: the
+ * default, one block for every store here). */
+static size_t scan_block;
+
 typedef struct {
     size_t b;
     uint64_t op[512], dummy[512], found[512];
@@ -149,6 +153,7 @@ static void model_stream(uint64_t cap, size_t b, unsigned parts, obl_pool *pool,
     CHECK(shard_scan_create(&s, cap, KS, VS, &g, &ac) == OBL_OK);
     if (!s)
         return;
+    shard_scan_force_block(s, scan_block);
     test_rng r;
     test_rng_seed(&r, T.seed ^ cap ^ b << 20);
     model m = model_new(cap, VS);
@@ -203,6 +208,7 @@ static int traces_equal(size_t b, int writes, int any, int shapes)
         obl_prg_init_seed(&g, 7);
         shard_scan *s = NULL;
         CHECK(shard_scan_create(&s, 200, KS, VS, &g, &ac) == OBL_OK);
+        shard_scan_force_block(s, scan_block);
         uint64_t keys[150];
         unsigned char vals[150 * VS] = {0};
         for (int i = 0; i < 150; i++)
@@ -243,6 +249,7 @@ static void get_batch_sizes(size_t vs, size_t b, size_t nb, size_t z)
     CHECK(shard_scan_create(&s, CAP, 8, vs, &g, &ac) == OBL_OK);
     if (!s)
         return;
+    shard_scan_force_block(s, scan_block);
     static uint64_t keys[N], op[CAP], dummy[CAP], found[CAP], qk[CAP];
     static unsigned char vals[N * 64], vout[CAP * 64];
     test_rng r;
@@ -323,7 +330,8 @@ static void read_forms(void)
 /* A bucket overflow: a shape of one bucket with fewer slots than the
  * batch's real requests fails the batch with STASH_OVERFLOW, pending
  * nothing, and the store still answers as the model; a shape whose one
- * bucket the requests fill exactly answers right (read_forms). */
+ * bucket the requests fill exactly answers right (read_forms); a table
+ * too large to index is refused. */
 static void overflow(void)
 {
     obl_alloc_ctx ac;
@@ -359,6 +367,17 @@ static void overflow(void)
         model_apply(&m, &q, &ok);
         CHECK(ok);
     }
+    /* a table of 2^28 slots or more: its records' index field (scan.c,
+     * SC_IDX) cannot number them, so the batch is TOO_LARGE before any
+     * allocation, and the store still answers as the model */
+    make_batch(&r, &m, &q, 12, 1);
+    shard_scan_force_shape(s, 12, (size_t)1 << 20, 256);
+    CHECK(run(s, &q, 1, 1, NULL, 0) == OBL_ERR_TOO_LARGE);
+    make_batch(&r, &m, &q, 13, 0);
+    CHECK(run(s, &q, 0, 1, NULL, 0) == OBL_OK);
+    int ok = 1;
+    model_apply(&m, &q, &ok);
+    CHECK(ok);
     shard_scan_destroy(s);
     model_free(&m);
 }
@@ -395,6 +414,17 @@ int main(int argc, char **argv)
     }
     CHECK(traces_equal(10, 0, 0, 1) != 1); /* the trace sees the scan */
     read_forms();
+    /* the scan in blocks of a few entries (a large store's form) */
+    scan_block = 7 * 24;
+    for (size_t i = 3; i < 5; i++)
+        for (size_t j = 2; j < 4; j++)
+            if (!T.ct || caps[i] <= 64)
+                model_stream(caps[i], bs[j], 1 + (unsigned)(i + j) % 3, pool, T.ct ? 3 : 8,
+                             (int)(i + j) % 2);
+    for (int any = 0; any < 2; any++)
+        CHECK(traces_equal(T.ct ? 5 : 40, 1, any, 0) != 0);
+    read_forms();
+    scan_block = 0;
     overflow();
     obl_pool_destroy(pool);
     return test_done("test_scan");

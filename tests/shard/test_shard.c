@@ -417,7 +417,11 @@ static void measured_choice(void)
     obl_shard_get_stats(s, &st);
     CHECK(st.last_engine == OBL_SHARD_ENGINE_SCAN && st.est_per_request_us > 0);
     CHECK(shard_observed(s, 40, OBL_SHARD_ENGINE_SCAN) >= 0);
-    CHECK(shard_observed(s, 35, OBL_SHARD_ENGINE_SCAN) < 0);
+    /* the control: a size never measured takes the model's choice */
+    CHECK(shard_observed(s, 35, OBL_SHARD_ENGINE_PER_REQUEST) < 0);
+    CHECK(obl_shard_get(s, 35, keys, vout, found) == OBL_OK);
+    obl_shard_get_stats(s, &st);
+    CHECK(st.last_engine == OBL_SHARD_ENGINE_PER_REQUEST);
     obl_shard_destroy(s);
 }
 
