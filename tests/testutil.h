@@ -230,6 +230,18 @@ static inline void test_fa_free(void *opaque, void *p, size_t size)
 
 /* Parameters of an NRORAM of cap values of vs bytes, seeded (no system
  * randomness: a run replays); every other field zero, the defaults. */
+/* Zeroed memory for a test's own arrays, or exit(2): a test that cannot
+ * allocate its inputs has nothing to check. */
+static inline void *test_xzalloc(size_t n)
+{
+    void *p = calloc(1, n ? n : 1);
+    if (!p) {
+        fprintf(stderr, "out of memory\n");
+        exit(2);
+    }
+    return p;
+}
+
 static inline obl_nroram_params test_nroram_params(uint64_t cap, size_t vs, uint64_t seed)
 {
     return (obl_nroram_params){.capacity = cap, .value_size = vs, .use_seed = 1, .seed = seed};

@@ -24,16 +24,6 @@
 
 static test_rng R;
 
-static void *xmalloc(size_t n)
-{
-    void *p = calloc(1, n ? n : 1);
-    if (!p) {
-        fprintf(stderr, "out of memory\n");
-        exit(2);
-    }
-    return p;
-}
-
 /* ------------------------------------------------------------ build_hash */
 
 /* A map of one bucket (capacity 8, 64 entries per bucket): every key's
@@ -54,7 +44,7 @@ static void one_bucket_params(obl_omap_params *p, uint32_t layout, size_t ks, si
 static obl_err build_traced(const obl_omap_params *p, const unsigned char *K,
                             const unsigned char *V, uint64_t n, obl_trace *t)
 {
-    unsigned char *k = (unsigned char *)xmalloc(n * p->key_size);
+    unsigned char *k = (unsigned char *)test_xzalloc(n * p->key_size);
     memcpy(k, K, n * p->key_size);
     OBL_SECRET(k, n * p->key_size);
     obl_omap *m = NULL;
@@ -83,9 +73,9 @@ static void build_hash(void)
         obl_omap_params p;
         one_bucket_params(&p, cfg[c].layout, cfg[c].ks, cfg[c].vs);
         const size_t ks = p.key_size, n = 6;
-        unsigned char *K = (unsigned char *)xmalloc(n * ks);
-        unsigned char *A = (unsigned char *)xmalloc(n * ks);
-        unsigned char *V = (unsigned char *)xmalloc(n * p.value_size);
+        unsigned char *K = (unsigned char *)test_xzalloc(n * ks);
+        unsigned char *A = (unsigned char *)test_xzalloc(n * ks);
+        unsigned char *V = (unsigned char *)test_xzalloc(n * p.value_size);
         test_rng_fill(&R, K, n * ks);
         test_rng_fill(&R, V, n * p.value_size);
         /* distinct keys: built; the same with the keys in another order */
@@ -227,8 +217,8 @@ static void export_run(obl_nroram *o, export_view *v, uint64_t n_ids)
 {
     memset(v, 0, sizeof(*v));
     v->n_ids = n_ids;
-    v->val = (uint64_t *)xmalloc(n_ids * 8);
-    v->seen = (uint64_t *)xmalloc(n_ids * 8);
+    v->val = (uint64_t *)test_xzalloc(n_ids * 8);
+    v->seen = (uint64_t *)test_xzalloc(n_ids * 8);
     CHECK_EQ_U64(obl_nroram_export(o, export_cb, v), OBL_OK);
     CHECK_EQ_U64(v->calls, obl_nroram_export_slots(o));
     CHECK_EQ_U64(v->bad, 0);

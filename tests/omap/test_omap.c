@@ -29,16 +29,6 @@ static test_rng R;
 /* the layout base_params asks for (OBL_OMAP_LAYOUT_AUTO by default) */
 static uint32_t g_layout;
 
-static void *xmalloc(size_t n)
-{
-    void *p = calloc(n ? n : 1, 1);
-    if (!p) {
-        fprintf(stderr, "out of memory\n");
-        exit(2);
-    }
-    return p;
-}
-
 /* ------------------------------------------------------------- SipHash -- */
 
 static void test_siphash(void)
@@ -125,9 +115,9 @@ static void model_init(model *md, uint64_t U, size_t ks, size_t vs, int adversar
     md->U = U;
     md->ks = ks;
     md->vs = vs;
-    md->keys = (unsigned char *)xmalloc(U * ks);
-    md->vals = (unsigned char *)xmalloc(U * vs);
-    md->present = (unsigned char *)xmalloc(U);
+    md->keys = (unsigned char *)test_xzalloc(U * ks);
+    md->vals = (unsigned char *)test_xzalloc(U * vs);
+    md->present = (unsigned char *)test_xzalloc(U);
     md->count = 0;
     uint64_t salt = test_rng_next(&R);
     for (uint64_t i = 0; i < U; i++) {
@@ -165,8 +155,9 @@ typedef struct {
 static void do_op(obl_omap *m, model *md, uint64_t op, uint64_t idx, stream_res *r)
 {
     size_t ks = md->ks, vs = md->vs;
-    unsigned char *key = (unsigned char *)xmalloc(ks), *in = (unsigned char *)xmalloc(vs);
-    unsigned char *out = (unsigned char *)xmalloc(vs), *zero = (unsigned char *)xmalloc(vs);
+    unsigned char *key = (unsigned char *)test_xzalloc(ks), *in = (unsigned char *)test_xzalloc(vs);
+    unsigned char *out = (unsigned char *)test_xzalloc(vs),
+                  *zero = (unsigned char *)test_xzalloc(vs);
     memcpy(key, md->keys + idx * ks, ks);
     test_rng_fill(&R, in, vs);
     uint64_t sop = op, found = 7;
@@ -262,9 +253,9 @@ static int g_check_invariant = 1;
 static long index_walk(obl_omap *m, index_fn fn, void *ctx)
 {
     long bad = 0;
-    unsigned char *buf = (unsigned char *)xmalloc(m->bsz);
-    uint64_t *load = (uint64_t *)xmalloc(m->M * sizeof(uint64_t));
-    unsigned char *full = (unsigned char *)xmalloc(m->M);
+    unsigned char *buf = (unsigned char *)test_xzalloc(m->bsz);
+    uint64_t *load = (uint64_t *)test_xzalloc(m->M * sizeof(uint64_t));
+    unsigned char *full = (unsigned char *)test_xzalloc(m->M);
     for (uint64_t b = 0; b < m->M; b++) {
         bad += obl_roram_read(m->oram, b, buf) != OBL_OK;
         uint64_t h;
@@ -365,8 +356,8 @@ static long compact_sync_check(obl_omap *m)
         return index_walk(m, NULL, NULL);
     obl_nroram *o = m->vo;
     size_t cap = (size_t)(m->M * m->B + m->Sa), bcap = o->P + NR_Z * o->nbuckets;
-    sync_collect sc = {(sync_ent *)xmalloc(cap * sizeof(sync_ent)), 0, m->iks};
-    sync_ent *bl = (sync_ent *)xmalloc(bcap * sizeof(sync_ent));
+    sync_collect sc = {(sync_ent *)test_xzalloc(cap * sizeof(sync_ent)), 0, m->iks};
+    sync_ent *bl = (sync_ent *)test_xzalloc(bcap * sizeof(sync_ent));
     size_t ni, nb = 0, ones = 0;
     long bad = index_walk(m, sync_add, &sc);
     sync_ent *ix = sc.ix;
@@ -486,7 +477,7 @@ static void build_test(uint64_t cap, size_t ks, size_t vs, uint64_t n, long ops)
     model md;
     model_init(&md, 2 * cap + 8, ks, vs, 0);
     /* the first n candidates go in, in a shuffled order */
-    uint64_t *perm = (uint64_t *)xmalloc(n * sizeof(uint64_t));
+    uint64_t *perm = (uint64_t *)test_xzalloc(n * sizeof(uint64_t));
     for (uint64_t i = 0; i < n; i++)
         perm[i] = i;
     for (uint64_t i = n; i > 1; i--) {
@@ -494,7 +485,8 @@ static void build_test(uint64_t cap, size_t ks, size_t vs, uint64_t n, long ops)
         perm[i - 1] = perm[j];
         perm[j] = t;
     }
-    unsigned char *K = (unsigned char *)xmalloc(n * ks), *V = (unsigned char *)xmalloc(n * vs);
+    unsigned char *K = (unsigned char *)test_xzalloc(n * ks),
+                  *V = (unsigned char *)test_xzalloc(n * vs);
     for (uint64_t i = 0; i < n; i++) {
         uint64_t c = perm[i];
         test_rng_fill(&R, md.vals + c * vs, vs);
@@ -624,7 +616,7 @@ static obl_omap *small_map(model *md, uint64_t cap, uint64_t U, size_t ks, size_
 static unsigned char *map_snapshot(obl_omap *m, size_t *len)
 {
     size_t n = (size_t)m->M * m->bsz + m->stash_bytes + sizeof(m->count);
-    unsigned char *buf = (unsigned char *)xmalloc(n);
+    unsigned char *buf = (unsigned char *)test_xzalloc(n);
     for (uint64_t b = 0; b < m->M; b++)
         CHECK_EQ_U64(obl_roram_read(m->oram, b, buf + b * m->bsz), OBL_OK);
     memcpy(buf + m->M * m->bsz, m->stash, m->stash_bytes);
@@ -668,7 +660,8 @@ static void full_unchanged_test(size_t ks, size_t vs, uint32_t layout)
     CHECK_EQ_U64(compact_sync_check(m), 0);
     obl_omap_destroy(m);
     /* the build of the same 64 pairs does not fit: FULL, nothing created */
-    unsigned char *K = (unsigned char *)xmalloc(64 * ks), *V = (unsigned char *)xmalloc(64 * vs);
+    unsigned char *K = (unsigned char *)test_xzalloc(64 * ks),
+                  *V = (unsigned char *)test_xzalloc(64 * vs);
     memcpy(K, md.keys, 64 * ks);
     test_rng_fill(&R, V, 64 * vs);
     obl_omap_params p = small_params(64, ks, vs, layout, 1, 4, 3);
@@ -882,8 +875,9 @@ static void widths_test(void)
 static obl_omap *build_with_key(const obl_omap_params *p, uint64_t key, uint64_t n, uint64_t at)
 {
     const size_t ks = p->key_size, vs = p->value_size;
-    unsigned char *K = (unsigned char *)xmalloc(n * ks), *V = (unsigned char *)xmalloc(n * vs);
-    unsigned char *out = (unsigned char *)xmalloc(vs);
+    unsigned char *K = (unsigned char *)test_xzalloc(n * ks),
+                  *V = (unsigned char *)test_xzalloc(n * vs);
+    unsigned char *out = (unsigned char *)test_xzalloc(vs);
     for (uint64_t i = 0; i < n; i++) {
         uint64_t k = i == at ? key : i * 0x1234567ULL + 1;
         memcpy(K + i * ks, &k, ks);
@@ -1182,8 +1176,8 @@ static void overflow_rate(uint64_t cap, long ops, uint32_t B, uint32_t load)
         CHECK(0);
         return;
     }
-    uint64_t U = 2 * cap, *keys = (uint64_t *)xmalloc(U * 8);
-    unsigned char *pres = (unsigned char *)xmalloc(U);
+    uint64_t U = 2 * cap, *keys = (uint64_t *)test_xzalloc(U * 8);
+    unsigned char *pres = (unsigned char *)test_xzalloc(U);
     uint64_t salt = test_rng_next(&R);
     for (uint64_t i = 0; i < U; i++)
         keys[i] = (i * 0x9e3779b97f4a7c15ULL) ^ salt;

@@ -42,16 +42,6 @@
 
 static test_rng R;
 
-static void *xmalloc(size_t n)
-{
-    void *p = calloc(1, n ? n : 1);
-    if (!p) {
-        fprintf(stderr, "out of memory\n");
-        exit(2);
-    }
-    return p;
-}
-
 static obl_omap_params params(uint64_t cap, size_t ks, size_t vs, uint32_t layout, uint64_t seed)
 {
     obl_omap_params p = test_omap_params(cap, ks, vs, seed);
@@ -119,9 +109,9 @@ static void model_init(model *md, uint64_t U, uint64_t cap, size_t ks, size_t vs
     md->U = U;
     md->cap = cap;
     md->count = 0;
-    md->keys = (unsigned char *)xmalloc(U * ks);
-    md->vals = (unsigned char *)xmalloc(U * vs);
-    md->present = (uint64_t *)xmalloc(U * 8);
+    md->keys = (unsigned char *)test_xzalloc(U * ks);
+    md->vals = (unsigned char *)test_xzalloc(U * vs);
+    md->present = (uint64_t *)test_xzalloc(U * 8);
     for (uint64_t i = 0; i < U; i++) { /* distinct keys: the index in the first bytes */
         test_rng_fill(&R, md->keys + i * ks, ks);
         memcpy(md->keys + i * ks, &i, ks < 4 ? ks : 4);
@@ -151,7 +141,7 @@ static void model_check(model *md, uint64_t op, uint64_t idx, const unsigned cha
     CHECK(e == OBL_OK || e == OBL_ERR_STASH_OVERFLOW);
     CHECK_EQ_U64(found, was);
     if (out) {
-        unsigned char *z = (unsigned char *)xmalloc(vs);
+        unsigned char *z = (unsigned char *)test_xzalloc(vs);
         CHECK(!memcmp(out, was ? mv : z, vs));
         free(z);
     }
@@ -176,10 +166,10 @@ typedef struct {
 static void batch_draw(batch *b, const model *md, size_t n, int puts_only)
 {
     b->n = n;
-    b->ops = (uint64_t *)xmalloc(n * 8);
-    b->idx = (uint64_t *)xmalloc(n * 8);
-    b->keys = (unsigned char *)xmalloc(n * md->ks);
-    b->vin = (unsigned char *)xmalloc(n * md->vs);
+    b->ops = (uint64_t *)test_xzalloc(n * 8);
+    b->idx = (uint64_t *)test_xzalloc(n * 8);
+    b->keys = (unsigned char *)test_xzalloc(n * md->ks);
+    b->vin = (unsigned char *)test_xzalloc(n * md->vs);
     /* repeats when small; a put batch over every key fills the map */
     uint64_t few = puts_only ? md->U : 1 + test_rng_below(&R, md->U);
     for (size_t i = 0; i < n; i++) {
@@ -206,11 +196,12 @@ static void batch_free(batch *b)
 static void batch_vs_single(obl_omap *a, obl_omap *s, model *md, const batch *bt, int form)
 {
     size_t n = bt->n, ks = md->ks, vs = md->vs;
-    unsigned char *oa = (unsigned char *)xmalloc(n * vs), *os = (unsigned char *)xmalloc(n * vs);
-    uint64_t *fa = (uint64_t *)xmalloc(n * 8), *fs = (uint64_t *)xmalloc(n * 8);
-    obl_err *ea = (obl_err *)xmalloc(n * sizeof(obl_err));
+    unsigned char *oa = (unsigned char *)test_xzalloc(n * vs),
+                  *os = (unsigned char *)test_xzalloc(n * vs);
+    uint64_t *fa = (uint64_t *)test_xzalloc(n * 8), *fs = (uint64_t *)test_xzalloc(n * 8);
+    obl_err *ea = (obl_err *)test_xzalloc(n * sizeof(obl_err));
     const unsigned char *vin = form == 3 ? NULL : bt->vin;
-    unsigned char *zeros = (unsigned char *)xmalloc(n * vs);
+    unsigned char *zeros = (unsigned char *)test_xzalloc(n * vs);
     OBL_SECRET(bt->keys, n * ks);
     OBL_SECRET(bt->vin, n * vs);
     OBL_SECRET(bt->ops, n * 8);
@@ -428,16 +419,17 @@ static void trace_requests(int rep, size_t n, uint64_t *ops, uint64_t *keys, uns
 static void trace_run(int rep, int single, int stale, size_t n, obl_trace *t)
 {
     obl_omap_params p = params(4096, 8, 56, OBL_OMAP_LAYOUT_COMPACT, 4242);
-    uint64_t nb = 3000, *bk = (uint64_t *)xmalloc(nb * 8);
-    unsigned char *bv = (unsigned char *)xmalloc(nb * 56);
+    uint64_t nb = 3000, *bk = (uint64_t *)test_xzalloc(nb * 8);
+    unsigned char *bv = (unsigned char *)test_xzalloc(nb * 56);
     for (uint64_t i = 0; i < nb; i++)
         bk[i] = i * 2 + 1;
     obl_omap *m = NULL;
     CHECK_EQ_U64(obl_omap_build(&m, &p, bk, bv, nb), OBL_OK);
-    uint64_t *ops = (uint64_t *)xmalloc(n * 8), *keys = (uint64_t *)xmalloc(n * 8);
-    uint64_t *found = (uint64_t *)xmalloc(n * 8);
-    unsigned char *vin = (unsigned char *)xmalloc(n * 56), *vout = (unsigned char *)xmalloc(n * 56);
-    obl_err *errs = (obl_err *)xmalloc(n * sizeof(obl_err));
+    uint64_t *ops = (uint64_t *)test_xzalloc(n * 8), *keys = (uint64_t *)test_xzalloc(n * 8);
+    uint64_t *found = (uint64_t *)test_xzalloc(n * 8);
+    unsigned char *vin = (unsigned char *)test_xzalloc(n * 56),
+                  *vout = (unsigned char *)test_xzalloc(n * 56);
+    obl_err *errs = (obl_err *)test_xzalloc(n * sizeof(obl_err));
     trace_requests(rep, n, ops, keys, vin);
     m->test_stale_prefetch = stale;
     obl_trace_reset(t);
