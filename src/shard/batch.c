@@ -30,7 +30,8 @@ static shard_batch shard_view(const sb_job *j, size_t s)
     shard_batch bt = {j->b, j->bf.op + o, j->bf.dummy + o, j->bf.keys + o * m->p.key_size,
                       j->writes ? j->bf.vin + o * m->p.value_size : NULL,
                       j->bf.vout + o * m->p.value_size, j->bf.found + o,
-                      j->bf.akeys + o * m->p.key_size, j->bf.adummy + o};
+                      j->bf.akeys + o * m->p.key_size, j->bf.adummy + o,
+                      j->bf.aidx ? j->bf.aidx + o : NULL};
     return bt;
 }
 
@@ -239,7 +240,7 @@ unsigned char *shard_bufs_alloc(obl_shard *m, size_t sb, int writes, shard_bufs 
                                 size_t *bytes)
 {
     size_t ks = m->p.key_size, vs = m->p.value_size;
-    size_t per = 32 + 2 * ks + vs + (writes ? vs : 0);
+    size_t per = 40 + 2 * ks + vs + (writes ? vs : 0);
     if (!obl_mul_ok(sb, per, bytes)) {
         *bytes = 0;
         return NULL;
@@ -251,7 +252,8 @@ unsigned char *shard_bufs_alloc(obl_shard *m, size_t sb, int writes, shard_bufs 
     bf->dummy = bf->op + sb;
     bf->found = bf->dummy + sb;
     bf->adummy = bf->found + sb;
-    bf->akeys = a + 32 * sb;
+    bf->aidx = bf->adummy + sb;
+    bf->akeys = a + 40 * sb;
     bf->keys = bf->akeys + sb * ks;
     bf->vout = bf->keys + sb * ks;
     bf->vin = writes ? bf->vout + sb * vs : NULL;

@@ -414,8 +414,9 @@ done:
  * moves them to the front, obl_expand puts the k-th of them at the k-th
  * representative among the B sorted requests, and a backward pass hands
  * each answer to the requests of its key before the representative.
- * Answers in any order (the scan's, keyed) are first put in slot order by
- * a sort of each shard's on (dummy, key). Answer records: [found][value]
+ * Answers in any order (the scan's) are first put in slot order by a
+ * sort of each shard's: by request index if the engine gives it
+ * (shard_bufs.aidx), else on (dummy, key). Answer records: [found][value]
  * (8 + vs8 bytes).
  */
 typedef struct rt_slots {
@@ -492,6 +493,48 @@ static obl_err rt_slots_keyed(rt_slots *t, const shard_bufs *in)
     return rt_slots_compact(t);
 }
 
+/* The sorts of shards [lo, hi)'s indexed answers [index << 1 | found]
+ * [value] by that word (distinct indices), several ranges at once
+ * (obl_par_for), as rt_sort_shards. The record network for any b: the
+ * column network pads b to a power of two (2^16 rows for b = 33,670) and
+ * measured slower here (docs/shard.md, "Balancer"); it draws no
+ * randomness and allocates nothing. */
+static void rt_sort_shards_idx(void *ctx, size_t lo, size_t hi)
+{
+    const rt_slots *t = (const rt_slots *)ctx;
+    for (size_t s = lo; s < hi; s++) {
+        unsigned char *a = t->a + s * t->b * t->ar;
+        obl_sort_params sp = rt_params(t->r, t->ar, 8, t->b);
+        sp.threads = t->sort_threads;
+        if (obl_sort_bitonic(a, t->b, &sp) != OBL_OK) /* public; never at these sizes */
+            shard_bitonic_sort_words(a, t->b, t->ar, 1);
+    }
+}
+
+/* Answers in any order with their request indices (shard_bufs.aidx):
+ * each shard's b records [index << 1 | found][value] sorted by index are
+ * in slot order, dummies included: records of 8 + vs8 bytes sorted by one
+ * word, where rt_slots_keyed sorts 24 + vs8 (padded) by two. */
+static obl_err rt_slots_indexed(rt_slots *t, const shard_bufs *in)
+{
+    const shard_route *r = t->r;
+    for (size_t j = 0; j < t->sb; j++) {
+        unsigned char *q = t->a + j * t->ar;
+        st64(q, in->aidx[j] << 1 | (in->found[j] & 1));
+        memcpy(q + 8, in->vout + j * r->vs, r->vs);
+        memset(q + 8 + r->vs, 0, r->vs8 - r->vs);
+    }
+    int spread = r->S >= r->threads; /* public */
+    t->sort_threads = spread ? 1 : r->threads;
+    obl_par_for(spread ? r->threads : 1, r->S, 1, rt_sort_shards_idx, t);
+    for (size_t j = 0; j < t->sb; j++) {
+        unsigned char *q = t->a + j * t->ar;
+        st64(q, ld64(q) & 1);
+        t->flag[j] = (uint8_t)((in->dummy[j] & 1) ^ 1);
+    }
+    return rt_slots_compact(t);
+}
+
 /* The representatives' answers at their places among the B sorted
  * requests, then every request's: flag[i] = request i (in r->order) is
  * its key's last; a backward pass copies each representative's answer to
@@ -551,7 +594,9 @@ static obl_err rt_join_slots(shard_route *r, size_t B, size_t b, const shard_buf
     unsigned char *cval = (unsigned char *)obl_alloc(r->ac, t.ar, 64);
     obl_err e = t.a && cval ? OBL_OK : OBL_ERR_NOMEM;
     if (e == OBL_OK) /* public: the engine's contract */
-        e = in->akeys == in->keys ? rt_slots_inorder(&t, in) : rt_slots_keyed(&t, in);
+        e = in->akeys == in->keys ? rt_slots_inorder(&t, in)
+            : in->aidx            ? rt_slots_indexed(&t, in)
+                                  : rt_slots_keyed(&t, in);
     if (e == OBL_OK)
         e = rt_slots_expand(&t, cval);
     if (e == OBL_OK)
