@@ -336,6 +336,7 @@ static void col_steps(const col_arr *s, size_t lo, size_t hi, size_t k, size_t j
     case 3 * 4 + 2: col_steps_nk(s, lo, hi, k, jtop, 3, 2); break;
     case 4 * 4 + 1: col_steps_nk(s, lo, hi, k, jtop, 4, 1); break;
     case 4 * 4 + 2: col_steps_nk(s, lo, hi, k, jtop, 4, 2); break;
+    case 8 * 4 + 1: col_steps_nk(s, lo, hi, k, jtop, 8, 1); break; /* a slim 64-byte record */
     default: col_steps_nk(s, lo, hi, k, jtop, s->ncol, s->kw); break;
     }
 }
@@ -401,6 +402,7 @@ static void col_quads(void *ctx, size_t lo, size_t hi)
     case 2 * 4 + 1: col_quads_nk(jb, lo, hi, 2, 1); break;
     case 4 * 4 + 1: col_quads_nk(jb, lo, hi, 4, 1); break;
     case 4 * 4 + 2: col_quads_nk(jb, lo, hi, 4, 2); break;
+    case 8 * 4 + 1: col_quads_nk(jb, lo, hi, 8, 1); break;
     default: col_quads_nk(jb, lo, hi, jb->s->ncol, jb->s->kw); break;
     }
 }
