@@ -428,6 +428,7 @@ typedef struct rt_slots {
     uint64_t *scr;         /* the column sort's buffer, for B records */
     size_t scr_bytes;
     unsigned sort_threads; /* threads of each shard's sort (rt_sort_shards) */
+    unsigned sort_tasks;   /* tasks of the indexed sorts (rt_sort_shards_idx) */
 } rt_slots;
 
 /* The real answers (flag[j] = 1) of the S b records in slot order
@@ -493,21 +494,30 @@ static obl_err rt_slots_keyed(rt_slots *t, const shard_bufs *in)
     return rt_slots_compact(t);
 }
 
-/* The sorts of shards [lo, hi)'s indexed answers [index << 1 | found]
- * [value] by that word (distinct indices), several ranges at once
- * (obl_par_for), as rt_sort_shards. The record network for any b: the
- * column network pads b to a power of two (2^16 rows for b = 33,670) and
- * measured slower here (docs/shard.md, "Balancer"); it draws no
- * randomness and allocates nothing. */
+/* Task k of the sorts of the shards' indexed answers [index << 1 |
+ * found][value] by that word (distinct indices): shards [k S / P, (k + 1)
+ * S / P) of P tasks (obl_par_for, one task a thread), each with its slice
+ * of the column buffer (the last sort's, free until then). obl_sort_split
+ * sorts the largest power-of-two prefix of b in columns and merges the
+ * rest in, where the column network padded b to 2^16 rows (b = 33,670)
+ * and the record network took more instructions (docs/shard.md,
+ * "Balancer"). It draws no randomness. */
 static void rt_sort_shards_idx(void *ctx, size_t lo, size_t hi)
 {
     const rt_slots *t = (const rt_slots *)ctx;
-    for (size_t s = lo; s < hi; s++) {
-        unsigned char *a = t->a + s * t->b * t->ar;
-        obl_sort_params sp = rt_params(t->r, t->ar, 8, t->b);
-        sp.threads = t->sort_threads;
-        if (obl_sort_bitonic(a, t->b, &sp) != OBL_OK) /* public; never at these sizes */
-            shard_bitonic_sort_words(a, t->b, t->ar, 1);
+    size_t S = t->r->S, P = t->sort_tasks, m = 1;
+    while (m * 2 <= t->b)
+        m *= 2;
+    for (size_t k = lo; k < hi; k++) {
+        size_t per = m * t->ar / 8, fits = (k + 1) * per * 8 <= t->scr_bytes; /* public */
+        uint64_t *scr = fits ? t->scr + k * per : NULL;
+        for (size_t s = k * S / P; s < (k + 1) * S / P; s++) {
+            unsigned char *a = t->a + s * t->b * t->ar;
+            obl_sort_params sp = rt_params(t->r, t->ar, 8, t->b);
+            sp.threads = t->sort_threads;
+            if (obl_sort_split(a, t->b, &sp, scr, fits ? per * 8 : 0) != OBL_OK) /* NOMEM */
+                shard_bitonic_sort_words(a, t->b, t->ar, 1);
+        }
     }
 }
 
@@ -526,7 +536,8 @@ static obl_err rt_slots_indexed(rt_slots *t, const shard_bufs *in)
     }
     int spread = r->S >= r->threads; /* public */
     t->sort_threads = spread ? 1 : r->threads;
-    obl_par_for(spread ? r->threads : 1, r->S, 1, rt_sort_shards_idx, t);
+    t->sort_tasks = spread ? r->threads : 1;
+    obl_par_for(t->sort_tasks, t->sort_tasks, 1, rt_sort_shards_idx, t);
     for (size_t j = 0; j < t->sb; j++) {
         unsigned char *q = t->a + j * t->ar;
         st64(q, ld64(q) & 1);
@@ -584,7 +595,7 @@ static obl_err rt_join_slots(shard_route *r, size_t B, size_t b, const shard_buf
     size_t sb = (size_t)r->S * b;
     /* keyed records padded to whole 32-byte vectors for the record network */
     rt_slots t = {r, B, b, sb, B > sb ? B : sb, 8 + r->vs8, (24 + r->vs8 + 31) & ~(size_t)31,
-                  NULL, NULL, NULL, 0, 1};
+                  NULL, NULL, NULL, 0, 1, 1};
     size_t bytes;
     if (t.n > (SIZE_MAX >> 2) || !obl_mul_ok(t.n, t.tr, &bytes))
         return OBL_ERR_TOO_LARGE;

@@ -435,6 +435,29 @@ void col_sort(const col_arr *s)
     }
 }
 
+/* see columns.h */
+void col_merge(const col_arr *s)
+{
+    const size_t n = s->n;
+    if (n < 2)
+        return;
+    const size_t C = n < COL_BLOCK ? n : COL_BLOCK;
+    const unsigned t = s->threads;
+    size_t j = n / 2; /* stage n: every row i < n ascending */
+#ifdef COL_LANES
+    for (; j >= 2 * C; j >>= 2) {
+        col_job qj = {s, C, n, j};
+        obl_par_for(t, n / 4, 64, col_quads, &qj);
+    }
+#endif
+    for (; j >= C; j >>= 1) {
+        col_job pj = {s, C, n, j};
+        obl_par_for(t, n / 2, 64, col_pairs, &pj);
+    }
+    col_job bj = {s, C, n, j};
+    obl_par_for(t, n / C, 1, col_blocks, &bj);
+}
+
 /* a variant of the obl/sort.h function (sort/entry.h) */
 obl_err OBL_V(srt_columns)(uint64_t *const *cols, size_t ncol, size_t key_words,
                             size_t n, unsigned threads)
