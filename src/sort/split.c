@@ -22,7 +22,9 @@
 #include "sort/rec.h"
 
 /* Records m - 1 - t (row of the columns) and m + t (record t of b), t < r,
- * exchanged so that the row holds the smaller key. */
+ * exchanged so that the row holds the smaller key. The row's words move
+ * one at a time (a barrier on each): vectorised, the W < 8 words became a
+ * masked scatter, which the masked-operand audit refuses. */
 static void sp_flip(uint64_t *const *cols, size_t m, const rec_arr *b)
 {
     const size_t W = b->words;
@@ -34,7 +36,7 @@ static void sp_flip(uint64_t *const *cols, size_t m, const rec_arr *b)
             x[c] = cols[c][i];
         rec_cswap(obl_ct_mask(rec_key_gt(x, y, b->kw)), x, y, W);
         for (size_t c = 0; c < W; c++)
-            cols[c][i] = x[c];
+            cols[c][i] = obl_ct_barrier64(x[c]);
         REC_TOUCH(t);
     }
 }
