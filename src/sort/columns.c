@@ -408,6 +408,27 @@ static void col_quads(void *ctx, size_t lo, size_t hi)
 }
 #endif
 
+/* Stage k of the network (spans k/2 .. 1) on the s->n rows, run in blocks
+ * of C rows once the span is below C. */
+static void col_stage(const col_arr *s, size_t C, size_t k)
+{
+    const size_t n = s->n;
+    const unsigned t = s->threads;
+    size_t j = k / 2;
+#ifdef COL_LANES
+    for (; j >= 2 * C; j >>= 2) { /* spans j and j / 2 >= C in one pass */
+        col_job qj = {s, C, k, j};
+        obl_par_for(t, n / 4, 64, col_quads, &qj);
+    }
+#endif
+    for (; j >= C; j >>= 1) {
+        col_job pj = {s, C, k, j};
+        obl_par_for(t, n / 2, 64, col_pairs, &pj);
+    }
+    col_job bj = {s, C, k, j};
+    obl_par_for(t, n / C, 1, col_blocks, &bj);
+}
+
 /* see columns.h */
 void col_sort(const col_arr *s)
 {
@@ -415,47 +436,18 @@ void col_sort(const col_arr *s)
     if (n < 2)
         return;
     const size_t C = n < COL_BLOCK ? n : COL_BLOCK;
-    const unsigned t = s->threads;
     col_job jb = {s, C, 0, 0};
-    obl_par_for(t, n / C, 1, col_blocks, &jb);
-    for (size_t k = 2 * C; k <= n; k <<= 1) {
-        size_t j = k / 2;
-#ifdef COL_LANES
-        for (; j >= 2 * C; j >>= 2) { /* spans j and j / 2 >= C in one pass */
-            col_job qj = {s, C, k, j};
-            obl_par_for(t, n / 4, 64, col_quads, &qj);
-        }
-#endif
-        for (; j >= C; j >>= 1) {
-            col_job pj = {s, C, k, j};
-            obl_par_for(t, n / 2, 64, col_pairs, &pj);
-        }
-        col_job bj = {s, C, k, j};
-        obl_par_for(t, n / C, 1, col_blocks, &bj);
-    }
+    obl_par_for(s->threads, n / C, 1, col_blocks, &jb);
+    for (size_t k = 2 * C; k <= n; k <<= 1)
+        col_stage(s, C, k);
 }
 
 /* see columns.h */
 void col_merge(const col_arr *s)
 {
     const size_t n = s->n;
-    if (n < 2)
-        return;
-    const size_t C = n < COL_BLOCK ? n : COL_BLOCK;
-    const unsigned t = s->threads;
-    size_t j = n / 2; /* stage n: every row i < n ascending */
-#ifdef COL_LANES
-    for (; j >= 2 * C; j >>= 2) {
-        col_job qj = {s, C, n, j};
-        obl_par_for(t, n / 4, 64, col_quads, &qj);
-    }
-#endif
-    for (; j >= C; j >>= 1) {
-        col_job pj = {s, C, n, j};
-        obl_par_for(t, n / 2, 64, col_pairs, &pj);
-    }
-    col_job bj = {s, C, n, j};
-    obl_par_for(t, n / C, 1, col_blocks, &bj);
+    if (n >= 2) /* stage n: every row i < n ascending */
+        col_stage(s, n < COL_BLOCK ? n : COL_BLOCK, n);
 }
 
 /* a variant of the obl/sort.h function (sort/entry.h) */
