@@ -13,7 +13,8 @@
  *                order (fails with the omaps kept: tests.cmake, WILL_FAIL);
  *   bad_batches  invalid batches (B = 0, B too large, NULL arrays) and
  *                parameters (each bound, overflowing capacity): an error,
- *                and the map equals the model after each;
+ *                and the map equals the model after each; ops other than
+ *                PUT and ERASE answered as gets, changing nothing;
  *   alloc_puts   obl_shard_put / obl_shard_erase with every allocation
  *                failing in turn, batches that grow the arenas: NOMEM and
  *                the map unchanged, or the batch applied;
@@ -384,6 +385,23 @@ static void bad_batches(void)
     obl_shard_stats st;
     obl_shard_get_stats(s, &st);
     CHECK(st.batches == 1); /* check_same's alone */
+    /* ops other than PUT and ERASE behave as GET (obl/omap.h), in every engine */
+    for (unsigned e = 0; e <= 2; e++) {
+        model m2;
+        obl_shard_params p2 = params(60, 2, e, 2);
+        obl_shard *s2 = built(&p2, 20, &m2);
+        req_set q = req_new(6);
+        req_fill(&q, 1, 50);
+        const uint64_t odd[3] = {3, 7, UINT64_MAX};
+        for (size_t i = 0; i < 6; i++)
+            q.ops[i] = odd[i % 3];
+        CHECK(s2 && run_req(s2, &m2, &q, 1) == OBL_OK);
+        if (s2)
+            check_same(s2, &m2, 50);
+        req_free(&q);
+        model_free(&m2);
+        obl_shard_destroy(s2);
+    }
     obl_shard_destroy(s);
     model_free(&m);
 
