@@ -7,8 +7,9 @@
  * (obl_shard_build), then batches of B gets, each with 80% keys present and
  * 20% absent (ids N .. N * 5/4), in shuffled order and fresh per batch.
  * One repetition:
- *   Initialization_time_us  obl_shard_build (partition, the shards' builds,
- *                           the cost model's calibration)
+ *   Initialization_time_us  obl_shard_build (partition, the shards' builds;
+ *                           the cost model's calibration runs in the
+ *                           untimed first batch, at the map's first get)
  *   Get_latency_us          per batch (the harness's definition): the mean
  *                           over ceil(Q / B) batches (one untimed first);
  *                           Get_throughput_qps per query
