@@ -1,14 +1,15 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * Bulk build of the sharded map (obl_shard_build): the pairs are dealt to
- * their shards, then every shard builds its stores in parallel (the omap's
- * own bulk build; the scan store is a plain copy).
+ * their shards obliviously (shard_deal, deal.c), then every shard builds
+ * its stores in parallel (the omap's own bulk build; the scan store is a
+ * plain copy).
  *
- * What it reveals (docs/shard.md, "Build"): the shard of each input
- * position. For distinct keys these are values of the map's fresh secret
- * PRF, independent of the keys, as the omap's build reveals the bucket of
- * each input position; the batches after the build do not depend on them
- * (every shard gets exactly b requests whichever keys are asked).
+ * What it reveals (docs/shard.md, "Build"): the number of pairs of each
+ * shard, not which pairs. For distinct keys the counts are a multinomial
+ * sample of the map's fresh secret PRF, independent of the keys; the
+ * batches after the build do not depend on them (every shard gets exactly
+ * b requests whichever keys are asked).
  */
 #include "shard/shard_map.h"
 
@@ -80,35 +81,6 @@ static obl_err task_build(void *arg, size_t s)
     return e;
 }
 
-/* Deals the pairs to their shards (plain copies at public positions, see
- * the top) into one array of n keys and one of n values. */
-static obl_err deal(obl_shard *m, const unsigned char *keys, const unsigned char *vals,
-                    uint64_t n, unsigned char *dk, unsigned char *dv, size_t *off,
-                    uint32_t *sh)
-{
-    size_t ks = m->p.key_size, vs = m->p.value_size;
-    for (uint64_t i = 0; i < n; i++) {
-        uint64_t s = shard_route_shard_of(&m->rt, keys + i * ks);
-        /* LEAK: the shard of input position i (see the top of the file) */
-        OBL_DECLASSIFY(&s, sizeof s);
-        sh[i] = (uint32_t)s;
-        off[s + 1]++;
-    }
-    for (unsigned s = 0; s < m->S; s++) {
-        if (off[s + 1] > m->cap_s)
-            return OBL_ERR_FULL;
-        off[s + 1] += off[s];
-    }
-    size_t *pos = off + m->S + 1; /* next free position per shard */
-    memcpy(pos, off, m->S * sizeof(size_t));
-    for (uint64_t i = 0; i < n; i++) {
-        size_t p = pos[sh[i]]++;
-        memcpy(dk + p * ks, keys + i * ks, ks);
-        memcpy(dv + p * vs, vals + i * vs, vs);
-    }
-    return OBL_OK;
-}
-
 /* The dealing arrays and per-shard generators, in one allocation. */
 static obl_err build_shards(obl_shard *m, const unsigned char *keys, const unsigned char *vals,
                             uint64_t n)
@@ -125,7 +97,7 @@ static obl_err build_shards(obl_shard *m, const unsigned char *keys, const unsig
     size_t *off = (size_t *)(prg + S);
     uint32_t *sh = (uint32_t *)(off + 2 * S + 1);
     unsigned char *dk = (unsigned char *)(sh + n), *dv = dk + n * ks;
-    obl_err e = deal(m, keys, vals, n, dk, dv, off, sh);
+    obl_err e = shard_deal(m, keys, vals, n, dk, dv, off); /* deal.c */
     for (size_t s = 0; s < S; s++) {
         unsigned char seed[32];
         obl_prg_fill(&m->prg, seed, sizeof seed);
