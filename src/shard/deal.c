@@ -99,9 +99,11 @@ static obl_err deal_pack(void *arg, size_t t)
             OBL_TRACE_TOUCH(OBL_TRACE_REGION_MAP, OBL_TRACE_READ, s, 0);
         }
 #endif
-        memset(r, 0, j->rs);
+        const uint64_t zero = 0; /* the pads: each field's last word first */
         memcpy(r, &s, 8);
+        memcpy(r + vo - 8, &zero, 8);
         memcpy(r + 8, j->keys + i * ks, ks);
+        memcpy(r + j->rs - 8, &zero, 8);
         memcpy(r + vo, j->vals + i * vs, vs);
     }
     return OBL_OK;
