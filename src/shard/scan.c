@@ -40,7 +40,7 @@
 /* The store's buckets hold SC_STORE_MEAN to 2 SC_STORE_MEAN keys on
  * average at capacity (sc_store_shape). */
 #ifndef SC_STORE_MEAN
-#define SC_STORE_MEAN 128u
+#define SC_STORE_MEAN 512u
 #endif
 /* A table record's first word: bucket (or, once ranked, slot) << 32, then
  * these flags and the request's (or filler's) index below 2^28. */
@@ -278,60 +278,66 @@ static void sc_new_record(const shard_scan *s, unsigned char *q, uint64_t live, 
  * The n placement records r (the store's slots first, then new keys) into
  * the store's layout: sorted by bucket and class, the first C of each
  * bucket kept (its keys, its new keys, then free slots), compacted to the
- * front in order; then copied into the store if store = 1. Returns 1 if a
- * bucket's keys and new keys exceed C (then nothing is copied; the caller
- * decides). Secret: records, result. Public: n, the shape.
+ * front in order and copied into the store. The caller has checked that
+ * no bucket's keys and new keys exceed C. Secret: records. Public: n, the
+ * shape.
  */
-static uint64_t sc_place(shard_scan *s, unsigned char *r, size_t n, uint8_t *keep,
-                         unsigned threads, int store)
+static void sc_place(shard_scan *s, unsigned char *r, size_t n, uint8_t *keep, unsigned threads)
 {
     size_t rs = sc_place_rs(s);
     shard_sort_bounded(r, n, rs, 1, threads, &s->prg, &s->ac.a);
-    uint64_t prev = UINT64_MAX, rank = 0, ovf = 0;
+    uint64_t prev = UINT64_MAX, rank = 0;
     for (size_t p = 0; p < n; p++) {
         unsigned char *q = r + p * rs;
         uint64_t w = ld64(q), X = w >> 34, last = w >> 63;
         rank = obl_ct_select64(obl_ct_eq64(X, prev), rank + 1, 0);
         uint64_t k = obl_ct_lt64(rank, s->C) & (last ^ 1);
-        /* a key or new key beyond C: overflow */
-        ovf |= (k ^ 1) & (last ^ 1) & obl_ct_lt64((w >> 32) & 3, 2);
         st64(q, obl_ct_select64(k, w, 1ull << 63 | p)); /* shard_keep_first's sort form */
         keep[p] = (uint8_t)k;
         prev = X;
     }
-    if (store && !OBL_DECLASSIFY_VAL(ovf)) { /* public: the capacity event */
-        shard_keep_first(r, n, rs, keep, threads, &s->prg, &s->ac.a);
-        for (size_t j = 0; j < s->slots; j++) {
-            s->valid[j] = (uint8_t)(ld64(r + j * rs + 8) & 1);
-            memcpy(s->ent + j * s->esz, r + j * rs + 16, s->esz);
-        }
+    shard_keep_first(r, n, rs, keep, threads, &s->prg, &s->ac.a);
+    for (size_t j = 0; j < s->slots; j++) {
+        s->valid[j] = (uint8_t)(ld64(r + j * rs + 8) & 1);
+        memcpy(s->ent + j * s->esz, r + j * rs + 16, s->esz);
     }
-    return ovf;
 }
 
-/* see shard_internal.h */
+/* see shard_internal.h: each pair into the next free slot of its bucket,
+ * in input order, after the loads are checked. */
 obl_err shard_scan_load(shard_scan *s, const void *keys, const void *values, uint64_t n)
 {
     if (n > s->cap)
         return OBL_ERR_FULL;
-    size_t rs = sc_place_rs(s), tot = s->slots + (size_t)n, bytes;
-    if (tot > UINT32_MAX || !obl_mul_ok(tot, rs + 9, &bytes)) /* indexes below 2^32 */
+    size_t bytes;
+    if (!obl_mul_ok((size_t)n + s->nsb, 8, &bytes))
         return OBL_ERR_TOO_LARGE;
-    unsigned char *r = (unsigned char *)obl_alloc(&s->ac, bytes, 64);
-    if (!r)
+    uint64_t *X = (uint64_t *)obl_alloc(&s->ac, bytes, 64), *fill = X + n;
+    if (!X)
         return OBL_ERR_NOMEM;
-    uint64_t *X = (uint64_t *)(r + tot * rs);
-    uint8_t *keep = (uint8_t *)(X + tot);
     const unsigned char *k = (const unsigned char *)keys, *v = (const unsigned char *)values;
     sc_hash_x(s, k, s->ks, s->ks, (size_t)n, X);
-    sc_slot_records(s, r);
-    for (size_t i = 0; i < (size_t)n; i++)
-        sc_new_record(s, r + (s->slots + i) * rs, 1, X[i], s->slots + i, k + i * s->ks, s->ks,
-                      v + i * s->vs);
-    uint64_t ovf = sc_place(s, r, tot, keep, 1, 1);
-    obl_free(&s->ac, r, bytes);
-    /* a public capacity event (<= 2^-40): the store stays as it was */
-    return OBL_DECLASSIFY_VAL(ovf) ? OBL_ERR_STASH_OVERFLOW : OBL_OK;
+    uint64_t ovf = 0;
+    for (size_t i = 0; i < (size_t)n; i++) {
+        /* LEAK: the bucket of input position i, a value of the store's
+         * secret PRF, as the omap's build reveals its buckets; the batches
+         * never reveal where a key lies (docs/shard.md, "Build") */
+        OBL_DECLASSIFY(&X[i], sizeof X[i]);
+        ovf |= ++fill[X[i]] > s->C; /* public */
+    }
+    if (!ovf) {
+        memset(fill, 0, 8 * s->nsb);
+        for (size_t i = 0; i < (size_t)n; i++) {
+            size_t j = X[i] * s->C + fill[X[i]]++;
+            s->valid[j] = 1;
+            memset(s->ent + j * s->esz, 0, 8 * s->kw);
+            memcpy(s->ent + j * s->esz, k + i * s->ks, s->ks);
+            memcpy(s->ent + j * s->esz + 8 * s->kw, v + i * s->vs, s->vs);
+        }
+    }
+    obl_free(&s->ac, X, bytes);
+    /* a public capacity event (<= 2^-40): the store stays empty */
+    return ovf ? OBL_ERR_STASH_OVERFLOW : OBL_OK;
 }
 
 /* see shard_internal.h */
@@ -960,7 +966,7 @@ static void sc_insert(sc_work *w)
         sc_new_record(s, w->ins + (s->slots + p) * rs, fr, w->xt[p], s->slots + p, t + 8,
                       8 * s->kw, t + 8 + 8 * s->kw);
     }
-    (void)sc_place(s, w->ins, s->slots + w->T, w->ikeep, w->parts, 1);
+    sc_place(s, w->ins, s->slots + w->T, w->ikeep, w->parts);
 }
 
 /* ------------------------------------------------------------ entry -- */
