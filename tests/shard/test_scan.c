@@ -425,17 +425,19 @@ static void bucket_overflow(void)
     obl_prg g;
     obl_prg_init_seed(&g, T.seed + 11);
     shard_scan *s = NULL;
-    CHECK(shard_scan_create(&s, 1024, KS, VS, &g, &ac) == OBL_OK);
+    CHECK(shard_scan_create(&s, 2048, KS, VS, &g, &ac) == OBL_OK);
     if (!s)
         return;
     size_t nsb, C, n0 = 0, n1 = 0;
     shard_scan_store_shape(s, &nsb, &C);
-    CHECK(nsb > 1 && C < 400);
+    CHECK(nsb > 1 && C < 1000);
+    if (nsb < 2 || C >= 1000)
+        return;
     /* requests of one store bucket share a table bucket: one table bucket
      * of b slots holds them all */
     shard_scan_force_shape(s, 100, 1, 100);
-    static uint64_t b0[512], other[512], op[512];
-    for (uint64_t k = 1; n0 < C + 20 && n0 < 512; k++) { /* keys of bucket 0, and others */
+    static uint64_t b0[1024], other[100], op[100];
+    for (uint64_t k = 1; n0 < C + 20; k++) { /* keys of bucket 0, and others */
         size_t x = shard_scan_bucket_of(s, &k);
         OBL_DECLASSIFY(&x, sizeof x);
         if (x == 0)
@@ -446,8 +448,8 @@ static void bucket_overflow(void)
     CHECK(n0 == C + 20);
     test_rng r;
     test_rng_seed(&r, T.seed + 12);
-    model m = model_new(1024, VS);
-    static unsigned char vals[512 * VS];
+    model m = model_new(2048, VS);
+    static unsigned char vals[1024 * VS];
     test_rng_fill(&r, vals, sizeof vals);
     CHECK(shard_scan_load(s, b0, vals, C + 1) == OBL_ERR_STASH_OVERFLOW);
     check_gets(s, &m, b0, C + 1); /* still empty */
@@ -531,7 +533,7 @@ int main(int argc, char **argv)
     CHECK(traces_equal(10, 0, 0, 2) != 1); /* and the store's shape */
     read_forms();
     /* stores of several buckets, many batches of puts, erases and re-puts */
-    uint64_t big[] = {1500, 3000};
+    uint64_t big[] = {3000, 5000};
     for (size_t i = 0; i < 2; i++)
         for (size_t j = 2; j < 5; j++)
             if (!T.ct || j == 2)
