@@ -325,6 +325,19 @@ static void read_forms(void)
         unsetenv("OBL_CT_VARIANT");
 }
 
+/* An empty store for cap keys of KS/VS bytes, its randomness from seed;
+ * NULL (a failed check) if it could not be made. */
+static shard_scan *new_store(uint64_t cap, uint64_t seed)
+{
+    obl_alloc_ctx ac;
+    obl_alloc_init(&ac, NULL);
+    obl_prg g;
+    obl_prg_init_seed(&g, seed);
+    shard_scan *s = NULL;
+    CHECK(shard_scan_create(&s, cap, KS, VS, &g, &ac) == OBL_OK);
+    return s;
+}
+
 /* A bucket overflow: a shape of one bucket with fewer slots than the
  * batch's real requests fails the batch with STASH_OVERFLOW, pending
  * nothing, and the store still answers as the model; a shape whose one
@@ -332,12 +345,7 @@ static void read_forms(void)
  * too large to index is refused. */
 static void overflow(void)
 {
-    obl_alloc_ctx ac;
-    obl_alloc_init(&ac, NULL);
-    obl_prg g;
-    obl_prg_init_seed(&g, T.seed + 5);
-    shard_scan *s = NULL;
-    CHECK(shard_scan_create(&s, 64, KS, VS, &g, &ac) == OBL_OK);
+    shard_scan *s = new_store(64, T.seed + 5);
     if (!s)
         return;
     test_rng r;
@@ -420,12 +428,7 @@ static void check_gets(shard_scan *s, model *m, const uint64_t *k, size_t n)
  * exactly C. Every batch has b = 100. */
 static void bucket_overflow(void)
 {
-    obl_alloc_ctx ac;
-    obl_alloc_init(&ac, NULL);
-    obl_prg g;
-    obl_prg_init_seed(&g, T.seed + 11);
-    shard_scan *s = NULL;
-    CHECK(shard_scan_create(&s, 2048, KS, VS, &g, &ac) == OBL_OK);
+    shard_scan *s = new_store(2048, T.seed + 11);
     if (!s)
         return;
     size_t nsb, C, n0 = 0, n1 = 0;
