@@ -39,12 +39,9 @@
 #define SC_SORT_WEIGHT 16.0 /* the shape's model: see shard_scan_table_shape */
 /* The store's buckets hold SC_STORE_MEAN to 2 SC_STORE_MEAN keys on
  * average at capacity (sc_store_shape). */
+#ifndef SC_STORE_MEAN
 #define SC_STORE_MEAN 512u
-/* ... but at least SC_STORE_MIN_NB buckets while they hold at least
- * SC_STORE_MIN_MEAN keys each on average: a small store's table may then
- * have as many buckets as a large one's (a batch's z falls with nb). */
-#define SC_STORE_MIN_NB 1024u
-#define SC_STORE_MIN_MEAN 64u
+#endif
 /* A table record's first word: bucket (or, once ranked, slot) << 32, then
  * these flags and the request's (or filler's) index below 2^28. */
 #define SC_PUT (1ull << 28)
@@ -105,8 +102,6 @@ static void sc_store_shape(uint64_t cap, size_t *nsb, size_t *C)
 {
     size_t n = 1;
     while (n < ((size_t)1 << 30) && cap / (2 * (uint64_t)n) >= SC_STORE_MEAN)
-        n *= 2;
-    while (n < SC_STORE_MIN_NB && cap / (2 * (uint64_t)n) >= SC_STORE_MIN_MEAN)
         n *= 2;
     *nsb = n;
     *C = n == 1 ? (size_t)cap : sc_slots((size_t)cap, n);
