@@ -38,10 +38,8 @@
 #define SC_MAX_PARTS 256u
 #define SC_SORT_WEIGHT 16.0 /* the shape's model: see shard_scan_table_shape */
 /* The store's buckets hold SC_STORE_MEAN to 2 SC_STORE_MEAN keys on
- * average at capacity (sc_store_shape). */
-#ifndef SC_STORE_MEAN
+ * average at capacity (sc_store_shape; the choice: docs/shard.md, "Scan"). */
 #define SC_STORE_MEAN 512u
-#endif
 /* A table record's first word: bucket (or, once ranked, slot) << 32, then
  * these flags and the request's (or filler's) index below 2^28. */
 #define SC_PUT (1ull << 28)
