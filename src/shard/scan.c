@@ -396,7 +396,7 @@ static void sc_work_free(sc_work *w)
     w->ins = NULL;
 }
 
-#define SC_PARTS 10
+#define SC_PARTS 8
 
 /* Carves the batch's arrays out of the store's arena (kept from batch to
  * batch, grown when a batch needs more: allocating these megabytes afresh
@@ -418,11 +418,11 @@ static obl_err sc_work_alloc(sc_work *w)
     if (w->nb > s->nsb) /* a forced shape (tests) that the store cannot scan */
         return OBL_ERR_INVALID_ARG;
     sz[5] = o1 > o2 ? o1 : o2;
-    sz[8] = hb > w->n0 ? hb : w->n0;
+    sz[6] = hb > w->n0 ? hb : w->n0;
     size_t m = 1;
     while (m < w->n0)
         m *= 2;
-    if (!obl_mul_ok(m, w->rs, &sz[9])) /* the table sort's columns */
+    if (!obl_mul_ok(m, w->rs, &sz[7])) /* the table sort's columns */
         return OBL_ERR_TOO_LARGE;
     for (size_t i = 0; i < SC_PARTS; i++) {
         size_t r = (sz[i] + 63) & ~(size_t)63;
@@ -458,10 +458,10 @@ static obl_err sc_work_alloc(sc_work *w)
     w->skey = (uint64_t *)part[3];
     w->slive = (uint64_t *)part[4];
     w->out = (unsigned char *)part[5];
-    w->colbuf = (uint64_t *)part[9];
-    w->h = (uint64_t *)part[8];
-    w->kept = (uint8_t *)part[8];
-    w->colbuf_bytes = sz[9];
+    w->colbuf = (uint64_t *)part[7];
+    w->h = (uint64_t *)part[6];
+    w->kept = (uint8_t *)part[6];
+    w->colbuf_bytes = sz[7];
     memset(w->oval, 0, sz[1]); /* the probes OR into it */
     return OBL_OK;
 }
