@@ -2,14 +2,15 @@
 /*
  * Bulk build of the sharded map (obl_shard_build): the pairs are dealt to
  * their shards obliviously (shard_deal, deal.c), then every shard builds
- * its stores in parallel (the omap's own bulk build; the scan store is a
- * plain copy).
+ * its stores in parallel (the omap's own bulk build; the scan store places
+ * each pair in its bucket).
  *
  * What it reveals (docs/shard.md, "Build"): the number of pairs of each
- * shard, not which pairs. For distinct keys the counts are a multinomial
- * sample of the map's fresh secret PRF, independent of the keys; the
- * batches after the build do not depend on them (every shard gets exactly
- * b requests whichever keys are asked).
+ * shard, not which pairs (and, in shard_scan_load, the scan store bucket
+ * of each pair in its shard's dealt order). For distinct keys the counts
+ * are a multinomial sample of the map's fresh secret PRF, independent of
+ * the keys; the batches after the build do not depend on them (every shard
+ * gets exactly b requests whichever keys are asked).
  */
 #include "shard/shard_map.h"
 
