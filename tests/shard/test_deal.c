@@ -135,7 +135,7 @@ static void deal_case(unsigned S, size_t n, size_t ks, size_t vs, uint64_t unive
 static void model(void)
 {
     static const size_t ns[] = {0, 1, 2, 3, 7, 64, 100, 1000, 3000};
-    size_t nn = T.ct ? 6 : 9;
+    size_t nn = T.ct ? 5 : 9;
     for (unsigned si = 0; si < 5; si++)
         for (size_t i = 0; i < nn; i++) {
             unsigned S = SHARDS[si];

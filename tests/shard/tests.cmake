@@ -72,6 +72,6 @@ if(OBL_CT_CHECK)
                              ${CMAKE_CURRENT_SOURCE_DIR})
   add_test(NAME ct_negative_shard_label
            COMMAND sh ${OBL_MEMCHECK} expect-branch $<TARGET_FILE:ct_leak_shard_label>
-                   -s ${OBL_TEST_SEED} --ct --only model)
+                   -s ${OBL_TEST_SEED} --ct --only trace)
   set_tests_properties(ct_negative_shard_label PROPERTIES LABELS "ct;negative" TIMEOUT 120)
 endif()
