@@ -4,7 +4,7 @@
  * ranges of one array without revealing which shard any pair belongs to.
  * Each pair becomes a record (shard label, key, value); an MSD partition on
  * the label then splits the shards [lo, hi) of a range into [lo, mid) and
- * [mid, hi) with one order-preserving compaction (obl_compact) of the
+ * [mid, hi) with one compaction (obl_compact, flag: label < mid) of the
  * range, ceil(lg S) levels in all. The sizes of the ranges are sums of the
  * per-shard counts, which the dealing reveals (docs/shard.md, "Build"):
  * every address and branch is a function of n, S, the sizes and those
