@@ -41,6 +41,7 @@
 #include "omap/siphash.h"
 #include "omap/speck.h"
 #include "oram/nroram_internal.h"
+#include "pool/pool.h"
 
 __extension__ typedef unsigned __int128 build_u128;
 
@@ -277,11 +278,14 @@ static obl_err bld_values(omap_bld *b)
         blocks = kvb;
         bs = ks + vs;
     }
+    /* the sorts on two threads unless the caller asked for one (public) */
+    unsigned th = b->p->build_threads ? b->p->build_threads : obl_pool_cores();
     err = nr_create(&m->vo, &np, 0);
     if (err == OBL_OK)
-        err = m->fp ? nr_build(m->vo, n, blocks, bs, (size_t)n * bs, NULL, omap_block_id, m,
-                               b->leaves)
-                    : nr_build(m->vo, n, blocks, bs, (size_t)n * bs, ids, NULL, NULL, b->leaves);
+        err = m->fp ? nr_build_par(m->vo, n, blocks, bs, (size_t)n * bs, NULL, omap_block_id, m,
+                                   b->leaves, th)
+                    : nr_build_par(m->vo, n, blocks, bs, (size_t)n * bs, ids, NULL, NULL,
+                                   b->leaves, th);
 done:
     obl_free(&m->ac, kvb, b->kvb_bytes);
     obl_free(&m->ac, ids, ids_bytes);

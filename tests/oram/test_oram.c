@@ -728,6 +728,141 @@ static void nr_build_forms_agree(int ct)
             }
 }
 
+/*
+ * nr_build_par on two threads against nr_build: the same tree, stash and
+ * leaves, byte for byte, for every size, value size and id form; and the
+ * tree is right. Returns the number of builds that differed (a planted
+ * fault, nr_build_set_par_fault, must make some differ).
+ */
+static long nr_build_threads_agree(int ct, int check)
+{
+    static const uint64_t ns[] = {1, 100, 1000, 5003, 40000};
+    static const size_t vss[] = {8, 56, 100};
+    long differ = 0;
+    for (size_t c = 0; c < sizeof(ns) / sizeof(ns[0]); c++)
+        for (size_t v = 0; v < sizeof(vss) / sizeof(vss[0]); v++)
+            for (int with_ids = 0; with_ids < 2; with_ids++) {
+                uint64_t n = ns[c];
+                size_t vs = vss[v];
+                if ((ct && n > 100) || (n > 5003 && vs != 56))
+                    continue;
+                obl_nroram_params p;
+                memset(&p, 0, sizeof(p));
+                p.capacity = n + n / 3 + 1;
+                p.value_size = vs;
+                p.use_seed = 1;
+                p.seed = 2000 + n * 7 + vs;
+                p.pos_bytes = with_ids ? 8 : 4;
+                unsigned char *data = (unsigned char *)xmalloc((size_t)n * vs);
+                uint64_t *ids = (uint64_t *)xmalloc((size_t)n * sizeof(uint64_t));
+                uint32_t *lv[2];
+                obl_nroram *o[2] = {NULL, NULL};
+                for (uint64_t i = 0; i < (uint64_t)n * vs; i++)
+                    data[i] = (unsigned char)(i * 31 + n);
+                for (uint64_t i = 0; i < n; i++)
+                    ids[i] = i * 0x9e3779b97f4a7c15ULL + 9;
+                for (int f = 0; f < 2; f++) {
+                    lv[f] = (uint32_t *)xmalloc((size_t)n * sizeof(uint32_t));
+                    CHECK_EQ_U64(nr_create(&o[f], &p, 0), OBL_OK);
+                    CHECK_EQ_U64(nr_build_par(o[f], n, data, vs, (size_t)n * vs,
+                                              with_ids ? ids : NULL, NULL, NULL, lv[f], f ? 2 : 1),
+                                 OBL_OK);
+                    OBL_DECLASSIFY(o[f]->tree, o[f]->tree_bytes);
+                    OBL_DECLASSIFY(o[f]->bmeta, o[f]->bmeta_bytes);
+                    OBL_DECLASSIFY(o[f]->bdata, o[f]->bdata_bytes);
+                    OBL_DECLASSIFY(lv[f], n * sizeof(uint32_t));
+                }
+                int same = !memcmp(o[0]->tree, o[1]->tree, o[0]->tree_bytes) &&
+                           !memcmp(o[0]->bmeta, o[1]->bmeta, o[0]->bmeta_bytes) &&
+                           !memcmp(o[0]->bdata, o[1]->bdata, o[0]->bdata_bytes) &&
+                           !memcmp(lv[0], lv[1], n * sizeof(uint32_t));
+                differ += !same;
+                if (check) {
+                    CHECK(same);
+                    if (with_ids)
+                        nr_check_built(o[1], n, ids, lv[1], data, vs);
+                }
+                for (int f = 0; f < 2; f++) {
+                    obl_nroram_destroy(o[f]);
+                    free(lv[f]);
+                }
+                free(data);
+                free(ids);
+            }
+    return differ;
+}
+
+/* Two-thread builds: with the default cache blocks (only the largest size
+ * runs on two threads) and with small ones (every size from 64 elements
+ * does); then the negative control, a compare-exchange left out of the
+ * two-thread sort, which the comparison must catch. */
+static void nr_build_threads(void)
+{
+    nr_build_threads_agree(T.ct, 1);
+    nr_build_set_blocks(1024, 8192);
+    nr_build_threads_agree(T.ct, 1);
+    nr_build_set_par_fault(1);
+    long bad = nr_build_threads_agree(T.ct, 0);
+    nr_build_set_par_fault(0);
+    nr_build_set_blocks(0, 0);
+    CHECK(bad > 0);
+    printf("  planted fault in the two-thread sort: %ld builds differ\n", bad);
+}
+
+/*
+ * The two-thread build's trace (its parts run one after the other on the
+ * calling thread while a trace is recorded) for two inputs and seeds: the
+ * same events, and not those of the one-thread build (so the two-thread
+ * paths ran).
+ */
+static void nr_build_threads_trace(void)
+{
+    if (!obl_trace_enabled())
+        return;
+    const uint64_t n = T.ct ? 90 : 700;
+    const size_t vs = 56;
+    obl_trace tr[3];
+    nr_build_set_blocks(1024, 8192);
+    for (int run = 0; run < 3; run++) {
+        obl_nroram_params p;
+        memset(&p, 0, sizeof(p));
+        p.capacity = n + n / 4;
+        p.value_size = vs;
+        p.use_seed = 1;
+        p.seed = 811 + (uint64_t)run;
+        p.pos_bytes = 8;
+        unsigned char *data = (unsigned char *)xmalloc((size_t)n * vs);
+        uint64_t *ids = (uint64_t *)xmalloc((size_t)n * sizeof(uint64_t));
+        uint32_t *lv = (uint32_t *)xmalloc((size_t)n * sizeof(uint32_t));
+        test_rng sr;
+        test_rng_seed(&sr, 7200 + (uint64_t)run);
+        test_rng_fill(&sr, data, (size_t)n * vs);
+        for (uint64_t i = 0; i < n; i++)
+            ids[i] = (i + 1) * (run ? 0x9e3779b97f4a7c15ULL : 0xc2b2ae3d27d4eb4fULL) >> 1;
+        obl_nroram *o = NULL;
+        CHECK_EQ_U64(nr_create(&o, &p, 0), OBL_OK);
+        CHECK(obl_trace_init(&tr[run], 1u << 22));
+        obl_trace_begin(&tr[run]);
+        obl_err e = o ? nr_build_par(o, n, data, vs, (size_t)n * vs, ids, NULL, NULL, lv,
+                                     run < 2 ? 2 : 1)
+                      : OBL_ERR_STATE;
+        obl_trace_end();
+        CHECK_EQ_U64(e, OBL_OK);
+        if (e == OBL_OK) {
+            OBL_DECLASSIFY(lv, n * sizeof(uint32_t)); /* the test checks them */
+            nr_check_built(o, n, ids, lv, data, vs);
+        }
+        obl_nroram_destroy(o);
+        free(lv);
+        free(ids);
+        free(data);
+    }
+    nr_build_set_blocks(0, 0);
+    CHECK(!obl_trace_equal(&tr[0], &tr[2]));
+    obl_trace_free(&tr[2]);
+    build_traces_done(tr, "on two threads", n, vs);
+}
+
 /* the id of a block built with an id function: its first 8 bytes */
 static uint64_t first_word_id(const void *ctx, const unsigned char *block)
 {
@@ -1402,6 +1537,8 @@ static const test_case cases[] = {
     TEST_CASE(roram_build_crowded),
     TEST_CASE(nr_build_forms),
     TEST_CASE(nr_build_ids_on_few_paths),
+    TEST_CASE(nr_build_threads),
+    TEST_CASE(nr_build_threads_trace),
     TEST_CASE(roram_build_two_words),
     TEST_CASE(roram_update),
     TEST_CASE(roram_chisq),
