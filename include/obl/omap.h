@@ -127,10 +127,11 @@ typedef struct obl_omap_params {
     uint64_t seed;              /* used instead of random when use_seed != 0 */
     int use_seed;               /* tests and reproducible benchmarks only */
     const obl_allocator *alloc; /* NULL: the C library */
-    unsigned build_threads;     /* obl_omap_build's threads: 0 = the online
-                                   cores, 1 = the calling thread only; it
-                                   uses two at most. The map built is the
-                                   same for every value. */
+    unsigned build_threads;     /* the builds' threads (the ORAMs' trees):
+                                   0 = the CPUs this process may run on,
+                                   1 = the calling thread only; two at
+                                   most. The map built is the same for
+                                   every value. */
 } obl_omap_params;
 
 /*

@@ -41,7 +41,6 @@
 #include "omap/siphash.h"
 #include "omap/speck.h"
 #include "oram/nroram_internal.h"
-#include "pool/pool.h"
 
 __extension__ typedef unsigned __int128 build_u128;
 
@@ -279,7 +278,7 @@ static obl_err bld_values(omap_bld *b)
         bs = ks + vs;
     }
     /* the sorts on two threads unless the caller asked for one (public) */
-    unsigned th = b->p->build_threads ? b->p->build_threads : obl_pool_cores();
+    unsigned th = nr_build_threads(b->p->build_threads);
     err = nr_create(&m->vo, &np, 0);
     if (err == OBL_OK)
         err = m->fp ? nr_build_par(m->vo, n, blocks, bs, (size_t)n * bs, NULL, omap_block_id, m,
@@ -369,6 +368,7 @@ static obl_err bld_buckets(omap_bld *b)
     m->count = n;
     obl_roram_params rp;
     omap_oram_params(m, &rp, b->p);
+    rp.build_threads = nr_build_threads(b->p->build_threads);
     obl_err err = obl_roram_create_from(&m->oram, &rp, arr);
     obl_free(&m->ac, arr, b->arr_bytes);
     return err;

@@ -6,6 +6,9 @@
  * unsuffixed names call the tree's variant, and pass a test's setting to
  * every variant's copy of the build's switches.
  */
+#define _GNU_SOURCE
+#include <sched.h>
+
 #include "common/cpu.h"
 #include "oram/nroram_internal.h"
 
@@ -34,6 +37,18 @@ obl_err nr_build_par(obl_nroram *o, uint64_t n, const unsigned char *data, size_
 {
     return OBL_VARIANT_PICK(nr_build_par, o->isa)(o, n, data, ss, data_len, ids, id_fn, id_ctx,
                                                   leaves_out, threads);
+}
+
+/* see nroram_internal.h */
+unsigned nr_build_threads(unsigned asked)
+{
+    if (asked)
+        return asked;
+    cpu_set_t set;
+    if (sched_getaffinity(0, sizeof(set), &set) != 0)
+        return 1;
+    int c = CPU_COUNT(&set);
+    return c < 1 ? 1u : (unsigned)c;
 }
 
 #ifdef OBL_TESTING

@@ -285,6 +285,10 @@ obl_err nr_build_par(obl_nroram *o, uint64_t n, const unsigned char *data, size_
                      size_t data_len, const uint64_t *ids, nr_id_fn id_fn, const void *id_ctx,
                      uint32_t *leaves_out, unsigned threads);
 
+/* The threads a build asked for `asked` threads takes: asked, or with 0 the
+ * CPUs this process may run on (sched_getaffinity); at least 1. Public. */
+unsigned nr_build_threads(unsigned asked);
+
 /* Tests only, not thread-safe: the cache sizes (bytes) the build's sorts
  * block for, so that small builds take the paths of large ones; 0 restores
  * the default (1 MiB L2, 32 MiB L3: 512 KiB and 8 MiB of elements). */

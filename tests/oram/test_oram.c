@@ -796,7 +796,7 @@ static long nr_build_threads_agree(int ct, int check)
  * runs on two threads) and with small ones (every size from 64 elements
  * does); then the negative control, a compare-exchange left out of the
  * two-thread sort, which the comparison must catch. */
-static void nr_build_threads(void)
+static void nr_build_two_threads(void)
 {
     nr_build_threads_agree(T.ct, 1);
     nr_build_set_blocks(1024, 8192);
@@ -815,7 +815,7 @@ static void nr_build_threads(void)
  * same events, and not those of the one-thread build (so the two-thread
  * paths ran).
  */
-static void nr_build_threads_trace(void)
+static void nr_build_two_threads_trace(void)
 {
     if (!obl_trace_enabled())
         return;
@@ -1537,8 +1537,8 @@ static const test_case cases[] = {
     TEST_CASE(roram_build_crowded),
     TEST_CASE(nr_build_forms),
     TEST_CASE(nr_build_ids_on_few_paths),
-    TEST_CASE(nr_build_threads),
-    TEST_CASE(nr_build_threads_trace),
+    TEST_CASE(nr_build_two_threads),
+    TEST_CASE(nr_build_two_threads_trace),
     TEST_CASE(roram_build_two_words),
     TEST_CASE(roram_update),
     TEST_CASE(roram_chisq),
