@@ -662,22 +662,25 @@ static void nroram_plan_forms_agree(int ct)
 }
 
 /*
- * The two forms of the build's first fit (one packed word, or id and slot
- * and leaf in two words) and the two key layouts of its payload sort (aux
- * word, or leaf in the key with explicit ids) must build the same tree:
- * with one seed, every byte of the tree, the stash and the leaves must
- * agree.
+ * Pairs of NRORAM builds of the same input that must agree byte for byte
+ * (tree, stash, leaves), and the tree right (in 64-bit trees; block i has
+ * id i when no ids are given): with `threads` 0, packed and two-word first
+ * fit (the two-word form only builds of more than about 2^27 blocks take
+ * by themselves); with `threads` 1, nr_build_par on one and on two
+ * threads. Returns the number of pairs that differed (with a planted
+ * fault, nr_build_set_par_fault, some must; check 0 then).
  */
-static void nr_build_forms_agree(int ct)
+static long nr_build_pairs_agree(int ct, int threads, int check)
 {
-    static const uint64_t ns[] = {1, 2, 7, 100, 1000, 5003};
+    static const uint64_t ns[] = {1, 2, 7, 100, 1000, 5003, 40000};
     static const size_t vss[] = {8, 56, 64, 100};
+    long differ = 0;
     for (size_t c = 0; c < sizeof(ns) / sizeof(ns[0]); c++)
         for (size_t v = 0; v < sizeof(vss) / sizeof(vss[0]); v++)
             for (int with_ids = 0; with_ids < 2; with_ids++) {
                 uint64_t n = ns[c];
                 size_t vs = vss[v];
-                if (ct && n > 100)
+                if ((ct && n > 100) || (n > 5003 && (!threads || vs != 56)))
                     continue;
                 obl_nroram_params p;
                 memset(&p, 0, sizeof(p));
@@ -686,8 +689,8 @@ static void nr_build_forms_agree(int ct)
                 p.use_seed = 1;
                 p.seed = 1000 + n * 7 + vs;
                 p.pos_bytes = with_ids ? 8 : 4;
-                unsigned char *data = (unsigned char *)malloc((size_t)n * vs);
-                uint64_t *ids = (uint64_t *)malloc((size_t)n * sizeof(uint64_t));
+                unsigned char *data = (unsigned char *)xmalloc((size_t)n * vs);
+                uint64_t *ids = (uint64_t *)xmalloc((size_t)n * sizeof(uint64_t));
                 uint32_t *lv[2];
                 obl_nroram *o[2] = {NULL, NULL};
                 for (uint64_t i = 0; i < (uint64_t)n * vs; i++)
@@ -695,83 +698,19 @@ static void nr_build_forms_agree(int ct)
                 for (uint64_t i = 0; i < n; i++)
                     ids[i] = i * 0x9e3779b97f4a7c15ULL + 5;
                 for (int f = 0; f < 2; f++) {
-                    lv[f] = (uint32_t *)malloc((size_t)n * sizeof(uint32_t));
-                    nr_build_set_packing(f == 0);
-                    CHECK_EQ_U64(nr_create(&o[f], &p, 0), OBL_OK);
-                    CHECK_EQ_U64(nr_build(o[f], n, data, vs, (size_t)n * vs,
-                                          with_ids ? ids : NULL, NULL, NULL, lv[f]),
-                                 OBL_OK);
-                }
-                nr_build_set_packing(1);
-                OBL_DECLASSIFY(o[0]->tree, o[0]->tree_bytes);
-                OBL_DECLASSIFY(o[1]->tree, o[1]->tree_bytes);
-                OBL_DECLASSIFY(o[0]->bmeta, o[0]->bmeta_bytes);
-                OBL_DECLASSIFY(o[1]->bmeta, o[1]->bmeta_bytes);
-                OBL_DECLASSIFY(o[0]->bdata, o[0]->bdata_bytes);
-                OBL_DECLASSIFY(o[1]->bdata, o[1]->bdata_bytes);
-                OBL_DECLASSIFY(lv[0], n * sizeof(uint32_t));
-                OBL_DECLASSIFY(lv[1], n * sizeof(uint32_t));
-                CHECK_MEM(o[0]->tree, o[1]->tree, o[0]->tree_bytes);
-                CHECK_MEM(o[0]->bmeta, o[1]->bmeta, o[0]->bmeta_bytes);
-                CHECK_MEM(o[0]->bdata, o[1]->bdata, o[0]->bdata_bytes);
-                CHECK_MEM(lv[0], lv[1], n * sizeof(uint32_t));
-                /* and the tree they agree on is right (in 64-bit trees;
-                 * block i has id i when no ids are given) */
-                if (with_ids)
-                    nr_check_built(o[0], n, ids, lv[0], data, vs);
-                for (int f = 0; f < 2; f++) {
-                    obl_nroram_destroy(o[f]);
-                    free(lv[f]);
-                }
-                free(data);
-                free(ids);
-            }
-}
-
-/*
- * nr_build_par on two threads against nr_build: the same tree, stash and
- * leaves, byte for byte, for every size, value size and id form; and the
- * tree is right. Returns the number of builds that differed (a planted
- * fault, nr_build_set_par_fault, must make some differ).
- */
-static long nr_build_threads_agree(int ct, int check)
-{
-    static const uint64_t ns[] = {1, 100, 1000, 5003, 40000};
-    static const size_t vss[] = {8, 56, 100};
-    long differ = 0;
-    for (size_t c = 0; c < sizeof(ns) / sizeof(ns[0]); c++)
-        for (size_t v = 0; v < sizeof(vss) / sizeof(vss[0]); v++)
-            for (int with_ids = 0; with_ids < 2; with_ids++) {
-                uint64_t n = ns[c];
-                size_t vs = vss[v];
-                if ((ct && n > 100) || (n > 5003 && vs != 56))
-                    continue;
-                obl_nroram_params p;
-                memset(&p, 0, sizeof(p));
-                p.capacity = n + n / 3 + 1;
-                p.value_size = vs;
-                p.use_seed = 1;
-                p.seed = 2000 + n * 7 + vs;
-                p.pos_bytes = with_ids ? 8 : 4;
-                unsigned char *data = (unsigned char *)xmalloc((size_t)n * vs);
-                uint64_t *ids = (uint64_t *)xmalloc((size_t)n * sizeof(uint64_t));
-                uint32_t *lv[2];
-                obl_nroram *o[2] = {NULL, NULL};
-                for (uint64_t i = 0; i < (uint64_t)n * vs; i++)
-                    data[i] = (unsigned char)(i * 31 + n);
-                for (uint64_t i = 0; i < n; i++)
-                    ids[i] = i * 0x9e3779b97f4a7c15ULL + 9;
-                for (int f = 0; f < 2; f++) {
                     lv[f] = (uint32_t *)xmalloc((size_t)n * sizeof(uint32_t));
+                    nr_build_set_packing(threads || f == 0);
                     CHECK_EQ_U64(nr_create(&o[f], &p, 0), OBL_OK);
                     CHECK_EQ_U64(nr_build_par(o[f], n, data, vs, (size_t)n * vs,
-                                              with_ids ? ids : NULL, NULL, NULL, lv[f], f ? 2 : 1),
+                                              with_ids ? ids : NULL, NULL, NULL, lv[f],
+                                              threads && f ? 2 : 1),
                                  OBL_OK);
                     OBL_DECLASSIFY(o[f]->tree, o[f]->tree_bytes);
                     OBL_DECLASSIFY(o[f]->bmeta, o[f]->bmeta_bytes);
                     OBL_DECLASSIFY(o[f]->bdata, o[f]->bdata_bytes);
                     OBL_DECLASSIFY(lv[f], n * sizeof(uint32_t));
                 }
+                nr_build_set_packing(1);
                 int same = !memcmp(o[0]->tree, o[1]->tree, o[0]->tree_bytes) &&
                            !memcmp(o[0]->bmeta, o[1]->bmeta, o[0]->bmeta_bytes) &&
                            !memcmp(o[0]->bdata, o[1]->bdata, o[0]->bdata_bytes) &&
@@ -798,69 +737,15 @@ static long nr_build_threads_agree(int ct, int check)
  * two-thread sort, which the comparison must catch. */
 static void nr_build_two_threads(void)
 {
-    nr_build_threads_agree(T.ct, 1);
+    nr_build_pairs_agree(T.ct, 1, 1);
     nr_build_set_blocks(1024, 8192);
-    nr_build_threads_agree(T.ct, 1);
+    nr_build_pairs_agree(T.ct, 1, 1);
     nr_build_set_par_fault(1);
-    long bad = nr_build_threads_agree(T.ct, 0);
+    long bad = nr_build_pairs_agree(T.ct, 1, 0);
     nr_build_set_par_fault(0);
     nr_build_set_blocks(0, 0);
     CHECK(bad > 0);
     printf("  planted fault in the two-thread sort: %ld builds differ\n", bad);
-}
-
-/*
- * The two-thread build's trace (its parts run one after the other on the
- * calling thread while a trace is recorded) for two inputs and seeds: the
- * same events, and not those of the one-thread build (so the two-thread
- * paths ran).
- */
-static void nr_build_two_threads_trace(void)
-{
-    if (!obl_trace_enabled())
-        return;
-    const uint64_t n = T.ct ? 90 : 700;
-    const size_t vs = 56;
-    obl_trace tr[3];
-    nr_build_set_blocks(1024, 8192);
-    for (int run = 0; run < 3; run++) {
-        obl_nroram_params p;
-        memset(&p, 0, sizeof(p));
-        p.capacity = n + n / 4;
-        p.value_size = vs;
-        p.use_seed = 1;
-        p.seed = 811 + (uint64_t)run;
-        p.pos_bytes = 8;
-        unsigned char *data = (unsigned char *)xmalloc((size_t)n * vs);
-        uint64_t *ids = (uint64_t *)xmalloc((size_t)n * sizeof(uint64_t));
-        uint32_t *lv = (uint32_t *)xmalloc((size_t)n * sizeof(uint32_t));
-        test_rng sr;
-        test_rng_seed(&sr, 7200 + (uint64_t)run);
-        test_rng_fill(&sr, data, (size_t)n * vs);
-        for (uint64_t i = 0; i < n; i++)
-            ids[i] = (i + 1) * (run ? 0x9e3779b97f4a7c15ULL : 0xc2b2ae3d27d4eb4fULL) >> 1;
-        obl_nroram *o = NULL;
-        CHECK_EQ_U64(nr_create(&o, &p, 0), OBL_OK);
-        CHECK(obl_trace_init(&tr[run], 1u << 22));
-        obl_trace_begin(&tr[run]);
-        obl_err e = o ? nr_build_par(o, n, data, vs, (size_t)n * vs, ids, NULL, NULL, lv,
-                                     run < 2 ? 2 : 1)
-                      : OBL_ERR_STATE;
-        obl_trace_end();
-        CHECK_EQ_U64(e, OBL_OK);
-        if (e == OBL_OK) {
-            OBL_DECLASSIFY(lv, n * sizeof(uint32_t)); /* the test checks them */
-            nr_check_built(o, n, ids, lv, data, vs);
-        }
-        obl_nroram_destroy(o);
-        free(lv);
-        free(ids);
-        free(data);
-    }
-    nr_build_set_blocks(0, 0);
-    CHECK(!obl_trace_equal(&tr[0], &tr[2]));
-    obl_trace_free(&tr[2]);
-    build_traces_done(tr, "on two threads", n, vs);
 }
 
 /* the id of a block built with an id function: its first 8 bytes */
@@ -952,10 +837,11 @@ static void nr_build_ids_crowded(int ct)
  * different data, ids and leaves: two runs with different seeds and
  * contents, identical traces.
  */
-static void nr_build_ids_trace(void)
+static size_t nr_build_ids_trace(unsigned threads)
 {
     if (!obl_trace_enabled())
-        return;
+        return 0;
+    size_t events = 0;
     static const struct {
         uint64_t n;
         size_t vs;
@@ -989,8 +875,9 @@ static void nr_build_ids_trace(void)
             CHECK_EQ_U64(nr_create(&o, &p, 0), OBL_OK);
             CHECK(obl_trace_init(&tr[run], 1u << 22));
             obl_trace_begin(&tr[run]);
-            obl_err e = o ? nr_build(o, n, data, vs, (size_t)n * vs, cs[c].use_fn ? NULL : ids,
-                                     cs[c].use_fn ? first_word_id : NULL, NULL, lv)
+            obl_err e = o ? nr_build_par(o, n, data, vs, (size_t)n * vs,
+                                         cs[c].use_fn ? NULL : ids,
+                                         cs[c].use_fn ? first_word_id : NULL, NULL, lv, threads)
                           : OBL_ERR_STATE;
             obl_trace_end();
             CHECK_EQ_U64(e, OBL_OK);
@@ -1003,8 +890,10 @@ static void nr_build_ids_trace(void)
             free(ids);
             free(data);
         }
+        events += tr[0].n;
         build_traces_done(tr, cs[c].use_fn ? "with an id function" : "with ids", n, vs);
     }
+    return events;
 }
 
 static void roram_update(void)
@@ -1427,7 +1316,7 @@ static void nroram_plan_forms(void) { nroram_plan_forms_agree(T.ct); }
 static void build_traces(void)
 {
     roram_build_trace();
-    nr_build_ids_trace();
+    nr_build_ids_trace(1);
 }
 
 /* RORAM against its model at every size and value size. */
@@ -1500,9 +1389,9 @@ static void roram_build_every_size(void) { roram_build_sizes(T.ct ? 12 : 300); }
  * themselves), also with the blocked sorts' passes. */
 static void nr_build_forms(void)
 {
-    nr_build_forms_agree(T.ct);
+    nr_build_pairs_agree(T.ct, 0, 1);
     nr_build_set_blocks(1024, 8192);
-    nr_build_forms_agree(T.ct);
+    nr_build_pairs_agree(T.ct, 0, 1);
     nr_build_set_blocks(0, 0);
 }
 
@@ -1517,6 +1406,18 @@ static void roram_build_two_words(void)
     roram_build_crowded();
     roram_model(1000, 56, T.ct ? 40 : 1000, 0, 1);
     nr_build_set_packing(1);
+}
+
+/* Two-thread builds recorded (their halves run one after the other on the
+ * calling thread while a trace is recorded): two inputs give equal traces,
+ * with the cache blocks shrunk so that the two-thread paths run, which
+ * the event count shows (not the one-thread build's). */
+static void nr_build_two_threads_trace(void)
+{
+    nr_build_set_blocks(1024, 8192);
+    size_t one = nr_build_ids_trace(1), two = nr_build_ids_trace(2);
+    nr_build_set_blocks(0, 0);
+    CHECK(!obl_trace_enabled() || one != two);
 }
 
 /* The sub-tests, each its own ctest entry (tests/oram/tests.cmake reads
