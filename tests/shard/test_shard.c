@@ -354,7 +354,7 @@ static void failing_batches(obl_shard *s, model *m, test_failing_alloc *fa, int 
 
 /* Every allocation of create, build and a batch fails in turn: an error,
  * nothing leaked, and a failed batch leaves the map as it was. */
-static void alloc_failure(unsigned engines)
+static void alloc_failure_st(unsigned engines, unsigned S, unsigned threads)
 {
     uint64_t keys[20];
     unsigned char vals[20 * VS];
@@ -364,7 +364,7 @@ static void alloc_failure(unsigned engines)
     for (long budget = 0;; budget++) {
         test_failing_alloc fa = {budget, 0, 0};
         obl_allocator a = {test_fa_alloc, test_fa_free, &fa};
-        obl_shard_params p = params(40, 2, engines, 1);
+        obl_shard_params p = params(40, S, engines, threads);
         p.alloc = &a;
         obl_shard *s = NULL;
         obl_err e = obl_shard_build(&s, &p, keys, vals, 20);
@@ -384,6 +384,16 @@ static void alloc_failure(unsigned engines)
         model_free(&m);
         break;
     }
+}
+
+/* Two shards on one thread; and one shard on two threads, where its omap
+ * and its scan store build at once (the omap's own sorts on two threads
+ * more) and an allocation fails on either thread. */
+static void alloc_failure(unsigned engines)
+{
+    alloc_failure_st(engines, 2, 1);
+    if (engines == OBL_SHARD_ENGINES_BOTH)
+        alloc_failure_st(engines, 1, 2);
 }
 
 /* The engine choice corrected by measured times: with both estimates of
