@@ -1402,8 +1402,9 @@ static int maps_same(obl_omap *a, obl_omap *b)
  * same seed): the same map, byte for byte, in every layout; with small
  * cache blocks so that the trees' sorts take the two-thread paths at
  * these sizes. Then the planted fault of the two-thread sort
- * (nr_build_set_par_fault) must make the maps differ, and the map built
- * on two threads answers every key.
+ * (nr_build_set_par_fault) must make maps differ (the compare-exchange
+ * it leaves out may find its pair in order), and the map built on two
+ * threads answers every key.
  */
 static long build_threads_one(size_t ks, size_t vs, uint32_t layout, uint64_t n, int check)
 {
@@ -1432,6 +1433,7 @@ static long build_threads_one(size_t ks, size_t vs, uint32_t layout, uint64_t n,
                 uint64_t f = 0;
                 CHECK_EQ_U64(obl_omap_get(m[1], K + i * ks, out, &f), OBL_OK);
                 CHECK_EQ_U64(OBL_DECLASSIFY_VAL(f), 1);
+                OBL_DECLASSIFY(out, vs); /* the test compares it */
                 CHECK_MEM(out, V + i * vs, vs);
             }
             free(out);
@@ -1463,7 +1465,7 @@ static void build_threads_test(void)
         bad += build_threads_one(cs[c].ks, cs[c].vs, cs[c].layout, n, 0);
     nr_build_set_par_fault(0);
     nr_build_set_blocks(0, 0);
-    CHECK_EQ_U64(bad, sizeof(cs) / sizeof(cs[0]));
+    CHECK(bad > 0);
     printf("  planted fault in the two-thread sort: %ld of %zu maps differ\n", bad,
            sizeof(cs) / sizeof(cs[0]));
 }
