@@ -66,7 +66,7 @@ double shard_est_scan(obl_shard *m, size_t b)
  * the first batch takes the model's choice, the second the other engine,
  * so that both have a wall time measured under about the same load; from
  * then on the faster is used and the other is measured again after gap
- * more batches of that size: gap starts at SHARD_RECHECK_FIRST, doubles
+ * more batches of that size: gap starts at SHARD_RECHECK_FIRST, at least doubles
  * (up to SHARD_RECHECK_MAX) each time the measurement confirms the
  * choice and starts again when it does not. A re-measured engine is
  * compared with the engine in use's last two times (the least: other
@@ -75,6 +75,10 @@ double shard_est_scan(obl_shard *m, size_t b)
  */
 #define SHARD_RECHECK_FIRST 4u
 #define SHARD_RECHECK_MAX 64u
+/* A confirmed choice waits at least (t_other / t_best - 1) * this many
+ * batches: the re-measurements then cost at most 1/16 of the batches'
+ * time (until the cap). */
+#define SHARD_RECHECK_SHARE 16.0
 
 /* The slot of B in m->seen, or -1. */
 static int seen_slot(const obl_shard *m, size_t B)
@@ -149,8 +153,12 @@ void shard_observe(obl_shard *m, size_t B, unsigned engine, double us)
         sl->best = e;
         sl->cnt[e] = 1; /* its older time may be from another load */
         sl->gap = SHARD_RECHECK_FIRST;
-    } else if (!first) { /* confirmed: check less often */
-        sl->gap = sl->gap * 2 < SHARD_RECHECK_MAX ? sl->gap * 2 : SHARD_RECHECK_MAX;
+    } else if (!first) { /* confirmed: check less often, and the slower the
+                          * other engine, the less often (its batch costs
+                          * us - ref more than one of the engine in use) */
+        double want = ceil((us / ref - 1) * SHARD_RECHECK_SHARE);
+        uint64_t g = (double)(sl->gap * 2) > want ? sl->gap * 2 : (uint64_t)want;
+        sl->gap = g < SHARD_RECHECK_MAX ? g : SHARD_RECHECK_MAX;
     }
     sl->next = sl->n + sl->gap;
 }
