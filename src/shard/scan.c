@@ -863,8 +863,8 @@ static obl_err sc_route_back(sc_work *w)
  * where the sort into request order needs O(T log^2 T)); for a caller
  * that takes the answers in any order (shard_batch.akeys). Records:
  * order word (for shard_keep_first's sort form; dummy and found flags in
- * bits 62 and 61, as the kept records may come in any order), key words,
- * value. */
+ * bits 62 and 61, as the kept records may come in any order; the request's
+ * index in bits 32..59), key words, value. */
 static obl_err sc_answer_any(sc_work *w)
 {
     shard_scan *s = w->s;
@@ -877,7 +877,9 @@ static obl_err sc_answer_any(sc_work *w)
         unsigned char *q = r + p * rs;
         uint64_t meta = ld64(t), real = ((meta >> 31) & 1) ^ 1;
         uint64_t flags = ((meta >> 30) & 1) << 62 | (w->ofnd[p] & 1) << 61;
-        st64(q, obl_ct_select64(real, p, 1ull << 63 | (uint64_t)p) | flags);
+        /* the request's index in bits 32..59, for shard_batch.aidx */
+        st64(q, obl_ct_select64(real, (meta & SC_IDX) << 32 | p, 1ull << 63 | (uint64_t)p) |
+                    flags);
         memcpy(q + 8, t + 8, 8 * kw);
         sc_value(w, o, q + 8 + 8 * kw);
         keep[p] = (uint8_t)real;
@@ -889,6 +891,8 @@ static obl_err sc_answer_any(sc_work *w)
         memcpy(bt->akeys + i * s->ks, q + 8, s->ks);
         bt->adummy[i] = (o >> 62) & 1;
         bt->found[i] = (o >> 61) & 1;
+        if (bt->aidx) /* public */
+            bt->aidx[i] = (o >> 32) & SC_IDX;
         memcpy(bt->vout + i * s->vs, q + 8 + 8 * kw, s->vs);
     }
     return OBL_OK;

@@ -35,9 +35,11 @@ typedef struct shard_batch {
     uint64_t *found;            /* b words: 1 if present before the batch */
     /* NULL: answer i is request i's. Else (the scan engine) the b answers
      * may come in any order: answer i is that of key akeys[i], a dummy's
-     * if adummy[i] = 1 (b * key_size bytes, b words; secret). */
+     * if adummy[i] = 1 (b * key_size bytes, b words; secret). With akeys,
+     * aidx (if not NULL) gets answer i's request index (b words; secret). */
     unsigned char *akeys;
     uint64_t *adummy;
+    uint64_t *aidx;
 } shard_batch;
 
 /* ---- the scan engine (scan.c): a plain array of entries, scanned ---- */
@@ -107,6 +109,7 @@ typedef struct shard_bufs {
     unsigned char *keys, *vin, *vout;
     unsigned char *akeys; /* the answers' keys and dummy flags (shard_batch): */
     uint64_t *adummy;     /* keys and dummy themselves for answers in order */
+    uint64_t *aidx;       /* answers in any order: their request indices */
 } shard_bufs;
 
 /* The balancer's parameters and its secret PRF key (SipHash-2-4). */

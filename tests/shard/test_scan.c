@@ -114,14 +114,31 @@ static int reorder(req *q, const unsigned char *akeys, const uint64_t *adummy,
     return ok && used == q->b;
 }
 
+/* Answer a's request index (shard_batch.aidx): a permutation of the
+ * batch, each answer's key and dummy flag those of its request. */
+static int check_aidx(const req *q, const unsigned char *akeys, const uint64_t *adummy,
+                      const uint64_t *aidx)
+{
+    unsigned char seen[512] = {0};
+    for (size_t a = 0; a < q->b; a++) {
+        uint64_t i = aidx[a];
+        if (i >= q->b || seen[i] || adummy[a] != (q->dummy[i] & 1))
+            return 0;
+        seen[i] = 1;
+        if (!adummy[a] && memcmp(akeys + a * KS, q->keys + i * KS, KS))
+            return 0;
+    }
+    return 1;
+}
+
 /* One batch; any: the answers in any order, with their keys. */
 static obl_err run(shard_scan *s, req *q, int writes, unsigned parts, obl_pool *pool, int any)
 {
     static unsigned char akeys[512 * KS], aval[512 * VS];
-    static uint64_t adummy[512], afound[512];
+    static uint64_t adummy[512], afound[512], aidx[512];
     shard_batch bt = {q->b,           q->op,      q->dummy, q->keys, writes ? q->vin : NULL,
                       any ? aval : q->vout, any ? afound : q->found, any ? akeys : NULL,
-                      any ? adummy : NULL};
+                      any ? adummy : NULL,  any ? aidx : NULL};
     if (T.ct)
         mark_secret(q);
     obl_err e = shard_scan_batch(s, &bt, pool, parts);
@@ -133,6 +150,9 @@ static obl_err run(shard_scan *s, req *q, int writes, unsigned parts, obl_pool *
         OBL_DECLASSIFY(aval, q->b * VS);
         OBL_DECLASSIFY(adummy, q->b * 8);
         OBL_DECLASSIFY(afound, q->b * 8);
+        OBL_DECLASSIFY(aidx, q->b * 8);
+        if (e == OBL_OK && !check_aidx(q, akeys, adummy, aidx))
+            e = OBL_ERR_STATE; /* fails the test */
         if (e == OBL_OK && !reorder(q, akeys, adummy, aval, afound))
             e = OBL_ERR_STATE; /* fails the test */
     }
@@ -271,7 +291,8 @@ static void get_batch_sizes(size_t vs, size_t b, size_t nb, size_t z)
     }
     if (nb)
         shard_scan_force_shape(s, b, nb, z);
-    shard_batch bt = {b, op, dummy, (const unsigned char *)qk, NULL, vout, found, NULL, NULL};
+    shard_batch bt = {b,     op,   dummy, (const unsigned char *)qk, NULL, vout,
+                      found, NULL, NULL,  NULL};
     if (T.ct) { /* ops, dummy flags and keys secret */
         OBL_SECRET(op, b * 8);
         OBL_SECRET(dummy, b * 8);
