@@ -28,7 +28,9 @@
  * keys and their hashes (bld_hash), the entries grouped by bucket
  * (bld_group), the duplicate check (bld_duplicates), in the compact
  * layout the value ORAM (bld_values), the placement (bld_place) and the
- * bucket array with the index ORAM built over it (bld_buckets).
+ * bucket array with the index ORAM built over it (bld_buckets). The two
+ * ORAMs' tree builds run their sorts on two threads unless the caller
+ * asks for one (build_threads; docs/omap.md, "On two threads").
  */
 #include <string.h>
 
