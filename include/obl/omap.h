@@ -127,6 +127,11 @@ typedef struct obl_omap_params {
     uint64_t seed;              /* used instead of random when use_seed != 0 */
     int use_seed;               /* tests and reproducible benchmarks only */
     const obl_allocator *alloc; /* NULL: the C library */
+    unsigned build_threads;     /* the builds' threads (the ORAMs' trees):
+                                   0 = the CPUs this process may run on,
+                                   1 = the calling thread only; two at
+                                   most. The map built is the same for
+                                   every value. */
 } obl_omap_params;
 
 /*
@@ -148,7 +153,9 @@ obl_err obl_omap_create(obl_omap **out, const obl_omap_params *p) OBL_WARN_UNUSE
  * holds some key twice; nothing is created), FULL (the entries did not fit
  * in the buckets and the overflow stash; nothing is created),
  * STASH_OVERFLOW (an ORAM's build: as obl_roram_create; nothing is
- * created).
+ * created). With p->build_threads != 1 the value ORAM's sorts run on a
+ * second thread too (the same map, byte for byte; docs/omap.md, "Bulk
+ * build").
  */
 obl_err obl_omap_build(obl_omap **out, const obl_omap_params *p, const void *keys,
                        const void *values, uint64_t n) OBL_WARN_UNUSED;

@@ -256,6 +256,10 @@ typedef struct obl_roram_params {
     uint64_t seed;
     int use_seed;
     const obl_allocator *alloc;
+    unsigned build_threads;   /* the trees' builds: 0 = the CPUs this
+                                 process may run on, 1 = the calling thread
+                                 only; two at most. The array built is the
+                                 same for every value. */
 } obl_roram_params;
 
 /*

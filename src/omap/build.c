@@ -28,7 +28,9 @@
  * keys and their hashes (bld_hash), the entries grouped by bucket
  * (bld_group), the duplicate check (bld_duplicates), in the compact
  * layout the value ORAM (bld_values), the placement (bld_place) and the
- * bucket array with the index ORAM built over it (bld_buckets).
+ * bucket array with the index ORAM built over it (bld_buckets). The two
+ * ORAMs' tree builds run their sorts on two threads unless the caller
+ * asks for one (build_threads; docs/omap.md, "On two threads").
  */
 #include <string.h>
 
@@ -41,6 +43,7 @@
 #include "omap/siphash.h"
 #include "omap/speck.h"
 #include "oram/nroram_internal.h"
+#include "sort/par.h"
 
 __extension__ typedef unsigned __int128 build_u128;
 
@@ -77,6 +80,49 @@ typedef struct {
     size_t h_bytes, b_bytes, st_bytes, own_bytes, fill_bytes, fp_bytes, kvb_bytes, arr_bytes;
     size_t leaves_bytes;
 } omap_bld;
+
+/*
+ * Fresh memory on two threads. A fresh page is cleared by the kernel on
+ * the thread that first writes it, and obl_alloc zeroes every block on
+ * the calling thread: at 2^20 entries the value tree alone is 288 MiB,
+ * whose clearing took about as long as its build's sorts on two threads.
+ * With two build threads the ORAMs get the map's allocator through
+ * bld_alloc_two, which first rewrites one byte of each 4 KiB page of a
+ * large block with its own value, on two threads (the content is
+ * unchanged; the pages touched are a function of the size). The trees
+ * keep it as their allocator: opaque is the map's copy of the caller's
+ * (m->ac.a), which outlives them (omap_free destroys the trees first).
+ */
+#define BLD_PREFAULT_MIN ((size_t)4 << 20)
+
+static void bld_touch_pages(void *ctx, size_t lo, size_t hi)
+{
+    volatile unsigned char *q = (unsigned char *)ctx;
+    for (size_t i = lo; i < hi; i++)
+        q[i * 4096] = q[i * 4096];
+}
+
+static void *bld_alloc_two(void *opaque, size_t size, size_t align)
+{
+    const obl_allocator *a = (const obl_allocator *)opaque;
+    void *p = a->alloc(a->opaque, size, align);
+    if (p && size >= BLD_PREFAULT_MIN) /* public */
+        obl_par_for(2, (size + 4095) / 4096, 64, bld_touch_pages, p);
+    return p;
+}
+
+static void bld_free_two(void *opaque, void *p, size_t size)
+{
+    const obl_allocator *a = (const obl_allocator *)opaque;
+    a->free(a->opaque, p, size);
+}
+
+/* The allocator the ORAMs of a build on th threads get (public: th). */
+static obl_allocator bld_allocator(obl_omap *m, unsigned th)
+{
+    obl_allocator w = {bld_alloc_two, bld_free_two, &m->ac.a};
+    return th > 1 ? w : m->ac.a;
+}
 
 /* Sizes and the per-entry arrays. Public: n and the map's sizes. */
 static obl_err bld_alloc(omap_bld *b)
@@ -277,11 +323,16 @@ static obl_err bld_values(omap_bld *b)
         blocks = kvb;
         bs = ks + vs;
     }
+    /* the sorts on two threads unless the caller asked for one (public) */
+    unsigned th = nr_build_threads(b->p->build_threads);
+    obl_allocator wa = bld_allocator(m, th);
+    np.alloc = &wa;
     err = nr_create(&m->vo, &np, 0);
     if (err == OBL_OK)
-        err = m->fp ? nr_build(m->vo, n, blocks, bs, (size_t)n * bs, NULL, omap_block_id, m,
-                               b->leaves)
-                    : nr_build(m->vo, n, blocks, bs, (size_t)n * bs, ids, NULL, NULL, b->leaves);
+        err = m->fp ? nr_build_par(m->vo, n, blocks, bs, (size_t)n * bs, NULL, omap_block_id, m,
+                                   b->leaves, th)
+                    : nr_build_par(m->vo, n, blocks, bs, (size_t)n * bs, ids, NULL, NULL,
+                                   b->leaves, th);
 done:
     obl_free(&m->ac, kvb, b->kvb_bytes);
     obl_free(&m->ac, ids, ids_bytes);
@@ -365,6 +416,9 @@ static obl_err bld_buckets(omap_bld *b)
     m->count = n;
     obl_roram_params rp;
     omap_oram_params(m, &rp, b->p);
+    rp.build_threads = nr_build_threads(b->p->build_threads);
+    obl_allocator wa = bld_allocator(m, rp.build_threads);
+    rp.alloc = &wa;
     obl_err err = obl_roram_create_from(&m->oram, &rp, arr);
     obl_free(&m->ac, arr, b->arr_bytes);
     return err;

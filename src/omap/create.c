@@ -39,6 +39,7 @@ void omap_oram_params(obl_omap *m, obl_roram_params *rp, const obl_omap_params *
     rp->value_size = m->bsz;
     rp->scan_max = m->scan_max;
     rp->alloc = p->alloc;
+    rp->build_threads = p->build_threads;
     /* Seeded runs derive the ORAM's seed from the map's PRG (reproducible);
      * otherwise the ORAM draws its own from the caller's source. */
     rp->random = p->random;

@@ -79,6 +79,12 @@ void nr_build_set_blocks(size_t l2_bytes, size_t l3_bytes)
 {
     obl_bsort_set_blocks(l2_bytes, l3_bytes);
 }
+
+/* see nroram_internal.h */
+void nr_build_set_par_fault(int on)
+{
+    obl_bsort_set_par_fault(on);
+}
 #endif
 
 /* The build's public shape and its working arrays, shared by the steps
@@ -91,6 +97,7 @@ typedef struct bs_build {
     size_t E, W;          /* the tree's working positions [0, E), the stash's [E, W) */
     size_t ps, idoff;     /* payload stride; offset of an explicit id in a payload */
     int packed, kl, intree;
+    unsigned threads;     /* the sorts' and the expansion's (obl_bsort_sort_par) */
     size_t kb, ab, pb, tbb; /* bytes of key, aux, pay, tb */
     uint64_t *key, *aux;  /* aux: NULL when the keys carry everything */
     unsigned char *pay;   /* the payloads (NULL: a zero build); intree: o->tree */
@@ -201,7 +208,7 @@ static void bs_draw(const bs_build *b, uint32_t *leaves_out)
     OBL_SECRET(key, b->kb);
     OBL_SECRET(leaves_out, n * sizeof(uint32_t));
     bsort s1 = {key, NULL, NULL, o->vs, 0, n};
-    obl_bsort_sort(&s1, b->m);
+    obl_bsort_sort_par(&s1, b->m, b->threads);
 }
 
 /* Step 3, first fit: the slot of each block, in the keys (packed) or in
@@ -319,14 +326,14 @@ static void bs_place(const bs_build *b)
 {
     if (b->pay) { /* public */
         bsort s3 = {b->key, b->packed ? NULL : b->aux, NULL, b->o->vs, 0, b->n};
-        obl_bsort_sort(&s3, b->m); /* ids 0 .. n - 1 in order now */
+        obl_bsort_sort_par(&s3, b->m, b->threads); /* ids 0 .. n - 1 in order now */
     }
     bs_positions(b);
     bsort s2 = {b->key, b->kl ? NULL : b->aux, b->pay, b->ps, b->kl ? 32u : 0u, b->n};
-    obl_bsort_sort(&s2, b->m);
+    obl_bsort_sort_par(&s2, b->m, b->threads);
     bs_stash_window(b, s2.tsh);
     /* the tree's blocks, at [0, n - stash), to their slots */
-    obl_bsort_expand(&s2, 0, b->E, 0);
+    obl_bsort_expand_par(&s2, 0, b->E, 0, b->threads);
 }
 
 /* Step 5: write the stash and the tree, slot by slot: the stash first, then
@@ -416,6 +423,14 @@ obl_err nr_build(obl_nroram *o, uint64_t n, const unsigned char *data, size_t ss
                  size_t data_len, const uint64_t *ids, nr_id_fn id_fn, const void *id_ctx,
                  uint32_t *leaves_out)
 {
+    return nr_build_par(o, n, data, ss, data_len, ids, id_fn, id_ctx, leaves_out, 1);
+}
+
+/* see nroram_internal.h */
+obl_err nr_build_par(obl_nroram *o, uint64_t n, const unsigned char *data, size_t ss,
+                     size_t data_len, const uint64_t *ids, nr_id_fn id_fn, const void *id_ctx,
+                     uint32_t *leaves_out, unsigned threads)
+{
     const uint64_t T = (uint64_t)o->P + (uint64_t)NR_Z * o->nbuckets; /* all slots */
     /* sort keys are leaf << 32 | i: leaves below 2^31, positions below 2^32 */
     if (n > o->capacity || n > UINT32_MAX - 1 || T > UINT32_MAX || o->logL > 31 ||
@@ -425,6 +440,7 @@ obl_err nr_build(obl_nroram *o, uint64_t n, const unsigned char *data, size_t ss
         return OBL_ERR_INVALID_ARG;
     bs_build b;
     obl_err err = bs_setup(&b, o, n, ids != NULL, ids || id_fn, data || ids || id_fn);
+    b.threads = threads;
     if (err == OBL_OK && b.pay)
         bs_load(&b, data, ss, data_len, ids);
     for (int attempt = 0; err == OBL_OK; attempt++) {

@@ -278,10 +278,26 @@ obl_err nr_build(obl_nroram *o, uint64_t n, const unsigned char *data, size_t ss
                  size_t data_len, const uint64_t *ids, nr_id_fn id_fn, const void *id_ctx,
                  uint32_t *leaves_out);
 
+/* nr_build with its sorts and expansion on up to `threads` threads (two at
+ * most, obl_bsort_sort_par): the same tree, byte for byte, as nr_build's
+ * from the same generator state. threads: public. */
+obl_err nr_build_par(obl_nroram *o, uint64_t n, const unsigned char *data, size_t ss,
+                     size_t data_len, const uint64_t *ids, nr_id_fn id_fn, const void *id_ctx,
+                     uint32_t *leaves_out, unsigned threads);
+
+/* The threads a build asked for `asked` threads takes: asked, or with 0 the
+ * CPUs this process may run on (sched_getaffinity); at least 1. Public. */
+unsigned nr_build_threads(unsigned asked);
+
 /* Tests only, not thread-safe: the cache sizes (bytes) the build's sorts
  * block for, so that small builds take the paths of large ones; 0 restores
  * the default (1 MiB L2, 32 MiB L3: 512 KiB and 8 MiB of elements). */
 void nr_build_set_blocks(size_t l2_bytes, size_t l3_bytes);
+
+/* Tests only, not thread-safe: 1 plants a fault in the two-thread sort of
+ * nr_build_par (a compare-exchange left out: the tests comparing it with
+ * nr_build must fail), 0 removes it. */
+void nr_build_set_par_fault(int on);
 
 /* Tests only, not thread-safe: 0 makes nr_build keep the first fit's
  * result in two words (id; slot and leaf) even where one would do (the

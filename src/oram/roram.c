@@ -152,8 +152,8 @@ static obl_err ro_build_levels(obl_roram *r, const obl_roram_params *p, const vo
         if (err == OBL_OK && !leaves)
             err = OBL_ERR_NOMEM;
         if (err == OBL_OK)
-            err = nr_build(r->lv[l], cnt[l], content, l == 0 ? bpk : 64, content_len, NULL,
-                           NULL, NULL, leaves);
+            err = nr_build_par(r->lv[l], cnt[l], content, l == 0 ? bpk : 64, content_len,
+                               NULL, NULL, NULL, leaves, nr_build_threads(p->build_threads));
         obl_free(&r->ac, prev, prev_bytes);
         prev = leaves;
         prev_bytes = lb;

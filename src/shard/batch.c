@@ -154,13 +154,12 @@ static uint64_t per_request_fits(const sb_job *j, uint64_t *next)
     return ok;
 }
 
-/* A get batch's cost with each engine (us): the least measured answer
- * time of earlier get batches of this B with that engine where there was
- * one, else the cost model's estimate (with one shard the scan's side is
- * charged the balancer). The measurements correct the model where it
- * errs: an engine chosen on a low estimate is measured, and its time
- * then competes with the other engine's estimate (docs/shard.md, "Cost
- * model"). Public: times of batches of public sizes. */
+/* A get batch's cost with each engine (us), as the stats report it: the
+ * measured answer time of earlier get batches of this B with that engine
+ * where there was one (shard_observed), else the cost model's estimate
+ * (with one shard the scan's side is charged the balancer). The choice
+ * itself is shard_pick_scan's (cost.c). Public: times of batches of
+ * public sizes. */
 static void shard_estimates(obl_shard *m, size_t B, size_t b, unsigned P, double *per_request,
                             double *scan)
 {
@@ -190,11 +189,8 @@ static obl_err choose_engine(obl_shard *m, size_t B, size_t b, int writes, unsig
     }
     unsigned P = cut ? shard_choose_parts(m, B) : 1;
     int scan = m->keep_scan;
-    if (!writes && both) {
-        double s, r;
-        shard_estimates(m, B, b, P, &r, &s);
-        scan = s < r;
-    }
+    if (!writes && both)
+        scan = shard_pick_scan(m, B, b, P);
     *engine = scan ? OBL_SHARD_ENGINE_SCAN : OBL_SHARD_ENGINE_PER_REQUEST;
     *parts = scan ? 1 : P;
     return OBL_OK;

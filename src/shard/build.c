@@ -22,6 +22,10 @@ typedef struct bl_job {
     const unsigned char *keys, *vals; /* dealt: shard s at off[s] .. off[s+1] */
     const size_t *off;
     obl_prg *prg;                     /* one per shard, seeded from the map's */
+    const uint64_t *seed;             /* each shard's omap seed, from its prg */
+    unsigned split;                   /* 1: the omap and the scan store of a
+                                         shard are separate tasks */
+    unsigned omap_threads;            /* each omap build's threads */
 } bl_job;
 
 /* 1 if two of the n keys are equal: a sort of their words and a pass. */
@@ -49,24 +53,30 @@ static obl_err has_duplicate(obl_shard *m, const unsigned char *keys, size_t n, 
     return OBL_OK;
 }
 
-static obl_err task_build(void *arg, size_t s)
+/* Shard s's omap, built from its dealt pairs (op.seed drawn from its prg
+ * before the job, the first draw, as before the split). */
+static obl_err build_omap(bl_job *j, size_t s, const unsigned char *k, const unsigned char *v,
+                          size_t n)
 {
-    bl_job *j = (bl_job *)arg;
     obl_shard *m = j->m;
-    size_t n = j->off[s + 1] - j->off[s];
-    const unsigned char *k = j->keys + j->off[s] * m->p.key_size;
-    const unsigned char *v = j->vals + j->off[s] * m->p.value_size;
+    obl_omap_params op = {0};
+    op.capacity = m->cap_s;
+    op.key_size = m->p.key_size;
+    op.value_size = m->p.value_size;
+    op.use_seed = 1; /* drawn from the map's PRG by the caller */
+    op.seed = j->seed[s];
+    op.alloc = m->p.alloc;
+    op.build_threads = j->omap_threads;
+    return obl_omap_build(&m->om[s], &op, k, v, n);
+}
+
+/* Shard s's scan store; without an omap, the duplicate check first. */
+static obl_err build_scan(bl_job *j, size_t s, const unsigned char *k, const unsigned char *v,
+                          size_t n)
+{
+    obl_shard *m = j->m;
     obl_err e = OBL_OK;
-    if (m->keep_omap) {
-        obl_omap_params op = {0};
-        op.capacity = m->cap_s;
-        op.key_size = m->p.key_size;
-        op.value_size = m->p.value_size;
-        op.use_seed = 1; /* drawn from the map's PRG by the caller */
-        op.seed = obl_prg_u64(&j->prg[s]);
-        op.alloc = m->p.alloc;
-        e = obl_omap_build(&m->om[s], &op, k, v, n);
-    } else {
+    if (!m->keep_omap) {
         uint64_t dup = 0;
         e = has_duplicate(m, k, n, &j->prg[s], &dup);
         if (e == OBL_OK && OBL_DECLASSIFY_VAL(dup)) /* public: bad input */
@@ -78,8 +88,26 @@ static obl_err task_build(void *arg, size_t s)
         if (e == OBL_OK)
             e = shard_scan_load(m->sc[s], k, v, n);
     }
-    m->cnt[s] = n;
     return e;
+}
+
+/* Task t: with split, the omaps are tasks 0 .. S-1 (the longer ones,
+ * handed out first) and the scan stores S .. 2S-1; else shard t's stores
+ * one after the other. Which thread runs which is public. */
+static obl_err task_build(void *arg, size_t t)
+{
+    bl_job *j = (bl_job *)arg;
+    obl_shard *m = j->m;
+    size_t S = m->S, s = j->split && t >= S ? t - S : t;
+    size_t n = j->off[s + 1] - j->off[s];
+    const unsigned char *k = j->keys + j->off[s] * m->p.key_size;
+    const unsigned char *v = j->vals + j->off[s] * m->p.value_size;
+    if (!j->split || t < S) /* one writer per shard */
+        m->cnt[s] = n;
+    if (j->split)
+        return t < S ? build_omap(j, s, k, v, n) : build_scan(j, s, k, v, n);
+    obl_err e = m->keep_omap ? build_omap(j, s, k, v, n) : OBL_OK;
+    return e == OBL_OK ? build_scan(j, s, k, v, n) : e;
 }
 
 /* The dealing arrays and per-shard generators, in one allocation. */
@@ -88,25 +116,31 @@ static obl_err build_shards(obl_shard *m, const unsigned char *keys, const unsig
 {
     size_t ks = m->p.key_size, vs = m->p.value_size, S = m->S, bytes, a, b;
     if (n > SIZE_MAX / 8 || !obl_mul_ok((size_t)n, ks + vs + 4, &a) ||
-        !obl_mul_ok(S, sizeof(obl_prg) + 2 * sizeof(size_t), &b) ||
+        !obl_mul_ok(S, sizeof(obl_prg) + 3 * sizeof(size_t), &b) ||
         !obl_add_ok(a, b + 64 + sizeof(size_t), &bytes))
         return OBL_ERR_TOO_LARGE;
     unsigned char *mem = (unsigned char *)obl_alloc(&m->ac, bytes, 64);
     if (!mem)
         return OBL_ERR_NOMEM;
     obl_prg *prg = (obl_prg *)mem;
-    size_t *off = (size_t *)(prg + S);
+    uint64_t *seed = (uint64_t *)(prg + S);
+    size_t *off = (size_t *)(seed + S);
     uint32_t *sh = (uint32_t *)(off + 2 * S + 1);
     unsigned char *dk = (unsigned char *)(sh + n), *dv = dk + n * ks;
     obl_err e = shard_deal(m, keys, vals, n, dk, dv, off); /* deal.c */
     for (size_t s = 0; s < S; s++) {
-        unsigned char seed[32];
-        obl_prg_fill(&m->prg, seed, sizeof seed);
-        obl_prg_init_bytes(&prg[s], seed);
+        unsigned char sd[32];
+        obl_prg_fill(&m->prg, sd, sizeof sd);
+        obl_prg_init_bytes(&prg[s], sd);
+        seed[s] = m->keep_omap ? obl_prg_u64(&prg[s]) : 0;
     }
-    bl_job j = {m, dk, dv, off, prg};
+    /* Both stores: a shard's omap and scan store build on two threads (the
+     * omaps first); with fewer shards than threads each omap build takes
+     * T / S threads itself (docs/shard.md, "Build"). Public: S, T. */
+    unsigned split = m->keep_omap && m->keep_scan, T = m->threads;
+    bl_job j = {m, dk, dv, off, prg, seed, split, S < T ? T / (unsigned)S : 1};
     if (e == OBL_OK)
-        e = obl_pool_run(m->pool, S, task_build, &j);
+        e = obl_pool_run(m->pool, split ? 2 * S : S, task_build, &j);
     for (size_t s = 0; s < S; s++)
         obl_prg_wipe(&prg[s]);
     obl_free(&m->ac, mem, bytes);

@@ -61,6 +61,25 @@ double shard_est_scan(obl_shard *m, size_t b)
     return rounds(m) * (scan + sorts);
 }
 
+/*
+ * The measured choice (docs/shard.md, "Cost model"). Per get batch size B:
+ * the first batch takes the model's choice, the second the other engine,
+ * so that both have a wall time measured under about the same load; from
+ * then on the faster is used and the other is measured again after gap
+ * more batches of that size: gap starts at SHARD_RECHECK_FIRST, at least doubles
+ * (up to SHARD_RECHECK_MAX) each time the measurement confirms the
+ * choice and starts again when it does not. A re-measured engine is
+ * compared with the engine in use's last two times (the least: other
+ * processes only add to a time), not with a time of long ago. Public: the
+ * sizes and the earlier batches' wall times.
+ */
+#define SHARD_RECHECK_FIRST 4u
+#define SHARD_RECHECK_MAX 64u
+/* A confirmed choice waits at least (t_other / t_best - 1) * this many
+ * batches: the re-measurements then cost at most 1/16 of the batches'
+ * time (until the cap). */
+#define SHARD_RECHECK_SHARE 16.0
+
 /* The slot of B in m->seen, or -1. */
 static int seen_slot(const obl_shard *m, size_t B)
 {
@@ -70,25 +89,78 @@ static int seen_slot(const obl_shard *m, size_t B)
     return -1;
 }
 
+/* Engine e's time in slot sl: for the engine in use the least of its last
+ * two, for the other its last; negative if none. */
+static double seen_time(const shard_seen *sl, unsigned e)
+{
+    if (!sl->cnt[e])
+        return -1;
+    if (e == sl->best && sl->cnt[e] > 1)
+        return fmin(sl->us[e][0], sl->us[e][1]);
+    return sl->us[e][0];
+}
+
 /* see shard_map.h */
 double shard_observed(const obl_shard *m, size_t B, unsigned engine)
 {
     int i = seen_slot(m, B);
-    return i < 0 ? -1 : m->seen[i].us[engine == OBL_SHARD_ENGINE_SCAN];
+    return i < 0 ? -1 : seen_time(&m->seen[i], engine == OBL_SHARD_ENGINE_SCAN);
 }
 
-/* see shard_map.h: the least time, as other processes only add to it */
+/* see shard_map.h */
+int shard_pick_scan(obl_shard *m, size_t B, size_t b, unsigned P)
+{
+    int i = seen_slot(m, B);
+    if (i < 0 || (!m->seen[i].cnt[0] && !m->seen[i].cnt[1])) { /* the model's choice */
+        double bal = m->S == 1 ? shard_est_balance(m, B, b) : 0;
+        return shard_est_scan(m, b) + bal < shard_est_per_request(m, B, b, P);
+    }
+    const shard_seen *sl = &m->seen[i];
+#ifdef OBL_TESTING
+    if (m->recheck_off && sl->cnt[0] && sl->cnt[1])
+        return (int)sl->best;
+#endif
+    return sl->n >= sl->next ? !sl->best : (int)sl->best; /* the other engine, or best */
+}
+
+/* see shard_map.h */
 void shard_observe(obl_shard *m, size_t B, unsigned engine, double us)
 {
     int i = seen_slot(m, B);
-    if (i < 0) { /* a new size: the oldest slot */
-        i = (int)m->seen_next;
+    const unsigned e = engine == OBL_SHARD_ENGINE_SCAN;
+    shard_seen *sl;
+    if (i < 0) { /* a new size, in the oldest slot: its engine in use, the
+                  * other measured at the next batch */
+        sl = &m->seen[m->seen_next];
         m->seen_next = (m->seen_next + 1) % SHARD_SEEN;
-        m->seen[i].B = B;
-        m->seen[i].us[0] = m->seen[i].us[1] = -1;
+        memset(sl, 0, sizeof *sl);
+        sl->B = B;
+        sl->best = e;
+        sl->gap = SHARD_RECHECK_FIRST;
+        sl->next = 1;
+    } else {
+        sl = &m->seen[i];
     }
-    double *t = &m->seen[i].us[engine == OBL_SHARD_ENGINE_SCAN];
-    *t = *t < 0 || us < *t ? us : *t;
+    double ref = seen_time(sl, sl->best);
+    const int first = sl->cnt[e] == 0; /* this engine's first time for B */
+    sl->us[e][1] = sl->us[e][0];
+    sl->us[e][0] = us;
+    sl->cnt[e] = sl->cnt[e] < 2 ? sl->cnt[e] + 1 : 2;
+    sl->n++;
+    if (e == sl->best || ref < 0)
+        return;
+    if (us < ref) { /* the other engine was faster: use it, check again soon */
+        sl->best = e;
+        sl->cnt[e] = 1; /* its older time may be from another load */
+        sl->gap = SHARD_RECHECK_FIRST;
+    } else if (!first) { /* confirmed: check less often, and the slower the
+                          * other engine, the less often (its batch costs
+                          * us - ref more than one of the engine in use) */
+        double want = ceil((us / ref - 1) * SHARD_RECHECK_SHARE);
+        uint64_t g = (double)(sl->gap * 2) > want ? sl->gap * 2 : (uint64_t)want;
+        sl->gap = g < SHARD_RECHECK_MAX ? g : SHARD_RECHECK_MAX;
+    }
+    sl->next = sl->n + sl->gap;
 }
 
 /* see shard_map.h: five sorts of B + S b records (route.c) */

@@ -144,6 +144,7 @@ static obl_omap_params omap_params(obl_shard *m, unsigned j)
     op.use_seed = 1; /* seeded from the map's PRG (itself seeded or random) */
     op.seed = obl_prg_u64(&m->prg) ^ j;
     op.alloc = m->p.alloc;
+    op.build_threads = m->threads; /* a map of T = 1 builds on one thread */
     return op;
 }
 

@@ -27,6 +27,18 @@ typedef struct shard_costs {
 /* Batch sizes whose engines' measured times a map keeps (shard_observed). */
 #define SHARD_SEEN 16u
 
+/* What a map measured of its get batches of one size B (cost.c): each
+ * engine's last two answer times (wall, us; cnt of them valid), the
+ * engine in use (best), the batches so far (n) and the batch at which the
+ * other engine is measured again (next, after gap more). All public. */
+typedef struct shard_seen {
+    size_t B;
+    double us[2][2];
+    unsigned cnt[2];
+    unsigned best;
+    uint64_t n, next, gap;
+} shard_seen;
+
 /* Most sub-batches a get batch is cut into (shard_parts_get). */
 #define SHARD_MAX_PARTS 16u
 
@@ -50,13 +62,15 @@ struct obl_shard {
     size_t shape_b, shape_nb, shape_z; /* the scan table's shape for b */
 #ifdef OBL_TESTING
     unsigned parts_force;    /* this many sub-batches (0: the model's choice) */
+    int recheck_off;         /* 1: no engine measured again after a size's
+                                first two batches (a negative control) */
 #endif
     /* b of recent (n, P), a tail sum of tens of us that a server's varying
      * batch sizes would pay per batch (shard_part_b) */
     struct { size_t n, b; unsigned P; } bmemo[64];
-    /* the measured answer time (us, wall) of get batches of size B with each
-     * engine: the least of the batches seen, per B (shard_observed) */
-    struct { size_t B; double us[2]; } seen[SHARD_SEEN];
+    /* per get batch size B (0: a free slot), the measured answer times (us,
+     * wall) of its batches with each engine (cost.c, shard_pick_scan) */
+    shard_seen seen[SHARD_SEEN];
     unsigned seen_next;      /* the slot to reuse next */
     struct part *parts;      /* the last sub-batched get's parts, kept */
     size_t parts_B;          /* (shard_parts_get; public sizes) */
@@ -98,6 +112,12 @@ double shard_est_scan(obl_shard *m, size_t b);
 /* The least answer time (us) measured for a get batch of B with engine
  * (OBL_SHARD_ENGINE_*), or a negative value if none was. Public. */
 double shard_observed(const obl_shard *m, size_t B, unsigned engine);
+
+/* 1 if a get batch of B (b per shard, P sub-batches through the omaps)
+ * takes the scan (both stores kept): the model's choice for a size not
+ * measured yet, then the other engine once, then the faster by measured
+ * wall time, the slower measured again at a public schedule (cost.c). */
+int shard_pick_scan(obl_shard *m, size_t B, size_t b, unsigned P);
 
 /* Records a get batch of B answered by engine in us (wall time). */
 void shard_observe(obl_shard *m, size_t B, unsigned engine, double us);

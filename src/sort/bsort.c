@@ -16,6 +16,7 @@
 #include "common/testing.h"
 #include "common/trace.h"
 #include "sort/bsort.h"
+#include "sort/par.h"
 
 /* The trace hook (tests only): every compare-exchange reports the element
  * positions it touches (`lanes` consecutive ones from i). */
@@ -474,12 +475,29 @@ static void bs_steps(const bsort *s, size_t lo, size_t hi, size_t k, int mirror,
 OBL_TEST_KNOB(size_t, bs_l2_bytes, BS_BLOCK_BYTES);
 OBL_TEST_KNOB(size_t, bs_l3_bytes, BS_L3_BYTES);
 
+/* Sorts and expansions below this many elements stay on one thread
+ * (obl_bsort_sort_par); tests that shrink the cache blocks lower it to 16,
+ * so that small sorts take the two-thread paths. */
+#define BS_PAR_MIN ((size_t)1 << 14)
+OBL_TEST_KNOB(size_t, bs_par_min, BS_PAR_MIN);
+
+/* Tests only: 1 leaves out the last pair of the split mirror step, a
+ * planted fault that the tests comparing one and two threads must see. */
+OBL_TEST_KNOB(int, bs_par_fault, 0);
+
 #ifdef OBL_TESTING
 /* see sort/bsort.h */
 void obl_bsort_set_blocks(size_t l2_bytes, size_t l3_bytes)
 {
     bs_l2_bytes = l2_bytes ? l2_bytes : BS_BLOCK_BYTES;
     bs_l3_bytes = l3_bytes ? l3_bytes : BS_L3_BYTES;
+    bs_par_min = l2_bytes ? 16 : BS_PAR_MIN;
+}
+
+/* see sort/bsort.h */
+void obl_bsort_set_par_fault(int on)
+{
+    bs_par_fault = on;
 }
 #endif
 
@@ -642,67 +660,240 @@ static inline void bs_xparams(size_t n, uint64_t z, uint64_t m, uint64_t *sb, ui
     *thr = (z + m) & (h - 1);
 }
 
+/* A node of the expansion (n >= 4 positions from base, offset z): the
+ * swap parameters of its level and of its two children's, which one pass
+ * applies (obl_bsort_expand), and the offsets of its four grandchildren.
+ * Secret: all but base and n. */
+typedef struct bs_xnode {
+    uint64_t sb, thr, sbl, thrl, sbr, thrr, z4[4];
+} bs_xnode;
+
+/* The node's parameters: the children's counts are those of the targets
+ * in the first and third quarters, known before any swap. */
+static void bs_xnode_params(const bsort *s, size_t base, size_t n, uint64_t z, bs_xnode *x)
+{
+    const size_t h = n / 2, q = n / 4;
+    const uint64_t *key = s->key;
+    uint64_t m = 0, ml = 0, m3 = 0;
+    const unsigned tsh = s->tsh;
+    for (size_t i = base; i < base + n; i++) {
+        uint64_t tg = key[i] >> tsh;
+        m += tg < base + h; /* comparisons' 0/1 summed: no branch */
+        ml += tg < base + q;
+        m3 += tg < base + h + q;
+    }
+    bs_xparams(n, z, m, &x->sb, &x->thr);
+    const uint64_t zl = z & (h - 1), zr = x->thr; /* the children's offsets */
+    bs_xparams(h, zl, ml, &x->sbl, &x->thrl);
+    bs_xparams(h, zr, m3 - m, &x->sbr, &x->thrr);
+    x->z4[0] = zl & (q - 1);
+    x->z4[1] = x->thrl;
+    x->z4[2] = zr & (q - 1);
+    x->z4[3] = x->thrr;
+}
+
+/* The swaps of the node's two levels for i in [i0, i1) (of [0, n / 4)):
+ * those of the four positions i, i + q, i + h, i + h + q: the node's (i
+ * and i + h; i + q and i + h + q), then each child's (i and i + q; i + h
+ * and i + h + q), the order of the two levels. Public: base, n, i0, i1. */
+static void bs_xnode_swaps(const bsort *s, size_t base, size_t n, const bs_xnode *x, size_t i0,
+                           size_t i1)
+{
+    const size_t h = n / 2, q = n / 4;
+    size_t i = i0;
+#if OBL_CT_AVX512
+    const int vec = !s->pay || s->vs % 64 == 0; /* public */
+    if (vec && q >= 8)
+        for (; i + 8 <= i1; i += 8) {
+            size_t a0 = base + i, a1 = a0 + q, a2 = a0 + h, a3 = a2 + q;
+            bs_xswap8(s, a0, a2, bs_xmask8(x->sb, x->thr, i));
+            bs_xswap8(s, a1, a3, bs_xmask8(x->sb, x->thr, i + q));
+            bs_xswap8(s, a0, a1, bs_xmask8(x->sbl, x->thrl, i));
+            bs_xswap8(s, a2, a3, bs_xmask8(x->sbr, x->thrr, i));
+        }
+#endif
+    for (; i < i1; i++) {
+        size_t a0 = base + i, a1 = a0 + q, a2 = a0 + h, a3 = a2 + q;
+        bs_xswap1(s, a0, a2, x->sb, x->thr, i);
+        bs_xswap1(s, a1, a3, x->sb, x->thr, i + q);
+        bs_xswap1(s, a0, a1, x->sbl, x->thrl, i);
+        bs_xswap1(s, a2, a3, x->sbr, x->thrr, i);
+    }
+}
+
 /* see sort/bsort.h */
 void obl_bsort_expand(const bsort *s, size_t base, size_t n, uint64_t z)
 {
     if (n < 2)
         return;
-    const size_t h = n / 2, q = n / 4;
-    const uint64_t *key = s->key;
-#if OBL_CT_AVX512
-    const int vec = !s->pay || s->vs % 64 == 0; /* public */
-#else
-    const int vec = 0;
-#endif
+    const size_t q = n / 4;
     if (n >= 4) {
         /* Two levels in one pass over the node (half the passes over
-         * memory): the children's counts are those of the targets in the
-         * first and third quarters, known before any swap. The swaps of
-         * the four positions i, i + q, i + h, i + h + q: the node's (i and
-         * i + h; i + q and i + h + q), then each child's (i and i + q;
-         * i + h and i + h + q), the order of the two levels. */
-        uint64_t m = 0, ml = 0, m3 = 0;
-        const unsigned tsh = s->tsh;
-        for (size_t i = base; i < base + n; i++) {
-            uint64_t tg = key[i] >> tsh;
-            m += tg < base + h; /* comparisons' 0/1 summed: no branch */
-            ml += tg < base + q;
-            m3 += tg < base + h + q;
-        }
-        const uint64_t mr = m3 - m;
-        uint64_t sb, thr, sbl, thrl, sbr, thrr;
-        bs_xparams(n, z, m, &sb, &thr);
-        const uint64_t zl = z & (h - 1), zr = thr; /* the children's offsets */
-        bs_xparams(h, zl, ml, &sbl, &thrl);
-        bs_xparams(h, zr, mr, &sbr, &thrr);
-        size_t i = 0;
-#if OBL_CT_AVX512
-        if (vec && q >= 8)
-            for (; i < q; i += 8) {
-                size_t a0 = base + i, a1 = a0 + q, a2 = a0 + h, a3 = a2 + q;
-                bs_xswap8(s, a0, a2, bs_xmask8(sb, thr, i));
-                bs_xswap8(s, a1, a3, bs_xmask8(sb, thr, i + q));
-                bs_xswap8(s, a0, a1, bs_xmask8(sbl, thrl, i));
-                bs_xswap8(s, a2, a3, bs_xmask8(sbr, thrr, i));
-            }
-#endif
-        for (; i < q; i++) {
-            size_t a0 = base + i, a1 = a0 + q, a2 = a0 + h, a3 = a2 + q;
-            bs_xswap1(s, a0, a2, sb, thr, i);
-            bs_xswap1(s, a1, a3, sb, thr, i + q);
-            bs_xswap1(s, a0, a1, sbl, thrl, i);
-            bs_xswap1(s, a2, a3, sbr, thrr, i);
-        }
-        const uint64_t zll = zl & (q - 1), zrl = zr & (q - 1);
-        obl_bsort_expand(s, base, q, zll);
-        obl_bsort_expand(s, base + q, q, thrl);
-        obl_bsort_expand(s, base + h, q, zrl);
-        obl_bsort_expand(s, base + h + q, q, thrr);
+         * memory), then the four grandchildren. */
+        bs_xnode x;
+        bs_xnode_params(s, base, n, z, &x);
+        bs_xnode_swaps(s, base, n, &x, 0, q);
+        for (size_t c = 0; c < 4; c++)
+            obl_bsort_expand(s, base + c * q, q, x.z4[c]);
         return;
     }
     /* n = 2 */
-    uint64_t m = (key[base] >> s->tsh) < base + 1, sb, thr;
+    uint64_t m = (s->key[base] >> s->tsh) < base + 1, sb, thr;
     bs_xparams(n, z, m, &sb, &thr);
     bs_xswap1(s, base, base + 1, sb, thr, 0);
-    (void)vec;
+}
+
+/*
+ * Two threads (obl_bsort_sort_par, obl_bsort_expand_par). The network is
+ * the one above, its independent parts run on two threads: the result is
+ * the same as one thread's, and each thread's addresses are a function of
+ * the sizes. In the test build, with a trace sink set, both parts run on
+ * the calling thread, one after the other, so that the trace holds all of
+ * them (the sink is thread-local).
+ */
+
+
+static void bs_two(obl_par_task_fn a, void *actx, obl_par_task_fn b, void *bctx)
+{
+#ifdef OBL_TRACE
+    if (obl_trace_sink) {
+        a(actx);
+        b(bctx);
+        return;
+    }
+#endif
+    obl_par_two(a, actx, b, bctx);
+}
+
+/* The elements from lo on, as an array of their own. Public: lo. */
+static bsort bs_from(const bsort *s, size_t lo)
+{
+    bsort t = *s;
+    t.key = s->key + lo;
+    t.aux = s->aux ? s->aux + lo : NULL;
+    t.pay = s->pay ? s->pay + lo * s->vs : NULL;
+    t.live = s->live > lo ? s->live - lo : 0;
+    return t;
+}
+
+/* The mirror step of stage k on the block at lo, for its pairs i in
+ * [i0, i1) (i against k - 1 - i; i0 and i1 multiples of 8, k >= 16): the
+ * compare-exchanges of bs_steps'. Public: every argument. */
+static void bs_mirror_part(const bsort *s, size_t lo, size_t k, size_t i0, size_t i1)
+{
+    size_t i = i0;
+#if OBL_CT_AVX512
+    if (!s->pay)
+        for (; i + 8 <= i1; i += 8)
+            bs_ce8_mirror(s, lo + i, lo + k - 8 - i);
+    else if (s->vs % 64 == 0)
+        for (; i + 8 <= i1; i += 8)
+            bs_ce8p(s, lo + i, lo + k - 8 - i, 1);
+#endif
+    for (; i < i1; i++)
+        bs_ce(s, lo + i, lo + k - 1 - i);
+}
+
+typedef struct bs_pjob {
+    const bsort *s;
+    size_t lo, m, C, C3, i0, i1;
+    unsigned threads;
+} bs_pjob;
+
+static void bs_sort_par(const bsort *s, size_t m, unsigned threads);
+
+static void bs_task_sort(void *p)
+{
+    const bs_pjob *j = (const bs_pjob *)p;
+    bs_sort_par(j->s, j->m, j->threads);
+}
+
+static void bs_task_mirror(void *p)
+{
+    const bs_pjob *j = (const bs_pjob *)p;
+    bs_mirror_part(j->s, 0, j->m, j->i0, j->i1);
+}
+
+/* The last stage (k = m) below its mirror step on the half [lo, lo + m/2):
+ * obl_bsort_sort's passes and blocks for that stage, restricted to it. */
+static void bs_task_tail(void *p)
+{
+    const bs_pjob *j = (const bs_pjob *)p;
+    const bsort *s = j->s;
+    const size_t k = j->m, C = j->C, C3 = j->C3, lo = j->lo, hi = lo + k / 2;
+    bs_steps(s, lo, hi, k, 0, k / 4, C3);
+    for (size_t b3 = lo; b3 < hi && b3 < s->live; b3 += C3) {
+        bs_steps(s, b3, b3 + C3, k, 0, C3 / 2, C);
+        size_t jt = C3 / 2 < C / 2 ? C3 / 2 : C / 2;
+        for (size_t b = b3; b < b3 + C3 && b < s->live; b += C)
+            bs_steps(s, b, b + C, k, 0, jt, 1);
+    }
+}
+
+/* The halves sorted on threads / 2 threads each, then the last stage: its
+ * mirror step's pairs split in two, then each half's remaining steps. */
+static void bs_sort_par(const bsort *s, size_t m, unsigned threads)
+{
+    size_t esz = 8 + (s->aux ? 8 : 0) + (s->pay ? s->vs : 0);
+    size_t C = bs_block(esz, bs_l2_bytes, m), C3 = bs_block(esz, bs_l3_bytes, m);
+    if (C3 < C)
+        C3 = C;
+    if (threads < 2 || m < bs_par_min || C3 > m / 2) { /* public */
+        obl_bsort_sort(s, m);
+        return;
+    }
+    const size_t h = m / 2;
+    bsort hi = bs_from(s, h);
+    bs_pjob a = {s, 0, h, C, C3, 0, 0, threads / 2}, b = {&hi, 0, h, C, C3, 0, 0, threads - threads / 2};
+    bs_two(bs_task_sort, &a, bs_task_sort, &b);
+    bs_pjob ma = {s, 0, m, C, C3, 0, m / 4, 0}, mb = {s, 0, m, C, C3, m / 4, m / 2 - (size_t)bs_par_fault, 0};
+    bs_two(bs_task_mirror, &ma, bs_task_mirror, &mb);
+    bs_pjob ta = {s, 0, m, C, C3, 0, 0, 0}, tb = {s, h, m, C, C3, 0, 0, 0};
+    bs_two(bs_task_tail, &ta, bs_task_tail, &tb);
+}
+
+/* see sort/bsort.h */
+void obl_bsort_sort_par(const bsort *s, size_t m, unsigned threads)
+{
+    bs_sort_par(s, m, threads);
+}
+
+typedef struct bs_xjob {
+    const bsort *s;
+    size_t base, n, i0, i1;
+    const bs_xnode *x;
+    uint64_t z[2];
+    unsigned threads;
+} bs_xjob;
+
+static void bs_task_xswaps(void *p)
+{
+    const bs_xjob *j = (const bs_xjob *)p;
+    bs_xnode_swaps(j->s, j->base, j->n, j->x, j->i0, j->i1);
+}
+
+/* Two consecutive quarters of the node at base (n / 4 each). */
+static void bs_task_xquarters(void *p)
+{
+    const bs_xjob *j = (const bs_xjob *)p;
+    obl_bsort_expand_par(j->s, j->base, j->n, j->z[0], j->threads);
+    obl_bsort_expand_par(j->s, j->base + j->n, j->n, j->z[1], j->threads);
+}
+
+/* see sort/bsort.h: the node's pass split in two halves of its i, then
+ * the first two and the last two quarters on a thread each */
+void obl_bsort_expand_par(const bsort *s, size_t base, size_t n, uint64_t z, unsigned threads)
+{
+    if (threads < 2 || n < bs_par_min) { /* public */
+        obl_bsort_expand(s, base, n, z);
+        return;
+    }
+    const size_t q = n / 4;
+    bs_xnode x;
+    bs_xnode_params(s, base, n, z, &x);
+    bs_xjob a = {s, base, n, 0, q / 2, &x, {0, 0}, 0}, b = {s, base, n, q / 2, q, &x, {0, 0}, 0};
+    bs_two(bs_task_xswaps, &a, bs_task_xswaps, &b);
+    bs_xjob c = {s, base, q, 0, 0, &x, {x.z4[0], x.z4[1]}, threads / 2};
+    bs_xjob d = {s, base + 2 * q, q, 0, 0, &x, {x.z4[2], x.z4[3]}, threads - threads / 2};
+    bs_two(bs_task_xquarters, &c, bs_task_xquarters, &d);
 }

@@ -42,9 +42,22 @@ void obl_bsort_sort(const bsort *s, size_t m);
  */
 void obl_bsort_expand(const bsort *s, size_t base, size_t n, uint64_t z);
 
+/*
+ * obl_bsort_sort and obl_bsort_expand on up to two threads (threads >= 2;
+ * one thread below a size where a thread costs more than it saves): the
+ * same network, its independent halves on a thread each, so the result is
+ * the same and each thread's addresses are a function of the sizes only.
+ * Not for arrays that another thread touches at the same time.
+ */
+void obl_bsort_sort_par(const bsort *s, size_t m, unsigned threads);
+void obl_bsort_expand_par(const bsort *s, size_t base, size_t n, uint64_t z, unsigned threads);
+
 #ifdef OBL_TESTING
 /* Tests only: the cache sizes the sort blocks for (0: the defaults). */
 void obl_bsort_set_blocks(size_t l2_bytes, size_t l3_bytes);
+/* Tests only: 1 plants a fault in the two-thread sort (a compare-exchange
+ * left out), 0 removes it. */
+void obl_bsort_set_par_fault(int on);
 #endif
 
 #endif /* OBL_SRC_SORT_BSORT_H */

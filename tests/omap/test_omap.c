@@ -23,6 +23,7 @@
 #include "omap/siphash.h"
 #include "omap/speck.h"
 #include "oram/nroram_internal.h"
+#include "oram/roram_internal.h"
 #include "testutil.h"
 
 static test_rng R;
@@ -1353,6 +1354,122 @@ static void compact_builds(void)
     g_layout = OBL_OMAP_LAYOUT_AUTO;
 }
 
+/* 1 if the two trees hold the same bytes (plain runs: reads secrets). */
+static int nr_same(const obl_nroram *a, const obl_nroram *b)
+{
+    if (!a || !b)
+        return a == b;
+    return a->tree_bytes == b->tree_bytes && !memcmp(a->tree, b->tree, a->tree_bytes) &&
+           !memcmp(a->bmeta, b->bmeta, a->bmeta_bytes) &&
+           !memcmp(a->bdata, b->bdata, a->bdata_bytes);
+}
+
+/* The tree's bytes, declassified: the test compares them. */
+static void nr_declassify(obl_nroram *o)
+{
+    if (!o)
+        return;
+    OBL_DECLASSIFY(o->tree, o->tree_bytes);
+    OBL_DECLASSIFY(o->bmeta, o->bmeta_bytes);
+    OBL_DECLASSIFY(o->bdata, o->bdata_bytes);
+}
+
+/* 1 if two maps hold the same bytes: the index RORAM's trees and base,
+ * the value ORAM's tree, the overflow stash and the count. */
+static int maps_same(obl_omap *a, obl_omap *b)
+{
+    obl_omap *ab[2] = {a, b};
+    for (int i = 0; i < 2; i++) { /* the test compares them */
+        nr_declassify(ab[i]->vo);
+        for (uint32_t l = 0; l < ab[i]->oram->T; l++)
+            nr_declassify(ab[i]->oram->lv[l]);
+        OBL_DECLASSIFY(ab[i]->oram->base, ab[i]->oram->base_bytes);
+        OBL_DECLASSIFY(ab[i]->stash, ab[i]->stash_bytes);
+        OBL_DECLASSIFY(&ab[i]->count, sizeof(ab[i]->count));
+    }
+    const obl_roram *x = a->oram, *y = b->oram;
+    int same = x->T == y->T && x->base_bytes == y->base_bytes &&
+               !memcmp(x->base, y->base, x->base_bytes) && nr_same(a->vo, b->vo) &&
+               a->stash_bytes == b->stash_bytes &&
+               !memcmp(a->stash, b->stash, a->stash_bytes) && a->count == b->count;
+    for (uint32_t l = 0; same && l < x->T; l++)
+        same = nr_same(x->lv[l], y->lv[l]);
+    return same;
+}
+
+/*
+ * The bulk build on one thread and on two (build_threads 1 and 2, the
+ * same seed): the same map, byte for byte, in every layout; with small
+ * cache blocks so that the trees' sorts take the two-thread paths at
+ * these sizes. Then the planted fault of the two-thread sort
+ * (nr_build_set_par_fault) must make maps differ (the compare-exchange
+ * it leaves out may find its pair in order), and the map built on two
+ * threads answers every key.
+ */
+static long build_threads_one(size_t ks, size_t vs, uint32_t layout, uint64_t n, int check)
+{
+    unsigned char *K = (unsigned char *)test_xzalloc(n * ks), *V = (unsigned char *)test_xzalloc(n * vs);
+    for (uint64_t i = 0; i < n; i++) {
+        uint64_t k = i * 0x9e3779b97f4a7c15ULL + 17;
+        memcpy(K + i * ks, &k, ks < 8 ? ks : 8);
+        if (ks > 8)
+            memset(K + i * ks + 8, (int)(i % 251), ks - 8);
+        memset(V + i * vs, (int)(i * 7), vs);
+    }
+    obl_omap *m[2] = {NULL, NULL};
+    for (int t = 0; t < 2; t++) {
+        obl_omap_params p = test_omap_params(n + n / 4, ks, vs, 4242 + n);
+        p.layout = layout;
+        p.build_threads = (unsigned)t + 1;
+        CHECK_EQ_U64(obl_omap_build(&m[t], &p, K, V, n), OBL_OK);
+    }
+    long differ = 0;
+    if (m[0] && m[1]) {
+        differ = !maps_same(m[0], m[1]);
+        if (check) {
+            CHECK(!differ);
+            unsigned char *out = (unsigned char *)test_xzalloc(vs);
+            for (uint64_t i = 0; i < n; i += 1 + n / 64) {
+                uint64_t f = 0;
+                CHECK_EQ_U64(obl_omap_get(m[1], K + i * ks, out, &f), OBL_OK);
+                CHECK_EQ_U64(OBL_DECLASSIFY_VAL(f), 1);
+                OBL_DECLASSIFY(out, vs); /* the test compares it */
+                CHECK_MEM(out, V + i * vs, vs);
+            }
+            free(out);
+        }
+    }
+    obl_omap_destroy(m[0]);
+    obl_omap_destroy(m[1]);
+    free(K);
+    free(V);
+    return differ;
+}
+
+static void build_threads_test(void)
+{
+    static const struct {
+        size_t ks, vs;
+        uint32_t layout;
+    } cs[] = {{8, 56, OBL_OMAP_LAYOUT_COMPACT},
+              {16, 24, OBL_OMAP_LAYOUT_COMPACT},
+              {8, 8, OBL_OMAP_LAYOUT_INLINE},
+              {12, 4, OBL_OMAP_LAYOUT_INLINE}};
+    const uint64_t n = T.ct ? 300 : 3000;
+    nr_build_set_blocks(1024, 8192);
+    for (size_t c = 0; c < sizeof(cs) / sizeof(cs[0]); c++)
+        build_threads_one(cs[c].ks, cs[c].vs, cs[c].layout, n, 1);
+    nr_build_set_par_fault(1);
+    long bad = 0;
+    for (size_t c = 0; c < sizeof(cs) / sizeof(cs[0]); c++)
+        bad += build_threads_one(cs[c].ks, cs[c].vs, cs[c].layout, n, 0);
+    nr_build_set_par_fault(0);
+    nr_build_set_blocks(0, 0);
+    CHECK(bad > 0);
+    printf("  planted fault in the two-thread sort: %ld of %zu maps differ\n", bad,
+           sizeof(cs) / sizeof(cs[0]));
+}
+
 /* Compact layout, fingerprint mode (keys over 8 bytes; 9: adversarial
  * keys): streams against the model. */
 static void compact_fingerprint_streams(void)
@@ -1502,6 +1619,7 @@ static const test_case cases[] = {
     TEST_CASE(compact_alloc_fail),
     TEST_CASE(compact_streams),
     TEST_CASE(compact_builds),
+    TEST_CASE(build_threads_test),
     TEST_CASE(compact_fingerprint_streams),
     TEST_CASE(compact_fingerprint_builds),
     TEST_CASE(compact_builds_two_words),

@@ -662,22 +662,25 @@ static void nroram_plan_forms_agree(int ct)
 }
 
 /*
- * The two forms of the build's first fit (one packed word, or id and slot
- * and leaf in two words) and the two key layouts of its payload sort (aux
- * word, or leaf in the key with explicit ids) must build the same tree:
- * with one seed, every byte of the tree, the stash and the leaves must
- * agree.
+ * Pairs of NRORAM builds of the same input that must agree byte for byte
+ * (tree, stash, leaves), and the tree right (in 64-bit trees; block i has
+ * id i when no ids are given): with `threads` 0, packed and two-word first
+ * fit (the two-word form only builds of more than about 2^27 blocks take
+ * by themselves); with `threads` 1, nr_build_par on one and on two
+ * threads. Returns the number of pairs that differed (with a planted
+ * fault, nr_build_set_par_fault, some must; check 0 then).
  */
-static void nr_build_forms_agree(int ct)
+static long nr_build_pairs_agree(int ct, int threads, int check)
 {
-    static const uint64_t ns[] = {1, 2, 7, 100, 1000, 5003};
+    static const uint64_t ns[] = {1, 2, 7, 100, 1000, 5003, 40000};
     static const size_t vss[] = {8, 56, 64, 100};
+    long differ = 0;
     for (size_t c = 0; c < sizeof(ns) / sizeof(ns[0]); c++)
         for (size_t v = 0; v < sizeof(vss) / sizeof(vss[0]); v++)
             for (int with_ids = 0; with_ids < 2; with_ids++) {
                 uint64_t n = ns[c];
                 size_t vs = vss[v];
-                if (ct && n > 100)
+                if ((ct && n > 100) || (n > 5003 && (!threads || vs != 56)))
                     continue;
                 obl_nroram_params p;
                 memset(&p, 0, sizeof(p));
@@ -686,8 +689,8 @@ static void nr_build_forms_agree(int ct)
                 p.use_seed = 1;
                 p.seed = 1000 + n * 7 + vs;
                 p.pos_bytes = with_ids ? 8 : 4;
-                unsigned char *data = (unsigned char *)malloc((size_t)n * vs);
-                uint64_t *ids = (uint64_t *)malloc((size_t)n * sizeof(uint64_t));
+                unsigned char *data = (unsigned char *)xmalloc((size_t)n * vs);
+                uint64_t *ids = (uint64_t *)xmalloc((size_t)n * sizeof(uint64_t));
                 uint32_t *lv[2];
                 obl_nroram *o[2] = {NULL, NULL};
                 for (uint64_t i = 0; i < (uint64_t)n * vs; i++)
@@ -695,30 +698,29 @@ static void nr_build_forms_agree(int ct)
                 for (uint64_t i = 0; i < n; i++)
                     ids[i] = i * 0x9e3779b97f4a7c15ULL + 5;
                 for (int f = 0; f < 2; f++) {
-                    lv[f] = (uint32_t *)malloc((size_t)n * sizeof(uint32_t));
-                    nr_build_set_packing(f == 0);
+                    lv[f] = (uint32_t *)xmalloc((size_t)n * sizeof(uint32_t));
+                    nr_build_set_packing(threads || f == 0);
                     CHECK_EQ_U64(nr_create(&o[f], &p, 0), OBL_OK);
-                    CHECK_EQ_U64(nr_build(o[f], n, data, vs, (size_t)n * vs,
-                                          with_ids ? ids : NULL, NULL, NULL, lv[f]),
+                    CHECK_EQ_U64(nr_build_par(o[f], n, data, vs, (size_t)n * vs,
+                                              with_ids ? ids : NULL, NULL, NULL, lv[f],
+                                              threads && f ? 2 : 1),
                                  OBL_OK);
+                    OBL_DECLASSIFY(o[f]->tree, o[f]->tree_bytes);
+                    OBL_DECLASSIFY(o[f]->bmeta, o[f]->bmeta_bytes);
+                    OBL_DECLASSIFY(o[f]->bdata, o[f]->bdata_bytes);
+                    OBL_DECLASSIFY(lv[f], n * sizeof(uint32_t));
                 }
                 nr_build_set_packing(1);
-                OBL_DECLASSIFY(o[0]->tree, o[0]->tree_bytes);
-                OBL_DECLASSIFY(o[1]->tree, o[1]->tree_bytes);
-                OBL_DECLASSIFY(o[0]->bmeta, o[0]->bmeta_bytes);
-                OBL_DECLASSIFY(o[1]->bmeta, o[1]->bmeta_bytes);
-                OBL_DECLASSIFY(o[0]->bdata, o[0]->bdata_bytes);
-                OBL_DECLASSIFY(o[1]->bdata, o[1]->bdata_bytes);
-                OBL_DECLASSIFY(lv[0], n * sizeof(uint32_t));
-                OBL_DECLASSIFY(lv[1], n * sizeof(uint32_t));
-                CHECK_MEM(o[0]->tree, o[1]->tree, o[0]->tree_bytes);
-                CHECK_MEM(o[0]->bmeta, o[1]->bmeta, o[0]->bmeta_bytes);
-                CHECK_MEM(o[0]->bdata, o[1]->bdata, o[0]->bdata_bytes);
-                CHECK_MEM(lv[0], lv[1], n * sizeof(uint32_t));
-                /* and the tree they agree on is right (in 64-bit trees;
-                 * block i has id i when no ids are given) */
-                if (with_ids)
-                    nr_check_built(o[0], n, ids, lv[0], data, vs);
+                int same = !memcmp(o[0]->tree, o[1]->tree, o[0]->tree_bytes) &&
+                           !memcmp(o[0]->bmeta, o[1]->bmeta, o[0]->bmeta_bytes) &&
+                           !memcmp(o[0]->bdata, o[1]->bdata, o[0]->bdata_bytes) &&
+                           !memcmp(lv[0], lv[1], n * sizeof(uint32_t));
+                differ += !same;
+                if (check) {
+                    CHECK(same);
+                    if (with_ids)
+                        nr_check_built(o[1], n, ids, lv[1], data, vs);
+                }
                 for (int f = 0; f < 2; f++) {
                     obl_nroram_destroy(o[f]);
                     free(lv[f]);
@@ -726,6 +728,24 @@ static void nr_build_forms_agree(int ct)
                 free(data);
                 free(ids);
             }
+    return differ;
+}
+
+/* Two-thread builds: with the default cache blocks (only the largest size
+ * runs on two threads) and with small ones (every size from 64 elements
+ * does); then the negative control, a compare-exchange left out of the
+ * two-thread sort, which the comparison must catch. */
+static void nr_build_two_threads(void)
+{
+    nr_build_pairs_agree(T.ct, 1, 1);
+    nr_build_set_blocks(1024, 8192);
+    nr_build_pairs_agree(T.ct, 1, 1);
+    nr_build_set_par_fault(1);
+    long bad = nr_build_pairs_agree(T.ct, 1, 0);
+    nr_build_set_par_fault(0);
+    nr_build_set_blocks(0, 0);
+    CHECK(bad > 0);
+    printf("  planted fault in the two-thread sort: %ld builds differ\n", bad);
 }
 
 /* the id of a block built with an id function: its first 8 bytes */
@@ -817,10 +837,11 @@ static void nr_build_ids_crowded(int ct)
  * different data, ids and leaves: two runs with different seeds and
  * contents, identical traces.
  */
-static void nr_build_ids_trace(void)
+static uint64_t nr_build_ids_trace(unsigned threads)
 {
     if (!obl_trace_enabled())
-        return;
+        return 0;
+    uint64_t events = 0;
     static const struct {
         uint64_t n;
         size_t vs;
@@ -854,8 +875,9 @@ static void nr_build_ids_trace(void)
             CHECK_EQ_U64(nr_create(&o, &p, 0), OBL_OK);
             CHECK(obl_trace_init(&tr[run], 1u << 22));
             obl_trace_begin(&tr[run]);
-            obl_err e = o ? nr_build(o, n, data, vs, (size_t)n * vs, cs[c].use_fn ? NULL : ids,
-                                     cs[c].use_fn ? first_word_id : NULL, NULL, lv)
+            obl_err e = o ? nr_build_par(o, n, data, vs, (size_t)n * vs,
+                                         cs[c].use_fn ? NULL : ids,
+                                         cs[c].use_fn ? first_word_id : NULL, NULL, lv, threads)
                           : OBL_ERR_STATE;
             obl_trace_end();
             CHECK_EQ_U64(e, OBL_OK);
@@ -868,8 +890,11 @@ static void nr_build_ids_trace(void)
             free(ids);
             free(data);
         }
+        for (size_t i = 0; i < tr[0].n; i++) /* the events in order, hashed */
+            events = (events ^ (tr[0].ev[i].offset * 4 + tr[0].ev[i].kind)) * 0x100000001b3ULL;
         build_traces_done(tr, cs[c].use_fn ? "with an id function" : "with ids", n, vs);
     }
+    return events;
 }
 
 static void roram_update(void)
@@ -1292,7 +1317,7 @@ static void nroram_plan_forms(void) { nroram_plan_forms_agree(T.ct); }
 static void build_traces(void)
 {
     roram_build_trace();
-    nr_build_ids_trace();
+    nr_build_ids_trace(1);
 }
 
 /* RORAM against its model at every size and value size. */
@@ -1365,9 +1390,9 @@ static void roram_build_every_size(void) { roram_build_sizes(T.ct ? 12 : 300); }
  * themselves), also with the blocked sorts' passes. */
 static void nr_build_forms(void)
 {
-    nr_build_forms_agree(T.ct);
+    nr_build_pairs_agree(T.ct, 0, 1);
     nr_build_set_blocks(1024, 8192);
-    nr_build_forms_agree(T.ct);
+    nr_build_pairs_agree(T.ct, 0, 1);
     nr_build_set_blocks(0, 0);
 }
 
@@ -1382,6 +1407,18 @@ static void roram_build_two_words(void)
     roram_build_crowded();
     roram_model(1000, 56, T.ct ? 40 : 1000, 0, 1);
     nr_build_set_packing(1);
+}
+
+/* Two-thread builds recorded (their halves run one after the other on the
+ * calling thread while a trace is recorded): two inputs give equal traces,
+ * with the cache blocks shrunk so that the two-thread paths run, which
+ * the order of the events shows (not the one-thread build's). */
+static void nr_build_two_threads_trace(void)
+{
+    nr_build_set_blocks(1024, 8192);
+    uint64_t one = nr_build_ids_trace(1), two = nr_build_ids_trace(2);
+    nr_build_set_blocks(0, 0);
+    CHECK(!obl_trace_enabled() || one != two);
 }
 
 /* The sub-tests, each its own ctest entry (tests/oram/tests.cmake reads
@@ -1402,6 +1439,8 @@ static const test_case cases[] = {
     TEST_CASE(roram_build_crowded),
     TEST_CASE(nr_build_forms),
     TEST_CASE(nr_build_ids_on_few_paths),
+    TEST_CASE(nr_build_two_threads),
+    TEST_CASE(nr_build_two_threads_trace),
     TEST_CASE(roram_build_two_words),
     TEST_CASE(roram_update),
     TEST_CASE(roram_chisq),

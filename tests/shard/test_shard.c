@@ -354,7 +354,7 @@ static void failing_batches(obl_shard *s, model *m, test_failing_alloc *fa, int 
 
 /* Every allocation of create, build and a batch fails in turn: an error,
  * nothing leaked, and a failed batch leaves the map as it was. */
-static void alloc_failure(unsigned engines)
+static void alloc_failure_st(unsigned engines, unsigned S, unsigned threads)
 {
     uint64_t keys[20];
     unsigned char vals[20 * VS];
@@ -364,7 +364,7 @@ static void alloc_failure(unsigned engines)
     for (long budget = 0;; budget++) {
         test_failing_alloc fa = {budget, 0, 0};
         obl_allocator a = {test_fa_alloc, test_fa_free, &fa};
-        obl_shard_params p = params(40, 2, engines, 1);
+        obl_shard_params p = params(40, S, engines, threads);
         p.alloc = &a;
         obl_shard *s = NULL;
         obl_err e = obl_shard_build(&s, &p, keys, vals, 20);
@@ -384,6 +384,16 @@ static void alloc_failure(unsigned engines)
         model_free(&m);
         break;
     }
+}
+
+/* Two shards on one thread; and one shard on two threads, where its omap
+ * and its scan store build at once (the omap's own sorts on two threads
+ * more) and an allocation fails on either thread. */
+static void alloc_failure(unsigned engines)
+{
+    alloc_failure_st(engines, 2, 1);
+    if (engines == OBL_SHARD_ENGINES_BOTH)
+        alloc_failure_st(engines, 1, 2);
 }
 
 /* The engine choice corrected by measured times: with both estimates of
@@ -425,6 +435,54 @@ static void measured_choice(void)
     obl_shard_destroy(s);
 }
 
+/* The measured choice after an engine was measured badly once (the scan's
+ * second batch under a burst of load: 1000 us against the omaps' 100),
+ * then 2x faster than the omaps (50 us) for `batches` batches: the
+ * engine of the last batch, and in *rechecks the batches the slower
+ * engine took after the choice came back to the scan. */
+static int recheck_scenario(obl_shard *s, int off, int batches, int *rechecks)
+{
+    const size_t B = 64;
+    memset(s->seen, 0, sizeof s->seen);
+    s->seen_next = 0;
+    s->recheck_off = off;
+    shard_observe(s, B, OBL_SHARD_ENGINE_PER_REQUEST, 100); /* the model's choice */
+    CHECK(shard_pick_scan(s, B, 1, 1)); /* then the other engine, once */
+    shard_observe(s, B, OBL_SHARD_ENGINE_SCAN, 1000);
+    int scan = 0, back = 0;
+    *rechecks = 0;
+    for (int k = 0; k < batches; k++) {
+        scan = shard_pick_scan(s, B, 1, 1);
+        back |= scan;
+        *rechecks += back && !scan;
+        shard_observe(s, B, scan ? OBL_SHARD_ENGINE_SCAN : OBL_SHARD_ENGINE_PER_REQUEST,
+                      scan ? 50 : 100);
+    }
+    s->recheck_off = 0;
+    return scan;
+}
+
+/* An engine measured badly once is measured again: within 5 batches the
+ * choice is back on the faster scan, and in 300 batches the slower
+ * engine is measured again at most 8 times (the gap doubles to 64). The
+ * control, with no re-measurement, stays on the omaps. */
+static void recheck_choice(void)
+{
+    obl_shard_params p = params(200, 2, OBL_SHARD_ENGINES_BOTH, 1);
+    obl_shard *s = NULL;
+    CHECK(obl_shard_create(&s, &p) == OBL_OK);
+    if (!s)
+        return;
+    int rechecks = 0;
+    CHECK(recheck_scenario(s, 0, 5, &rechecks) == 1);
+    CHECK(recheck_scenario(s, 0, 300, &rechecks) == 1);
+    CHECK(rechecks >= 3 && rechecks <= 8);
+    printf("  re-measured: back on the scan within 5 batches, %d checks of the omaps in 300\n",
+           rechecks);
+    CHECK(recheck_scenario(s, 1, 300, &rechecks) == 0); /* the control */
+    obl_shard_destroy(s);
+}
+
 int main(int argc, char **argv)
 {
     test_init(argc, argv, "test_shard");
@@ -445,6 +503,7 @@ int main(int argc, char **argv)
         alloc_failure(e);
     }
     measured_choice();
+    recheck_choice();
     for (force_parts = 2; force_parts <= 3; force_parts++) /* gets in sub-batches */
         stream(T.ct ? 64 : 200, force_parts, OBL_SHARD_ENGINES_PER_REQUEST, small, 5,
                T.ct ? 60 : 180, T.ct ? 8 : 16);
