@@ -7,8 +7,9 @@
  * (obl_shard_build), then batches of B gets, each with 80% keys present and
  * 20% absent (ids N .. N * 5/4), in shuffled order and fresh per batch.
  * One repetition:
- *   Initialization_time_us  obl_shard_build (partition, the shards' builds,
- *                           the cost model's calibration)
+ *   Initialization_time_us  obl_shard_build (partition, the shards' builds;
+ *                           the cost model's calibration runs in the
+ *                           untimed first batch, at the map's first get)
  *   Get_latency_us          per batch (the harness's definition): the mean
  *                           over ceil(Q / B) batches (one untimed first);
  *                           Get_throughput_qps per query
@@ -190,7 +191,7 @@ static int sh_batches(bench_case *c, obl_shard *m, const sh_state *s, const uint
     double total = 0, burst = 0, wb = 0, bal = 0, sh = 0, cpu = 0;
     obl_shard_stats st = {0};
     for (size_t t = 0; t <= nbat; t++) {
-        const uint64_t *bi = ids + (t ? t - 1 : 0) * B; /* batch 0 again, untimed */
+        const uint64_t *bi = ids + t * B; /* batch 0 untimed, its keys its own */
         for (size_t i = 0; i < B; i++)
             memcpy(kbuf + i * kb, s->keys + bi[i] * kb, kb);
         double c0 = sh_cpu_us();
@@ -244,13 +245,13 @@ static int sh_run_with(bench_case *c, void *state, unsigned shards)
     sp.use_seed = 1;
     sp.seed = c->p.seed * 31 + c->rep;
     sp.alloc = &al;
-    uint64_t *ids = malloc(nbat * B * 8), *found = malloc(B * 8);
+    uint64_t *ids = malloc((nbat + 1) * B * 8), *found = malloc(B * 8);
     unsigned char *kbuf = malloc(B * kb), *out = malloc(B * vb);
     obl_shard *m = NULL;
     int failed = !ids || !found || !kbuf || !out;
     bench_rng r;
     bench_rng_seed(&r, c->p.seed * 131 + c->rep);
-    for (size_t t = 0; !failed && t < nbat; t++)
+    for (size_t t = 0; !failed && t <= nbat; t++) /* the untimed one first */
         sh_batch_ids(&r, ids + t * B, B, c->p.n, s->absent);
     bench_build b;
     bench_build_start(&b);
@@ -264,7 +265,7 @@ static int sh_run_with(bench_case *c, void *state, unsigned shards)
         failed |= sh_batches(c, m, s, ids, nbat, B, kbuf, out, found);
         bench_record_memory(c, obl_shard_memory_bytes(m), &b);
         obl_shard_destroy(m);
-        failed |= sh_baseline(c, s, ids, nbat, B, kbuf, out);
+        failed |= sh_baseline(c, s, ids + B, nbat, B, kbuf, out); /* the timed ones */
     }
     free(ids);
     free(found);
@@ -300,10 +301,11 @@ static void sh_add(bench_plan *pl, const bench_type *t, uint64_t n, uint64_t kb,
     bench_plan_add(pl, t, n, kb, vb, extra, sh_bytes(&p), secs);
 }
 
-/* Default: 8/56 at N = 2^12, 2^16, 2^20, B = 1K and 64K with S = cores;
- * the peers' S = 15, B = 1K at 2^14, 2^16, 2^18 (and 8/48 at 2^14, 2^16);
- * at 2^20 also B = 4K, S = 15, 8/8 and 32/32; each engine alone for the
- * crossover (against B = 1K, 4K, 64K at 2^20, against N at B = 4K).
+/* Default: 8/56 at N = 2^10, 2^12, 2^16, 2^20, B = 1K and 64K (not at
+ * 2^10) with S = cores; the peers' S = 15, B = 1K at 2^14, 2^16, 2^18 (and
+ * 8/48 at 2^14, 2^16); at 2^20 also S = 15, 8/8 and 32/32; the crossover:
+ * both stores and each engine alone against B (1K, 4K, 8K, 64K at 2^20)
+ * and against N (B = 4K).
  * --large (N = 2^22): B = 1K .. 1M, both S, the three key/value sizes. */
 static void sharded_plan(bench_plan *pl, uint64_t n)
 {
@@ -312,10 +314,11 @@ static void sharded_plan(bench_plan *pl, uint64_t n)
     uint64_t S = sh_cores();
     static const uint64_t kv[3][2] = {{8, 56}, {8, 8}, {32, 32}};
     static const uint64_t Bs[5] = {1024, 4096, 8192, 65536, 1u << 20};
-    if (n == (1u << 12) || n == (1u << 16) || n == (1u << 20)) {
+    if (n == (1u << 10) || n == (1u << 12) || n == (1u << 16) || n == (1u << 20)) {
         sh_add(pl, t, n, 8, 56, S, 1024, 0);
-        sh_add(pl, t, n, 8, 56, S, 65536, 0);
-        for (uint64_t e = 1; e <= 2; e++)
+        if (n > (1u << 10))
+            sh_add(pl, t, n, 8, 56, S, 65536, 0);
+        for (uint64_t e = 0; e <= 2; e++) /* the crossover against N */
             sh_add(pl, t, n, 8, 56, S, 4096, e);
     }
     /* the peers' sharded maps' workload (15 shards, batches of 1K; olabs
@@ -325,10 +328,11 @@ static void sharded_plan(bench_plan *pl, uint64_t n)
     if (n == (1u << 14) || n == (1u << 16))
         sh_add(pl, t, n, 8, 48, 15, 1024, 0);
     if (n == (1u << 20)) {
-        sh_add(pl, t, n, 8, 56, S, 4096, 0);
         sh_add(pl, t, n, 8, 56, 15, 65536, 0);
         sh_add(pl, t, n, 8, 8, S, 65536, 0);
         sh_add(pl, t, n, 32, 32, S, 65536, 0);
+        for (uint64_t e = 0; e <= 2; e++) /* the crossover against B */
+            sh_add(pl, t, n, 8, 56, S, 8192, e);
         for (uint64_t e = 1; e <= 2; e++) {
             sh_add(pl, t, n, 8, 56, S, 1024, e);
             sh_add(pl, t, n, 8, 56, S, 65536, e);

@@ -14,7 +14,8 @@
 Tables: one per benchmark type, fixed parameters (key and value size...) and
 metric; rows by N, columns by implementation, cells median (min–max); ratio
 columns to the non-oblivious baseline of the same run; then the DERIVED
-decompositions (latency per level and per byte, memory formula), the lines of
+decompositions (latency per level and per byte, memory formula, the sharded
+maps' time split and targets), the lines of
 code per structure, the measured noise and the drift line.
 
 --main keeps the README's selection, order and surrounding notes between
@@ -30,7 +31,7 @@ import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from obllib import fits, inputs, loc, mpi, ramp, runner, stats, tables  # noqa: E402
+from obllib import fits, inputs, loc, mpi, ramp, runner, sharded, stats, tables  # noqa: E402
 from obllib.tables import Table  # noqa: E402
 
 
@@ -100,6 +101,7 @@ def all_tables(records, noise, root, spread):
     out += ramps
     out += mpi.tables(run_records)
     for t in (fits.latency_table(run_records), fits.memory_table(run_records),
+              sharded.time_split_table(run_records), sharded.targets_table(run_records),
               loc.loc_table(root), noise_table(noise)):
         if t is not None:
             out.append(t)

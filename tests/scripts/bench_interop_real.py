@@ -77,6 +77,24 @@ class TestOblBenchLines(unittest.TestCase):
                          "UnorderedMap", "baseline_hashmap")
         self.assertEqual(rec["params"]["fill"], 0.8)
 
+    def test_sharded_and_batched(self):
+        """The harness's sharded fields (its olabs_oram_sharded row), per
+        batch and per query as it defines them."""
+        sharded = HARNESS_FIELDS["UnorderedMap"] | {
+            "Shards", "Batch_size", "Get_burst_latency_us", "Get_burst_throughput_qps",
+            "Get_writeback_latency_us"}
+        for bench, impl, shards in (("sharded", "obl_sharded", "3"), ("batched", "obl_batched", "1")):
+            args = [BIN, bench, "--n", "1024", "--batch", "128", "--threads", "2", "--reps", "1",
+                    "--queries", "512"] + (["--shards", shards] if bench == "sharded" else [])
+            r = subprocess.run(args, capture_output=True, text=True, timeout=300)
+            self.assertEqual(r.returncode, 0, r.stderr[-500:])
+            lines = [l for l in r.stdout.splitlines() if "REPORT_123" in l]
+            rec = self.check(lines, "UnorderedMap", impl, sharded - HARNESS_FIELDS["UnorderedMap"])
+            p, m = rec["params"], rec["metrics"]
+            self.assertEqual((p["Shards"], p["Batch_size"], p["fill"]), (int(shards), 128, 0.8))
+            lat, qps = m["Get_latency_us"], m["Get_throughput_qps"]
+            self.assertAlmostEqual(qps, 128 / lat * 1e6, delta=qps * 1e-3)  # latency per batch
+
 
 if __name__ == "__main__":
     unittest.main()
