@@ -892,8 +892,8 @@ static inline __attribute__((always_inline)) uint64_t NR_F(nr_fetch_core)(obl_nr
     const size_t bstride = o->bstride, doff = o->doff;
     /* a tagged tree also matches the whole leaf word (nroram_internal.h) */
     const NR_WORD wid = o->tagged ? (NR_WORD)nr_tag_id(id) : (NR_WORD)id; /* public: tagged */
-    const NR_WORD wleaf = (NR_WORD)nr_tag_leaf(o, id, pos);
     const NR_WORD lm = (NR_WORD)0 - (NR_WORD)(o->tagged != 0);
+    const NR_WORD wleaf = (NR_WORD)nr_tag_leaf(o, id, pos) & lm; /* 0 in other trees */
     const uint32_t P = o->P, D = o->D;
     NR_F(nr_fetch_settle)(o, pos);
     OBL_TRACE_TOUCH(OBL_TRACE_REGION_ORAM_STASH, OBL_TRACE_RW, 0, P);
@@ -931,13 +931,20 @@ static inline __attribute__((always_inline)) uint64_t NR_F(nr_fetch_core)(obl_nr
     } else
 #endif
     {
-        for (uint32_t s = 0; s < P; s++) {
-            NR_WORD m = (NR_WORD)0 - (NR_WORD)((bm[s].id == wid) &
-                                               (((bm[s].leaf ^ wleaf) & lm) == 0));
-            NR_TAKE(o->bdata + (size_t)s * vs, m);
-            bm[s].id |= m;
-            f |= m;
+        /* as the path's slots below: a loop each */
+#define NR_STASH_SCAN(MATCH)                                                             \
+        for (uint32_t s = 0; s < P; s++) {                                               \
+            NR_WORD m = (NR_WORD)0 - (NR_WORD)(MATCH);                                   \
+            NR_TAKE(o->bdata + (size_t)s * vs, m);                                       \
+            bm[s].id |= m;                                                               \
+            f |= m;                                                                      \
         }
+        if (NRW == 32 && o->tagged) { /* public */
+            NR_STASH_SCAN((bm[s].id == wid) & (bm[s].leaf == wleaf))
+        } else {
+            NR_STASH_SCAN(bm[s].id == wid)
+        }
+#undef NR_STASH_SCAN
     }
 #if OBL_CT_AVX512
     /* public: one-vector buckets (the switch: tests only) */
@@ -984,19 +991,27 @@ static inline __attribute__((always_inline)) uint64_t NR_F(nr_fetch_core)(obl_nr
     } else
 #endif
     {
-        for (uint32_t k = 0; k < D; k++) {
-            uint64_t b = o->pathb[k];
-            unsigned char *bp = o->tree + b * bstride;
-            NR_META *tm = (NR_META *)bp;
-            OBL_TRACE_TOUCH(OBL_TRACE_REGION_ORAM_TREE, OBL_TRACE_RW, b, 1);
-            for (uint32_t z = 0; z < NR_Z; z++) {
-                NR_WORD m = (NR_WORD)0 - (NR_WORD)((tm[z].id == wid) &
-                                                   (((tm[z].leaf ^ wleaf) & lm) == 0));
-                NR_TAKE(bp + doff + z * vs, m);
-                tm[z].id |= m;
-                f |= m;
-            }
+        /* the path's slots: ids match, and in a tagged tree leaf words
+         * too (a loop each, so that other trees pay nothing for it) */
+#define NR_PATH_SCAN(MATCH)                                                              \
+        for (uint32_t k = 0; k < D; k++) {                                               \
+            uint64_t b = o->pathb[k];                                                    \
+            unsigned char *bp = o->tree + b * bstride;                                   \
+            NR_META *tm = (NR_META *)bp;                                                 \
+            OBL_TRACE_TOUCH(OBL_TRACE_REGION_ORAM_TREE, OBL_TRACE_RW, b, 1);             \
+            for (uint32_t z = 0; z < NR_Z; z++) {                                        \
+                NR_WORD m = (NR_WORD)0 - (NR_WORD)(MATCH);                               \
+                NR_TAKE(bp + doff + z * vs, m);                                          \
+                tm[z].id |= m;                                                           \
+                f |= m;                                                                  \
+            }                                                                            \
         }
+        if (NRW == 32 && o->tagged) { /* public */
+            NR_PATH_SCAN((tm[z].id == wid) & (tm[z].leaf == wleaf))
+        } else {
+            NR_PATH_SCAN(tm[z].id == wid)
+        }
+#undef NR_PATH_SCAN
     }
     if (vs == 8) /* public */
         memcpy(o->tmp, &acc8, 8);
