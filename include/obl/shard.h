@@ -11,8 +11,9 @@
  * per batch by a cost model of public sizes only (B, S, b, the shard
  * capacity, key and value sizes) and constants measured at creation:
  *   per-request: the shard's obl_omap answers its b requests one by one;
- *   scan: the shard's entries, a plain array, are scanned once against an
- *         oblivious hash table of its b requests (Snoopy's subORAM).
+ *   scan: the shard's entries, in buckets of fixed capacity under a secret
+ *         hash key of the shard, are scanned once in storage order against
+ *         an oblivious hash table of its b requests (Snoopy's subORAM).
  * With one shard the scan is split over all threads.
  *
  * Batch semantics: every request sees the map as it was before the batch
@@ -26,7 +27,8 @@
  * public sizes), the thread count and the error codes. Capacity events
  * (public, each of probability at most 2^-40 while the map holds at most
  * `capacity` entries): a shard receiving more than b distinct keys of a batch
- * (the balancer's overflow), a scan table overflow, a shard full.
+ * (the balancer's overflow), a scan table overflow, a scan store bucket
+ * overflow (new keys beyond a bucket's capacity), a shard full.
  * A call that fails before its write phase leaves the map unchanged. One
  * exception: a capacity event of a shard's map during the write-back of a
  * map that keeps both engines' stores comes after the scan stores have

@@ -89,6 +89,18 @@ obl_err obl_sort_shuffled(void *recs, size_t n, const obl_sort_params *p) OBL_WA
 obl_err obl_sort(void *recs, size_t n, const obl_sort_params *p) OBL_WARN_UNUSED;
 
 /*
+ * Sorts records of at most 64 bytes by key for any n with the column
+ * network and no padding: the largest power-of-two prefix (m records) as
+ * columns, the other n - m records by the record network, then one merge
+ * (docs/sort.md, "Which sort"). scratch: m * rec_size bytes for the
+ * columns, or NULL (or fewer bytes) to allocate them. Equal keys end in an
+ * unspecified order. INVALID_ARG for records over 64 bytes.
+ * Secret: keys, payloads. Public: n, the sizes, threads.
+ */
+obl_err obl_sort_split(void *recs, size_t n, const obl_sort_params *p, uint64_t *scratch,
+                       size_t scratch_bytes) OBL_WARN_UNUSED;
+
+/*
  * Sorts n rows held as ncol columns of 64-bit words (cols[c][i] is word c
  * of row i) by the key in the first key_words columns (1 or 2, the first
  * most significant): Batcher's bitonic network on the columns, four rows

@@ -30,7 +30,8 @@ static shard_batch shard_view(const sb_job *j, size_t s)
     shard_batch bt = {j->b, j->bf.op + o, j->bf.dummy + o, j->bf.keys + o * m->p.key_size,
                       j->writes ? j->bf.vin + o * m->p.value_size : NULL,
                       j->bf.vout + o * m->p.value_size, j->bf.found + o,
-                      j->bf.akeys + o * m->p.key_size, j->bf.adummy + o};
+                      j->bf.akeys + o * m->p.key_size, j->bf.adummy + o,
+                      j->bf.aidx ? j->bf.aidx + o : NULL};
     return bt;
 }
 
@@ -38,8 +39,20 @@ static shard_batch shard_view(const sb_job *j, size_t s)
  * on the stack). */
 #define SHARD_OMAP_CHUNK 128
 
-/* see shard_map.h */
-obl_err shard_omap_requests(const obl_shard *m, size_t s, const shard_batch *bt, int apply)
+/* The omap op of request i in a pass: pass 0 answers (gets); a write-back
+ * runs pass 1, the erases, then pass 2, the other ops, so that a full
+ * shard frees its erased slots before it takes the batch's new keys (the
+ * fit check counts them so). Every other request is a get. */
+static uint64_t pass_op(const shard_batch *bt, size_t i, unsigned pass)
+{
+    uint64_t live = (bt->dummy[i] & 1) ^ 1;
+    uint64_t erase = obl_ct_eq64(bt->op[i], OBL_OMAP_ERASE);
+    uint64_t mine = pass == 1 ? erase : erase ^ 1;
+    return pass == 0 ? OBL_OMAP_GET : obl_ct_select64(live & mine, bt->op[i], OBL_OMAP_GET);
+}
+
+/* One pass of shard s's requests through its omap, in chunks. */
+static obl_err omap_pass(const obl_shard *m, size_t s, const shard_batch *bt, unsigned pass)
 {
     size_t ks = m->p.key_size, vs = m->p.value_size;
     uint64_t ops[SHARD_OMAP_CHUNK], found[SHARD_OMAP_CHUNK];
@@ -47,25 +60,33 @@ obl_err shard_omap_requests(const obl_shard *m, size_t s, const shard_batch *bt,
     obl_err first = OBL_OK;
     for (size_t i0 = 0; i0 < bt->b; i0 += SHARD_OMAP_CHUNK) {
         size_t c = bt->b - i0 < SHARD_OMAP_CHUNK ? bt->b - i0 : SHARD_OMAP_CHUNK;
-        for (size_t j = 0; j < c; j++) /* dummies as gets */
-            ops[j] = apply ? obl_ct_select64(bt->dummy[i0 + j] & 1, OBL_OMAP_GET, bt->op[i0 + j])
-                           : OBL_OMAP_GET;
-        unsigned char *out = apply ? NULL : bt->vout + i0 * vs;
+        for (size_t j = 0; j < c; j++)
+            ops[j] = pass_op(bt, i0 + j, pass);
+        unsigned char *out = pass ? NULL : bt->vout + i0 * vs;
         obl_err e = obl_omap_access_batch(m->om[s], c, ops, bt->keys + i0 * ks,
                                           bt->vin ? bt->vin + i0 * vs : NULL, out, found, errs);
         /* A write-back goes on past a capacity event, so that no later
          * write of the batch is dropped; the first error is returned. */
         if (e != OBL_OK && first == OBL_OK)
             first = e;
-        if (e != OBL_OK && !apply)
+        if (e != OBL_OK && !pass)
             return e;
-        for (size_t j = 0; j < c && !apply; j++) {
+        for (size_t j = 0; j < c && !pass; j++) {
             uint64_t d = bt->dummy[i0 + j] & 1;
             obl_ct_czero(d, out + j * vs, vs);
             bt->found[i0 + j] = found[j] & (d ^ 1);
         }
     }
     return first;
+}
+
+/* see shard_map.h */
+obl_err shard_omap_requests(const obl_shard *m, size_t s, const shard_batch *bt, int apply)
+{
+    if (!apply)
+        return omap_pass(m, s, bt, 0);
+    obl_err e1 = omap_pass(m, s, bt, 1), e2 = omap_pass(m, s, bt, 2);
+    return e1 != OBL_OK ? e1 : e2;
 }
 
 /* Shard s through its omap: b accesses, dummies as gets. */
@@ -239,7 +260,7 @@ unsigned char *shard_bufs_alloc(obl_shard *m, size_t sb, int writes, shard_bufs 
                                 size_t *bytes)
 {
     size_t ks = m->p.key_size, vs = m->p.value_size;
-    size_t per = 32 + 2 * ks + vs + (writes ? vs : 0);
+    size_t per = 40 + 2 * ks + vs + (writes ? vs : 0);
     if (!obl_mul_ok(sb, per, bytes)) {
         *bytes = 0;
         return NULL;
@@ -251,7 +272,8 @@ unsigned char *shard_bufs_alloc(obl_shard *m, size_t sb, int writes, shard_bufs 
     bf->dummy = bf->op + sb;
     bf->found = bf->dummy + sb;
     bf->adummy = bf->found + sb;
-    bf->akeys = a + 32 * sb;
+    bf->aidx = bf->adummy + sb;
+    bf->akeys = a + 40 * sb;
     bf->keys = bf->akeys + sb * ks;
     bf->vout = bf->keys + sb * ks;
     bf->vin = writes ? bf->vout + sb * vs : NULL;

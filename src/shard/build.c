@@ -2,10 +2,10 @@
 /*
  * Bulk build of the sharded map (obl_shard_build): the pairs are dealt to
  * their shards, then every shard builds its stores in parallel (the omap's
- * own bulk build; the scan store is a plain copy).
+ * own bulk build; the scan store places each pair in its bucket).
  *
  * What it reveals (docs/shard.md, "Build"): the shard of each input
- * position. For distinct keys these are values of the map's fresh secret
+ * position (and, in shard_scan_load, its scan store bucket). For distinct keys these are values of the map's fresh secret
  * PRF, independent of the keys, as the omap's build reveals the bucket of
  * each input position; the batches after the build do not depend on them
  * (every shard gets exactly b requests whichever keys are asked).

@@ -142,7 +142,8 @@ static double time_scan(shard_scan *s, size_t b, size_t ks, size_t vs, const obl
     uint64_t *op = (uint64_t *)buf, *dummy = op + b, *found = dummy + b;
     for (size_t i = 0; i < b; i++)
         dummy[i] = 1;
-    shard_batch bt = {b, op, dummy, buf + 24 * b, NULL, buf + 24 * b + b * ks, found, NULL, NULL};
+    shard_batch bt = {b,     op,   dummy, buf + 24 * b, NULL, buf + 24 * b + b * ks,
+                      found, NULL, NULL,  NULL};
     double best = INFINITY;
     for (int r = 0; r < 3; r++) {
         double t0 = cpu_now_us();

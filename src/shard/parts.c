@@ -73,7 +73,7 @@ static obl_err part_shard(void *arg, size_t s)
         const part *t = &j->pt[p];
         size_t o = s * t->b;
         shard_batch bt = {t->b, t->bf.op + o,        t->bf.dummy + o, t->bf.keys + o * ks,
-                          NULL, t->bf.vout + o * vs, t->bf.found + o, NULL, NULL};
+                          NULL, t->bf.vout + o * vs, t->bf.found + o, NULL, NULL, NULL};
         obl_err e = shard_omap_requests(j->m, s, &bt, 0);
         if (e != OBL_OK)
             return e;

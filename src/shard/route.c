@@ -414,8 +414,9 @@ done:
  * moves them to the front, obl_expand puts the k-th of them at the k-th
  * representative among the B sorted requests, and a backward pass hands
  * each answer to the requests of its key before the representative.
- * Answers in any order (the scan's, keyed) are first put in slot order by
- * a sort of each shard's on (dummy, key). Answer records: [found][value]
+ * Answers in any order (the scan's) are first put in slot order by a
+ * sort of each shard's: by request index if the engine gives it
+ * (shard_bufs.aidx), else on (dummy, key). Answer records: [found][value]
  * (8 + vs8 bytes).
  */
 typedef struct rt_slots {
@@ -427,6 +428,7 @@ typedef struct rt_slots {
     uint64_t *scr;         /* the column sort's buffer, for B records */
     size_t scr_bytes;
     unsigned sort_threads; /* threads of each shard's sort (rt_sort_shards) */
+    unsigned sort_tasks;   /* tasks of the indexed sorts (rt_sort_shards_idx) */
 } rt_slots;
 
 /* The real answers (flag[j] = 1) of the S b records in slot order
@@ -492,6 +494,58 @@ static obl_err rt_slots_keyed(rt_slots *t, const shard_bufs *in)
     return rt_slots_compact(t);
 }
 
+/* Task k of the sorts of the shards' indexed answers [index << 1 |
+ * found][value] by that word (distinct indices): shards [k S / P, (k + 1)
+ * S / P) of P tasks (obl_par_for, one task a thread), each with its slice
+ * of the column buffer (the last sort's, free until then). obl_sort_split
+ * sorts the largest power-of-two prefix of b in columns and merges the
+ * rest in, where the column network padded b to 2^16 rows (b = 33,670)
+ * and the record network took more instructions (docs/shard.md,
+ * "Balancer"). It draws no randomness. */
+static void rt_sort_shards_idx(void *ctx, size_t lo, size_t hi)
+{
+    const rt_slots *t = (const rt_slots *)ctx;
+    size_t S = t->r->S, P = t->sort_tasks, m = 1;
+    while (m * 2 <= t->b)
+        m *= 2;
+    for (size_t k = lo; k < hi; k++) {
+        size_t per = m * t->ar / 8, fits = (k + 1) * per * 8 <= t->scr_bytes; /* public */
+        uint64_t *scr = fits ? t->scr + k * per : NULL;
+        for (size_t s = k * S / P; s < (k + 1) * S / P; s++) {
+            unsigned char *a = t->a + s * t->b * t->ar;
+            obl_sort_params sp = rt_params(t->r, t->ar, 8, t->b);
+            sp.threads = t->sort_threads;
+            if (obl_sort_split(a, t->b, &sp, scr, fits ? per * 8 : 0) != OBL_OK) /* NOMEM */
+                shard_bitonic_sort_words(a, t->b, t->ar, 1);
+        }
+    }
+}
+
+/* Answers in any order with their request indices (shard_bufs.aidx):
+ * each shard's b records [index << 1 | found][value] sorted by index are
+ * in slot order, dummies included: records of 8 + vs8 bytes sorted by one
+ * word, where rt_slots_keyed sorts 24 + vs8 (padded) by two. */
+static obl_err rt_slots_indexed(rt_slots *t, const shard_bufs *in)
+{
+    const shard_route *r = t->r;
+    for (size_t j = 0; j < t->sb; j++) {
+        unsigned char *q = t->a + j * t->ar;
+        st64(q, in->aidx[j] << 1 | (in->found[j] & 1));
+        memcpy(q + 8, in->vout + j * r->vs, r->vs);
+        memset(q + 8 + r->vs, 0, r->vs8 - r->vs);
+    }
+    int spread = r->S >= r->threads; /* public */
+    t->sort_threads = spread ? 1 : r->threads;
+    t->sort_tasks = spread ? r->threads : 1;
+    obl_par_for(t->sort_tasks, t->sort_tasks, 1, rt_sort_shards_idx, t);
+    for (size_t j = 0; j < t->sb; j++) {
+        unsigned char *q = t->a + j * t->ar;
+        st64(q, ld64(q) & 1);
+        t->flag[j] = (uint8_t)((in->dummy[j] & 1) ^ 1);
+    }
+    return rt_slots_compact(t);
+}
+
 /* The representatives' answers at their places among the B sorted
  * requests, then every request's: flag[i] = request i (in r->order) is
  * its key's last; a backward pass copies each representative's answer to
@@ -541,7 +595,7 @@ static obl_err rt_join_slots(shard_route *r, size_t B, size_t b, const shard_buf
     size_t sb = (size_t)r->S * b;
     /* keyed records padded to whole 32-byte vectors for the record network */
     rt_slots t = {r, B, b, sb, B > sb ? B : sb, 8 + r->vs8, (24 + r->vs8 + 31) & ~(size_t)31,
-                  NULL, NULL, NULL, 0, 1};
+                  NULL, NULL, NULL, 0, 1, 1};
     size_t bytes;
     if (t.n > (SIZE_MAX >> 2) || !obl_mul_ok(t.n, t.tr, &bytes))
         return OBL_ERR_TOO_LARGE;
@@ -551,7 +605,9 @@ static obl_err rt_join_slots(shard_route *r, size_t B, size_t b, const shard_buf
     unsigned char *cval = (unsigned char *)obl_alloc(r->ac, t.ar, 64);
     obl_err e = t.a && cval ? OBL_OK : OBL_ERR_NOMEM;
     if (e == OBL_OK) /* public: the engine's contract */
-        e = in->akeys == in->keys ? rt_slots_inorder(&t, in) : rt_slots_keyed(&t, in);
+        e = in->akeys == in->keys ? rt_slots_inorder(&t, in)
+            : in->aidx            ? rt_slots_indexed(&t, in)
+                                  : rt_slots_keyed(&t, in);
     if (e == OBL_OK)
         e = rt_slots_expand(&t, cval);
     if (e == OBL_OK)

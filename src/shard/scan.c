@@ -1,24 +1,26 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The scan engine: a shard's entries in a plain array, each batch answered
- * by one pass over all of them (Snoopy's subORAM: Dauterman, Fang, Demertzis,
- * Crooks, Popa, "Snoopy: Surpassing the Scalability Bottleneck of Oblivious
- * Storage", SOSP 2021, section 5).
+ * The scan engine: a shard's entries scanned once per batch (Snoopy's
+ * subORAM: Dauterman, Fang, Demertzis, Crooks, Popa, "Snoopy: Surpassing
+ * the Scalability Bottleneck of Oblivious Storage", SOSP 2021, section 5),
+ * stored in buckets of fixed capacity under the store's long-lived secret
+ * SipHash key.
  *
- * Per batch: (1) an oblivious hash table of the b requests under a fresh
- * SipHash key: nb buckets of z slots, built by two bitonic sorts (requests
+ * Per batch: (1) an oblivious hash table of the b requests under the same
+ * key: nb buckets of z slots (nb <= the store's buckets, so that a table
+ * bucket is a run of consecutive store buckets), built by a sort (requests
  * plus z fillers per bucket sorted by bucket, the first z of each bucket
- * kept, then sorted into place); (2) a scan of every entry, which hashes its
- * key with the batch key and compares it with the z slots of that bucket in
- * constant time, copying its value out to a matching slot; (3) a sort of the
- * slots back into request order. A batch that may write scans a second time
- * to update and erase, then places new keys into free entries by a sort
- * (docs/shard.md, "Scan engine").
+ * kept) and a compaction; (2) a scan of every entry in storage order, each
+ * compared in constant time with the z slots of the table bucket its
+ * position lies in, copying its value out to a matching slot; (3) the
+ * answers routed back by a compaction or a sort. A batch that may write
+ * scans a second time to update and erase, then places new keys into free
+ * slots of their buckets by a sort and a compaction (docs/shard.md,
+ * "Scan").
  *
- * What the scan reveals: the bucket each entry probes, the batch-keyed hash
- * of a stored key (or, for a free entry, of its position in a separate
- * domain); the stored keys and positions are distinct, so these are fresh
- * uniform values independent of the requests (LEAK, below).
+ * What the scan reveals: nothing but sizes. Every entry is read in storage
+ * order, every bucket in full; which keys lie in which bucket stays
+ * hidden (the buckets' loads are secret, their capacity public).
  */
 #include <math.h>
 
@@ -31,12 +33,13 @@
 #include "ct.h"
 #include "omap/siphash.h"
 
-#define SC_LAMBDA 40u        /* table overflow: at most 2^-40 per batch */
-#define SC_HASH_CHUNK 64    /* entries hashed at once (siphash lanes) */
+#define SC_LAMBDA 40u        /* table and store overflow: at most 2^-40 */
+#define SC_HASH_CHUNK 64    /* keys hashed at once (siphash lanes) */
 #define SC_MAX_PARTS 256u
-#define SC_BLOCK_BYTES ((size_t)8 << 20) /* entries scanned per block (sc_scan) */
-#define SC_PREFETCH 8     /* entries read ahead in the write scan */
 #define SC_SORT_WEIGHT 16.0 /* the shape's model: see shard_scan_table_shape */
+/* The store's buckets hold SC_STORE_MEAN to 2 SC_STORE_MEAN keys on
+ * average at capacity (sc_store_shape; the choice: docs/shard.md, "Scan"). */
+#define SC_STORE_MEAN 512u
 /* A table record's first word: bucket (or, once ranked, slot) << 32, then
  * these flags and the request's (or filler's) index below 2^28. */
 #define SC_PUT (1ull << 28)
@@ -50,22 +53,34 @@ struct shard_scan {
     obl_alloc_ctx ac;
     size_t ks, kw, vs, vs8;  /* key bytes, key words, value bytes, rounded */
     size_t esz;              /* entry: key words, value */
-    uint64_t cap;
+    uint64_t cap;            /* the most keys stored (FULL beyond) */
+    /* nsb buckets (a power of two, lg: lgsb) of C slots: bucket X is
+     * entries X C .. X C + C - 1; a key lies in bucket h(key) mod nsb,
+     * h SipHash under (hk0, hk1), drawn at creation and kept. */
+    size_t nsb, lgsb, C, slots;
+    uint64_t hk0, hk1;
     /* Entry j at ent + j esz and its validity in valid[j] (0 or 1): apart,
      * so that an entry of 8/56 is one aligned cache line (docs/shard.md,
      * "Scan"). */
     unsigned char *ent;
     uint8_t *valid;
-    obl_prg prg;             /* batch keys and dummy buckets */
+    obl_prg prg;             /* dummies' buckets, the sorts' randomness */
     struct sc_work *pending; /* a begun batch that may write, until commit */
     int isa;                 /* the read scan's form: OBL_ISA_* (public CPU fact) */
     unsigned char *arena;    /* a batch's working memory, kept (sc_work_alloc) */
     size_t arena_bytes;
     size_t shape_b, shape_nb, shape_z; /* the last table shape, for reuse */
-    size_t block_bytes;      /* sc_scan's blocks: SC_BLOCK_BYTES, or a test's */
 };
 
 static size_t rnd8(size_t x) { return (x + 7) & ~(size_t)7; }
+
+static unsigned sc_lg(size_t n)
+{
+    unsigned lg = 0;
+    while (((size_t)1 << lg) < n)
+        lg++;
+    return lg;
+}
 
 /* ------------------------------------------------------------ shape -- */
 
@@ -73,24 +88,40 @@ static size_t rnd8(size_t x) { return (x + 7) & ~(size_t)7; }
  * of two, so the union bound is SC_LAMBDA + log2 nb bits). */
 static size_t sc_slots(size_t b, size_t nb)
 {
-    unsigned lg = 0;
-    while (((size_t)1 << lg) < nb)
-        lg++;
-    return obl_lb_shard_batch_size(b, (unsigned)nb, SC_LAMBDA + lg);
+    return obl_lb_shard_batch_size(b, (unsigned)nb, SC_LAMBDA + sc_lg(nb));
 }
 
-/* see shard_internal.h: the nb (b/1 .. b/64 buckets, or one) whose model
- * cost, n entries times z slot probes plus the sorts and compactions of
- * t = b + nb * z records (t padded to a power of two, as the column
- * network pads; t lg t steps, a step about SC_SORT_WEIGHT slot probes), is
- * least. */
+/* The store's shape for cap keys: nsb buckets (a power of two, the most
+ * with at least SC_STORE_MEAN keys each on average, or one) of C slots,
+ * C the least with nsb P[Bin(cap, 1/nsb) > C] <= 2^-SC_LAMBDA: the same
+ * bound as the table's, over the stored keys (docs/shard.md, "Scan").
+ * Public. */
+static void sc_store_shape(uint64_t cap, size_t *nsb, size_t *C)
+{
+    size_t n = 1;
+    while (n < ((size_t)1 << 30) && cap / (2 * (uint64_t)n) >= SC_STORE_MEAN)
+        n *= 2;
+    *nsb = n;
+    *C = n == 1 ? (size_t)cap : sc_slots((size_t)cap, n);
+    if (*C == 0)
+        *C = 1;
+}
+
+/* see shard_internal.h: the nb (b/1 .. b/64 buckets, or one; at most the
+ * store's buckets) whose model cost, the store's slots times z slot probes
+ * plus the sorts and compactions of t = b + nb * z records (t padded to a
+ * power of two, as the column network pads; t lg t steps, a step about
+ * SC_SORT_WEIGHT slot probes), is least. */
 void shard_scan_table_shape(size_t b, size_t n, size_t *nb_out, size_t *z_out)
 {
+    size_t nsb, C;
+    sc_store_shape(n, &nsb, &C);
+    double slots = (double)nsb * (double)C;
     size_t best_nb = 1, best_z = b;
-    double best = (double)n * (double)b;
+    double best = slots * (double)b;
     for (size_t mu = 1; mu <= 64; mu *= 2) {
         size_t nb = 1;
-        while (nb * mu < b)
+        while (nb * mu < b && nb < nsb)
             nb *= 2;
         if (nb == 1)
             break;
@@ -98,7 +129,7 @@ void shard_scan_table_shape(size_t b, size_t n, size_t *nb_out, size_t *z_out)
         double t = 1;
         while (t < (double)(b + nb * z))
             t *= 2;
-        double cost = (double)n * (double)z + SC_SORT_WEIGHT * t * log2(t + 1);
+        double cost = slots * (double)z + SC_SORT_WEIGHT * t * log2(t + 1);
         if (cost < best) {
             best = cost;
             best_nb = nb;
@@ -110,17 +141,18 @@ void shard_scan_table_shape(size_t b, size_t n, size_t *nb_out, size_t *z_out)
 }
 
 /* see shard_internal.h */
-void shard_scan_force_block(shard_scan *s, size_t bytes)
-{
-    s->block_bytes = bytes ? bytes : SC_BLOCK_BYTES;
-}
-
-/* see shard_internal.h */
 void shard_scan_force_shape(shard_scan *s, size_t b, size_t nb, size_t z)
 {
     s->shape_b = b;
     s->shape_nb = nb;
     s->shape_z = z;
+}
+
+/* see shard_internal.h */
+void shard_scan_store_shape(const shard_scan *s, size_t *nsb, size_t *C)
+{
+    *nsb = s->nsb;
+    *C = s->C;
 }
 
 /* ------------------------------------------------------------ store -- */
@@ -132,6 +164,8 @@ obl_err shard_scan_create(shard_scan **out, uint64_t capacity, size_t key_size,
     *out = NULL;
     obl_alloc_ctx c = *ac;
     c.bytes = 0;
+    if (capacity > UINT32_MAX)
+        return OBL_ERR_TOO_LARGE;
     shard_scan *s = (shard_scan *)obl_alloc(&c, sizeof *s, 64);
     if (!s)
         return OBL_ERR_NOMEM;
@@ -141,16 +175,19 @@ obl_err shard_scan_create(shard_scan **out, uint64_t capacity, size_t key_size,
     s->vs8 = rnd8(value_size);
     s->esz = 8 * s->kw + s->vs8;
     s->cap = capacity;
+    sc_store_shape(capacity, &s->nsb, &s->C);
+    s->lgsb = sc_lg(s->nsb);
     size_t bytes;
-    if (capacity > SIZE_MAX || !obl_mul_ok((size_t)capacity, s->esz + 8, &bytes)) {
+    if (!obl_mul_ok(s->nsb, s->C, &s->slots) || s->slots > UINT32_MAX ||
+        !obl_mul_ok(s->slots, s->esz + 8, &bytes)) {
         obl_free(&c, s, sizeof *s);
         return OBL_ERR_TOO_LARGE;
     }
-    s->ent = (unsigned char *)obl_alloc(&c, (size_t)capacity * s->esz, 64);
-    s->valid = (uint8_t *)obl_alloc(&c, (size_t)capacity, 64);
+    s->ent = (unsigned char *)obl_alloc(&c, s->slots * s->esz, 64);
+    s->valid = (uint8_t *)obl_alloc(&c, s->slots, 64);
     if (!s->ent || !s->valid) {
-        obl_free(&c, s->ent, (size_t)capacity * s->esz);
-        obl_free(&c, s->valid, (size_t)capacity);
+        obl_free(&c, s->ent, s->slots * s->esz);
+        obl_free(&c, s->valid, s->slots);
         obl_free(&c, s, sizeof *s);
         return OBL_ERR_NOMEM;
     }
@@ -158,26 +195,147 @@ obl_err shard_scan_create(shard_scan **out, uint64_t capacity, size_t key_size,
     obl_prg_fill(seed_from, seed, sizeof seed);
     obl_prg_init_bytes(&s->prg, seed);
     obl_wipe(seed, sizeof seed);
+    s->hk0 = obl_prg_u64(&s->prg);
+    s->hk1 = obl_prg_u64(&s->prg);
     s->ac = c;
     s->isa = obl_isa_pick();
-    s->block_bytes = SC_BLOCK_BYTES;
     *out = s;
     return OBL_OK;
 }
 
+static inline uint64_t ld64(const unsigned char *p)
+{
+    uint64_t w;
+    memcpy(&w, p, 8);
+    return w;
+}
+
+static inline void st64(unsigned char *p, uint64_t w) { memcpy(p, &w, 8); }
+
+/* X[i] = the store bucket of the key of len bytes at base + i stride:
+ * SipHash under the store's key of the key padded to whole words and a
+ * domain word 0. Secret: keys and X. */
+static void sc_hash_x(const shard_scan *s, const unsigned char *base, size_t stride, size_t len,
+                      size_t n, uint64_t *X)
+{
+    size_t mw = s->kw + 1;
+    uint64_t msg[SC_HASH_CHUNK * (OBL_SHARD_SCAN_MAX_KEY8 / 8 + 1)];
+    for (size_t c = 0; c < n; c += SC_HASH_CHUNK) {
+        size_t m = n - c < SC_HASH_CHUNK ? n - c : SC_HASH_CHUNK;
+        memset(msg, 0, m * mw * 8);
+        for (size_t i = 0; i < m; i++)
+            memcpy(msg + i * mw, base + (c + i) * stride, len);
+        obl_siphash24_many_isa(s->isa, s->hk0, s->hk1, msg, 8 * mw, 8 * mw, m, X + c);
+        for (size_t i = 0; i < m; i++)
+            X[c + i] &= s->nsb - 1;
+    }
+}
+
 /* see shard_internal.h */
+size_t shard_scan_bucket_of(const shard_scan *s, const void *key)
+{
+    uint64_t X;
+    sc_hash_x(s, (const unsigned char *)key, s->ks, s->ks, 1, &X);
+    return (size_t)X;
+}
+
+/* Placement records: first word, validity word, entry. */
+static size_t sc_place_rs(const shard_scan *s) { return 16 + s->esz; }
+
+/* The store's slots as placement records: slot j of bucket X sorts by
+ * (X, 0 if it holds a key, 2 if free) << 32 | j. */
+static void sc_slot_records(const shard_scan *s, unsigned char *r)
+{
+    size_t rs = sc_place_rs(s);
+    for (size_t X = 0, j = 0; X < s->nsb; X++) {
+        for (size_t c = 0; c < s->C; c++, j++) {
+            unsigned char *q = r + j * rs;
+            uint64_t v = s->valid[j] & 1;
+            st64(q, ((uint64_t)X << 2 | (v ^ 1) << 1) << 32 | j);
+            st64(q + 8, v);
+            memcpy(q + 16, s->ent + j * s->esz, s->esz);
+        }
+    }
+}
+
+/* A new key's placement record: its bucket X, class 1 (after the bucket's
+ * keys, before its free slots); live = 0 makes it sort last (2^63 + i) and
+ * be dropped. */
+static void sc_new_record(const shard_scan *s, unsigned char *q, uint64_t live, uint64_t X,
+                          uint64_t i, const unsigned char *key, size_t klen,
+                          const unsigned char *val)
+{
+    st64(q, obl_ct_select64(live, (X << 2 | 1) << 32 | i, 1ull << 63 | i));
+    st64(q + 8, 1);
+    memset(q + 16, 0, s->esz);
+    memcpy(q + 16, key, klen);
+    memcpy(q + 16 + 8 * s->kw, val, s->vs);
+}
+
+/*
+ * The n placement records r (the store's slots first, then new keys) into
+ * the store's layout: sorted by bucket and class, the first C of each
+ * bucket kept (its keys, its new keys, then free slots), compacted to the
+ * front in order and copied into the store. The caller has checked that
+ * no bucket's keys and new keys exceed C. Secret: records. Public: n, the
+ * shape.
+ */
+static void sc_place(shard_scan *s, unsigned char *r, size_t n, uint8_t *keep, unsigned threads)
+{
+    size_t rs = sc_place_rs(s);
+    shard_sort_bounded(r, n, rs, 1, threads, &s->prg, &s->ac.a);
+    uint64_t prev = UINT64_MAX, rank = 0;
+    for (size_t p = 0; p < n; p++) {
+        unsigned char *q = r + p * rs;
+        uint64_t w = ld64(q), X = w >> 34, last = w >> 63;
+        rank = obl_ct_select64(obl_ct_eq64(X, prev), rank + 1, 0);
+        uint64_t k = obl_ct_lt64(rank, s->C) & (last ^ 1);
+        st64(q, obl_ct_select64(k, w, 1ull << 63 | p)); /* shard_keep_first's sort form */
+        keep[p] = (uint8_t)k;
+        prev = X;
+    }
+    shard_keep_first(r, n, rs, keep, threads, &s->prg, &s->ac.a);
+    for (size_t j = 0; j < s->slots; j++) {
+        s->valid[j] = (uint8_t)(ld64(r + j * rs + 8) & 1);
+        memcpy(s->ent + j * s->esz, r + j * rs + 16, s->esz);
+    }
+}
+
+/* see shard_internal.h: each pair into the next free slot of its bucket,
+ * in input order, after the loads are checked. */
 obl_err shard_scan_load(shard_scan *s, const void *keys, const void *values, uint64_t n)
 {
     if (n > s->cap)
         return OBL_ERR_FULL;
+    size_t bytes;
+    if (!obl_mul_ok((size_t)n + s->nsb, 8, &bytes))
+        return OBL_ERR_TOO_LARGE;
+    uint64_t *X = (uint64_t *)obl_alloc(&s->ac, bytes, 64), *fill = X + n;
+    if (!X)
+        return OBL_ERR_NOMEM;
     const unsigned char *k = (const unsigned char *)keys, *v = (const unsigned char *)values;
-    for (uint64_t i = 0; i < n; i++) {
-        unsigned char *e = s->ent + i * s->esz;
-        s->valid[i] = 1;
-        memcpy(e, k + i * s->ks, s->ks);
-        memcpy(e + 8 * s->kw, v + i * s->vs, s->vs);
+    sc_hash_x(s, k, s->ks, s->ks, (size_t)n, X);
+    uint64_t ovf = 0;
+    for (size_t i = 0; i < (size_t)n; i++) {
+        /* LEAK: the bucket of input position i, a value of the store's
+         * secret PRF, as the omap's build reveals its buckets; the batches
+         * never reveal where a key lies (docs/shard.md, "Build") */
+        OBL_DECLASSIFY(&X[i], sizeof X[i]);
+        ovf |= ++fill[X[i]] > s->C; /* public */
     }
-    return OBL_OK;
+    if (!ovf) {
+        memset(fill, 0, 8 * s->nsb);
+        for (size_t i = 0; i < (size_t)n; i++) {
+            size_t j = X[i] * s->C + fill[X[i]]++;
+            s->valid[j] = 1;
+            memset(s->ent + j * s->esz, 0, 8 * s->kw);
+            memcpy(s->ent + j * s->esz, k + i * s->ks, s->ks);
+            memcpy(s->ent + j * s->esz + 8 * s->kw, v + i * s->vs, s->vs);
+        }
+    }
+    obl_free(&s->ac, X, bytes);
+    /* a public capacity event (<= 2^-40): the store stays empty */
+    return ovf ? OBL_ERR_STASH_OVERFLOW : OBL_OK;
 }
 
 /* see shard_internal.h */
@@ -192,8 +350,8 @@ void shard_scan_destroy(shard_scan *s)
     if (!s)
         return;
     obl_alloc_ctx c = s->ac;
-    obl_free(&c, s->ent, (size_t)s->cap * s->esz);
-    obl_free(&c, s->valid, (size_t)s->cap);
+    obl_free(&c, s->ent, s->slots * s->esz);
+    obl_free(&c, s->valid, s->slots);
     obl_free(&c, s->arena, s->arena_bytes);
     obl_prg_wipe(&s->prg);
     obl_free(&c, s, sizeof *s);
@@ -206,6 +364,8 @@ typedef struct sc_work {
     shard_scan *s;
     const shard_batch *bt;
     size_t nb, z, T;       /* buckets, slots per bucket, nb * z */
+    size_t sh, span;       /* table bucket x: store buckets x 2^sh ..
+                            * (x + 1) 2^sh - 1, entries x span .. */
     size_t zp, ow;         /* the read scan's slots per bucket (z rounded up
                             * to 4, or 8 when wide) and words per slot
                             * (value, found) */
@@ -213,37 +373,22 @@ typedef struct sc_work {
     size_t n0;             /* records sorted in the build: b + T */
     int writes;
     int wide;              /* the AVX-512 read scan (transposed blocks) */
-    uint64_t k0, k1;       /* the batch's SipHash key */
     unsigned parts, phase; /* phase 0: read scan, 1: write scan */
     unsigned char *tab;    /* n0 records; the table is the first T */
-    uint64_t *oval;        /* parts * nb * zp * ow: value and found per slot */
+    uint64_t *oval;        /* nb * zp * ow: value and found per slot */
     uint64_t *skey, *slive; /* nb * zp * kw slot keys; all ones: a live slot */
     uint64_t *ofnd;        /* T: found flags, in table order */
-    unsigned char *ins;    /* the insert's records (batches that may write) */
-    uint32_t *xs, *ord;    /* cap each: entries' (public) buckets, probe order;
-                            * the same memory as out, which the scan's
-                            * answers use after the scan */
-    uint32_t *cnt;         /* (parts + 1) * (nb + 1): the counting sort's
-                            * counters per slice, then the buckets' starts */
-    size_t xcut[SC_MAX_PARTS + 1]; /* part t probes buckets xcut[t] .. */
-    size_t blo, bhi;       /* the block of entries being scanned (sc_scan) */
+    unsigned char *ins;    /* a writing batch's placement records, then */
+    uint64_t *xt;          /* T: the table slots' store buckets, */
+    uint64_t *occ;         /* nsb: the buckets' loads after the batch, */
+    uint8_t *ikeep;        /* slots + T: the placement's flags */
     unsigned char *out;    /* the answers' records */
-    unsigned char *msg;    /* the requests' hash messages (sc_build) */
-    uint64_t *h;           /* their hashes; then, the same memory, */
-    uint8_t *kept;         /* the table build's compaction flags */
+    uint64_t *h;           /* the requests' store buckets; then, the same */
+    uint8_t *kept;         /* memory, the table build's compaction flags */
     uint64_t *colbuf;      /* the table sort's column buffer */
     size_t colbuf_bytes;
     size_t ins_bytes;
 } sc_work;
-
-static inline uint64_t ld64(const unsigned char *p)
-{
-    uint64_t w;
-    memcpy(&w, p, 8);
-    return w;
-}
-
-static inline void st64(unsigned char *p, uint64_t w) { memcpy(p, &w, 8); }
 
 static void sc_work_free(sc_work *w)
 {
@@ -251,37 +396,33 @@ static void sc_work_free(sc_work *w)
     w->ins = NULL;
 }
 
-#define SC_PARTS 10
+#define SC_PARTS 8
 
 /* Carves the batch's arrays out of the store's arena (kept from batch to
  * batch, grown when a batch needs more: allocating these megabytes afresh
- * cost page faults and zeroing every batch); the insert's records, needed
- * by writing batches only, are allocated apart. Sizes are public. */
+ * cost page faults and zeroing every batch); a writing batch's placement
+ * records are allocated apart. Sizes are public. */
 static obl_err sc_work_alloc(sc_work *w)
 {
     shard_scan *s = w->s;
-    size_t ns = w->nb * w->zp, sz[SC_PARTS], total = 0, d = 0, o1, o2, hb;
-    if (s->cap > UINT32_MAX || w->nb > UINT32_MAX || w->n0 > SC_IDX || /* sc_fill_requests */
-        !obl_mul_ok(w->nb + 1, 4 * ((size_t)w->parts + 1), &sz[7]) ||
+    size_t ns = w->nb * w->zp, sz[SC_PARTS] = {0}, total = 0, d = 0, o1, o2, hb, pr;
+    if (w->n0 > SC_IDX || /* sc_fill_requests */
         !obl_mul_ok(w->n0, w->rs, &sz[0]) || !obl_mul_ok(ns, 8 * w->ow, &sz[1]) ||
-        !obl_mul_ok(w->T, 8, &sz[2]) ||
-        !obl_mul_ok(ns, 8 * s->kw, &sz[3]) || !obl_mul_ok(ns, 8, &sz[4]) ||
-        !obl_mul_ok((size_t)s->cap, 4, &sz[5]) || !obl_mul_ok(w->T, 16 + s->vs8, &o1) ||
+        !obl_mul_ok(w->T, 8, &sz[2]) || !obl_mul_ok(ns, 8 * s->kw, &sz[3]) ||
+        !obl_mul_ok(ns, 8, &sz[4]) || !obl_mul_ok(w->T, 16 + s->vs8, &o1) ||
         !obl_mul_ok(w->T, 9 + 8 * s->kw + s->vs8, &o2) || !obl_mul_ok(w->bt->b, 8, &hb) ||
-        !obl_mul_ok(hb, s->kw + 1, &sz[6]) ||
-        (w->writes && !obl_mul_ok((size_t)s->cap + w->T, 24 + s->esz, &d)))
+        (w->writes && (s->slots + w->T > UINT32_MAX ||
+                       !obl_mul_ok(s->slots + w->T, sc_place_rs(s) + 1, &pr) ||
+                       (d = pr + 8 * (w->T + s->nsb)) < pr)))
         return OBL_ERR_TOO_LARGE;
-    /* the scan's bucket order (xs, ord) and, after the scan, the answers'
-     * records (and compaction flags) share part 5 */
-    size_t xo = ((sz[5] + 63) & ~(size_t)63) * 2, ob = o1 > o2 ? o1 : o2;
-    if (xo < sz[5])
-        return OBL_ERR_TOO_LARGE;
-    sz[5] = xo > ob ? xo : ob;
-    sz[8] = hb > w->n0 ? hb : w->n0;
+    if (w->nb > s->nsb) /* a forced shape (tests) that the store cannot scan */
+        return OBL_ERR_INVALID_ARG;
+    sz[5] = o1 > o2 ? o1 : o2;
+    sz[6] = hb > w->n0 ? hb : w->n0;
     size_t m = 1;
     while (m < w->n0)
         m *= 2;
-    if (!obl_mul_ok(m, w->rs, &sz[9])) /* the table sort's columns */
+    if (!obl_mul_ok(m, w->rs, &sz[7])) /* the table sort's columns */
         return OBL_ERR_TOO_LARGE;
     for (size_t i = 0; i < SC_PARTS; i++) {
         size_t r = (sz[i] + 63) & ~(size_t)63;
@@ -302,6 +443,9 @@ static obl_err sc_work_alloc(sc_work *w)
         w->ins = (unsigned char *)obl_alloc(&s->ac, d, 64);
         if (!w->ins)
             return OBL_ERR_NOMEM;
+        w->xt = (uint64_t *)(w->ins + (s->slots + w->T) * sc_place_rs(s));
+        w->occ = w->xt + w->T;
+        w->ikeep = (uint8_t *)(w->occ + s->nsb);
     }
     void *part[SC_PARTS];
     for (size_t i = 0, off = 0; i < SC_PARTS; i++) {
@@ -313,15 +457,11 @@ static obl_err sc_work_alloc(sc_work *w)
     w->ofnd = (uint64_t *)part[2];
     w->skey = (uint64_t *)part[3];
     w->slive = (uint64_t *)part[4];
-    w->xs = (uint32_t *)part[5];
-    w->ord = (uint32_t *)((unsigned char *)part[5] + xo / 2);
-    w->cnt = (uint32_t *)part[7];
     w->out = (unsigned char *)part[5];
-    w->colbuf = (uint64_t *)part[9];
-    w->msg = (unsigned char *)part[6];
-    w->h = (uint64_t *)part[8];
-    w->kept = (uint8_t *)part[8];
-    w->colbuf_bytes = sz[9];
+    w->colbuf = (uint64_t *)part[7];
+    w->h = (uint64_t *)part[6];
+    w->kept = (uint8_t *)part[6];
+    w->colbuf_bytes = sz[7];
     memset(w->oval, 0, sz[1]); /* the probes OR into it */
     return OBL_OK;
 }
@@ -334,7 +474,8 @@ static void sc_sort(const sc_work *w, unsigned char *r, size_t n, size_t rs)
                           w->colbuf_bytes);
 }
 
-/* The request records: bucket (a random one for a dummy) and index. */
+/* The request records: table bucket (the store bucket's top bits, a
+ * random one for a dummy) and index. */
 static void sc_fill_requests(sc_work *w, const uint64_t *h)
 {
     shard_scan *s = w->s;
@@ -342,7 +483,7 @@ static void sc_fill_requests(sc_work *w, const uint64_t *h)
     for (size_t i = 0; i < bt->b; i++) {
         unsigned char *r = w->tab + i * w->rs;
         uint64_t d = bt->dummy[i] & 1, op = bt->op[i];
-        uint64_t x = obl_ct_select64(d, obl_prg_u64(&s->prg), h[i]) & (w->nb - 1);
+        uint64_t x = obl_ct_select64(d, obl_prg_u64(&s->prg) & (w->nb - 1), h[i] >> w->sh);
         st64(r, x << 32 | obl_ct_eq64(op, 1) << 28 | obl_ct_eq64(op, 2) << 29 | d << 30 |
                     (uint64_t)i);
         memset(r + 8, 0, 8 * s->kw);
@@ -380,27 +521,17 @@ static uint64_t sc_rank(sc_work *w, uint8_t *kept)
     return ovf;
 }
 
-/* Hashes of n messages of kw key words plus a domain word. */
-static void sc_hash(const sc_work *w, const unsigned char *msgs, size_t n, uint64_t *h)
-{
-    size_t len = 8 * (w->s->kw + 1);
-    obl_siphash24_many_isa(w->s->isa, w->k0, w->k1, msgs, len, len, n, h);
-}
-
 /* Builds the table; OBL_ERR_STASH_OVERFLOW if a bucket overflowed. */
 static obl_err sc_build(sc_work *w)
 {
     shard_scan *s = w->s;
-    size_t mw = s->kw + 1, b = w->bt->b;
-    memset(w->msg, 0, b * mw * 8); /* the arena holds the last batch's */
-    for (size_t i = 0; i < b; i++) /* key words, domain word 0 */
-        memcpy(w->msg + i * mw * 8, w->bt->keys + i * s->ks, s->ks);
-    sc_hash(w, w->msg, b, w->h);
+    sc_hash_x(s, w->bt->keys, s->ks, s->ks, w->bt->b, w->h);
     sc_fill_requests(w, w->h);
     sc_sort(w, w->tab, w->n0, w->rs);
     uint64_t ovf = sc_rank(w, w->kept);
     shard_keep_first(w->tab, w->n0, w->rs, w->kept, w->parts, &s->prg, &s->ac.a);
-    /* a public capacity event, like an ORAM stash overflow (<= 2^-40) */
+    /* a public capacity event, like an ORAM stash overflow (<= 2^-40 for
+     * a set of distinct keys: docs/shard.md, "Scan") */
     return OBL_DECLASSIFY_VAL(ovf) ? OBL_ERR_STASH_OVERFLOW : OBL_OK;
 }
 
@@ -584,27 +715,6 @@ sc_read_chunk_avx512(const sc_work *w, const sc_stage *st, size_t ne, size_t x, 
 }
 #endif
 
-/* Prefetches entries ord[k .. k + m) (clipped to n) and their validity
- * bytes: issued for the next chunk before the probes of the current one,
- * so that the chunk's random reads overlap its probes (the order is
- * public). */
-static inline void sc_prefetch(const sc_work *w, const uint32_t *ord, size_t k, size_t m, size_t n)
-{
-#if defined(__GNUC__)
-    const shard_scan *s = w->s;
-    for (size_t i = k; i < k + m && i < n; i++) { /* public */
-        const unsigned char *pe = s->ent + ord[i] * s->esz;
-        for (size_t o = 0; o < s->esz; o += 64)
-            __builtin_prefetch(pe + o);
-        __builtin_prefetch(pe + s->esz - 1); /* an entry may span two lines */
-        __builtin_prefetch(s->valid + ord[i]);
-        __asm__ volatile("" : : "r"(pe)); /* else gcc drops the loop */
-    }
-#else
-    (void)w, (void)ord, (void)k, (void)m, (void)n;
-#endif
-}
-
 /* Stage slot i: entry e's key words and ow words: its value, a 1 (the found
  * flag), zeros; all zero for a free entry (valid = 0). */
 static inline void sc_stage_one(sc_stage *st, size_t i, const unsigned char *e, uint64_t valid,
@@ -620,23 +730,21 @@ static inline void sc_stage_one(sc_stage *st, size_t i, const unsigned char *e, 
         v[j] = 0;
 }
 
-/* Stages entries ord[k .. k + ne) (prefetched with the previous chunk),
- * prefetches the next chunk's and probes the staged ones against bucket
- * x. */
-static void sc_read_bucket(const sc_work *w, sc_stage *st, const uint32_t *ord, size_t k,
-                           size_t ne, size_t n, size_t x, uint64_t *oval)
+/* Stages entries k .. k + ne - 1 (consecutive, so the hardware's
+ * prefetcher reads ahead) and probes them against table bucket x. */
+static void sc_read_run(const sc_work *w, sc_stage *st, size_t k, size_t ne, size_t x,
+                        uint64_t *oval)
 {
     const shard_scan *s = w->s;
     size_t kw = s->kw, vw = s->vs8 / 8, ow = w->ow;
     for (size_t i = 0; i < ne; i++) {
-        size_t at = ord[k + i];
+        size_t at = k + i;
         uint64_t valid = obl_ct_mask(s->valid[at] & 1);
         if (kw == 1 && vw == 7 && ow == 8) /* public: 8/56, constant sizes */
             sc_stage_one(st, i, s->ent + at * s->esz, valid, 1, 7, 8);
         else
             sc_stage_one(st, i, s->ent + at * s->esz, valid, kw, vw, ow);
     }
-    sc_prefetch(w, ord, k + ne, SC_CHUNK, n);
 #if defined(OBL_CT_X86)
     if (w->wide) { /* public */
         sc_read_chunk_avx512(w, st, ne, x, oval);
@@ -653,118 +761,29 @@ static void sc_read_bucket(const sc_work *w, sc_stage *st, const uint32_t *ord, 
         sc_read_chunk(w, st, ne, x, oval, kw, ow);
 }
 
-/* Hashes entries [lo, hi) a chunk at a time: xs[j - lo] = entry j's bucket. */
-static void sc_buckets(const sc_work *w, size_t lo, size_t hi, uint32_t *xs)
-{
-    const shard_scan *s = w->s;
-    size_t mw = s->kw + 1;
-    uint64_t msg[SC_HASH_CHUNK * (OBL_SHARD_SCAN_MAX_KEY8 / 8 + 1)], h[SC_HASH_CHUNK];
-    for (size_t c = lo; c < hi; c += SC_HASH_CHUNK) {
-        size_t n = hi - c < SC_HASH_CHUNK ? hi - c : SC_HASH_CHUNK;
-        for (size_t i = 0; i < n; i++) {
-            const unsigned char *e = s->ent + (c + i) * s->esz;
-            uint64_t valid = s->valid[c + i] & 1, *m = msg + i * mw;
-            OBL_TRACE_TOUCH(OBL_TRACE_REGION_MAP, OBL_TRACE_READ, c + i, 1);
-            /* a free entry hashes its position in another domain */
-            for (size_t k = 0; k < s->kw; k++)
-                m[k] = obl_ct_select64(valid, ld64(e + 8 * k), k ? 0 : (uint64_t)(c + i));
-            m[s->kw] = valid ^ 1;
-        }
-        sc_hash(w, (const unsigned char *)msg, n, h);
-        for (size_t i = 0; i < n; i++) {
-            /* LEAK: the probed bucket, a batch-keyed PRF of a distinct input
-             * (a stored key or a free entry's position): uniform and
-             * independent of the requests (docs/shard.md, "Scan engine") */
-            uint64_t x = h[i] & (w->nb - 1);
-            OBL_DECLASSIFY(&x, sizeof x);
-            xs[c + i - lo] = (uint32_t)x;
-        }
-    }
-}
-
-/* The scan in three pool jobs, so that every part writes its own buckets
- * of one output array: (1) each part hashes its slice of the entries and
- * counts them by bucket; (between, sc_offsets) the bucket order's
- * positions and the parts' bucket ranges, from these public counts; (2)
- * each part places its slice's entries in bucket order (ord, global
- * positions); (3) each part probes its range of buckets, entry after entry
- * of a bucket while its slots are in cache. The order is a function of the
- * revealed buckets alone. */
-static obl_err sc_count_task(void *arg, size_t t)
-{
-    const sc_work *w = (const sc_work *)arg;
-    size_t n = w->bhi - w->blo, lo = w->blo + n * t / w->parts;
-    size_t hi = w->blo + n * (t + 1) / w->parts;
-    uint32_t *cnt = w->cnt + t * (w->nb + 1);
-    sc_buckets(w, lo, hi, w->xs + lo);
-    memset(cnt, 0, (w->nb + 1) * 4);
-    for (size_t i = lo; i < hi; i++)
-        cnt[w->xs[i]]++;
-    return OBL_OK;
-}
-
-/* Slice t's count of bucket x becomes its first position in the block's
- * bucket order (from blo: buckets ascending, slices in turn within one);
- * the buckets' starts go to the last row; part t takes the buckets from
- * the first whose start reaches t n / parts of the block. Public. */
-static void sc_offsets(sc_work *w)
-{
-    size_t P = w->parts, nb = w->nb, n = w->bhi - w->blo, pos = w->blo, t2 = 1;
-    uint32_t *bst = w->cnt + P * (nb + 1);
-    w->xcut[0] = 0;
-    for (size_t x = 0; x < nb; x++) {
-        bst[x] = (uint32_t)pos;
-        for (; t2 < P && pos - w->blo >= n * t2 / P; t2++)
-            w->xcut[t2] = x;
-        for (size_t t = 0; t < P; t++) {
-            uint32_t c = w->cnt[t * (nb + 1) + x];
-            w->cnt[t * (nb + 1) + x] = (uint32_t)pos;
-            pos += c;
-        }
-    }
-    bst[nb] = (uint32_t)pos;
-    for (; t2 <= P; t2++)
-        w->xcut[t2] = nb;
-}
-
-static obl_err sc_place_task(void *arg, size_t t)
-{
-    const sc_work *w = (const sc_work *)arg;
-    size_t n = w->bhi - w->blo, lo = w->blo + n * t / w->parts;
-    size_t hi = w->blo + n * (t + 1) / w->parts;
-    uint32_t *cnt = w->cnt + t * (w->nb + 1);
-    for (size_t i = lo; i < hi; i++)
-        w->ord[cnt[w->xs[i]]++] = (uint32_t)i;
-    return OBL_OK;
-}
-
+/* Part t of the scan: table buckets nb t / parts .. nb (t + 1) / parts - 1,
+ * each against its run of span entries in storage order (the parts write
+ * disjoint slots of one output array). Every address is a function of the
+ * sizes alone. */
 static obl_err sc_probe_task(void *arg, size_t t)
 {
     const sc_work *w = (const sc_work *)arg;
-    const uint32_t *bst = w->cnt + w->parts * (w->nb + 1);
-    size_t n = w->bhi, x0 = w->xcut[t], x1 = w->xcut[t + 1];
+    size_t x0 = w->nb * t / w->parts, x1 = w->nb * (t + 1) / w->parts;
     if (w->phase == 0) { /* public */
         sc_stage st;
-        sc_prefetch(w, w->ord, bst[x0], SC_CHUNK, bst[x1]);
         for (size_t x = x0; x < x1; x++) {
-            for (size_t k = bst[x]; k < bst[x + 1]; k += SC_CHUNK) {
-                size_t ne = bst[x + 1] - k < SC_CHUNK ? bst[x + 1] - k : SC_CHUNK;
+            size_t end = (x + 1) * w->span;
+            for (size_t k = x * w->span; k < end; k += SC_CHUNK) {
+                size_t ne = end - k < SC_CHUNK ? end - k : SC_CHUNK;
                 OBL_TRACE_TOUCH(OBL_TRACE_REGION_MAP, OBL_TRACE_RW, x * w->z, w->z);
-                sc_read_bucket(w, &st, w->ord, k, ne, bst[x1], x, w->oval);
+                sc_read_run(w, &st, k, ne, x, w->oval);
             }
         }
         return OBL_OK;
     }
-    for (size_t k = bst[x0]; k < bst[x1]; k++) {
-#if defined(__GNUC__)
-        if (k + SC_PREFETCH < n) { /* public: the order is public */
-            const unsigned char *pe = w->s->ent + w->ord[k + SC_PREFETCH] * w->s->esz;
-            __builtin_prefetch(pe);
-            __builtin_prefetch(pe + w->s->esz - 1);
-        }
-#endif
-        sc_probe(w, w->ord[k], w->xs[w->ord[k]]);
-    }
+    for (size_t x = x0; x < x1; x++)
+        for (size_t j = x * w->span; j < (x + 1) * w->span; j++)
+            sc_probe(w, j, x);
     return OBL_OK;
 }
 
@@ -808,27 +827,15 @@ static void sc_value(const sc_work *w, size_t q, unsigned char *dst)
         st64(dst + 8 * k, sc_word(w, q, k));
 }
 
-/* The entries in blocks of about block_bytes, each hashed, put in
- * bucket order and probed before the next: the bucket-ordered reads of a
- * block then find the lines its hash pass has just brought into the
- * cache, where one bucket order over the whole store fetched every entry
- * from memory at random (docs/shard.md, "Scan"); each block loads and
- * stores the touched slots' accumulators once more. The blocks are a
- * function of the capacity and the entry size alone. */
+/* The scan: every entry once, in storage order (phase 0 reads into the
+ * slots, phase 1 writes the batch's updates and erases); then phase 0's
+ * found flags in table order. */
 static void sc_scan(sc_work *w, obl_pool *pool, unsigned phase)
 {
-    size_t n = (size_t)w->s->cap, bb = w->s->block_bytes, nblk = (n * w->s->esz + bb - 1) / bb;
     w->phase = phase;
     if (phase == 0)
         sc_slot_arrays(w);
-    for (size_t k = 0; k < nblk || k == 0; k++) {
-        w->blo = nblk ? n * k / nblk : 0;
-        w->bhi = nblk ? n * (k + 1) / nblk : n;
-        sc_run(w, pool, sc_count_task);
-        sc_offsets(w);
-        sc_run(w, pool, sc_place_task);
-        sc_run(w, pool, sc_probe_task);
-    }
+    sc_run(w, pool, sc_probe_task);
     if (phase != 0)
         return;
     size_t vw = w->s->vs8 / 8;
@@ -863,8 +870,8 @@ static obl_err sc_route_back(sc_work *w)
  * where the sort into request order needs O(T log^2 T)); for a caller
  * that takes the answers in any order (shard_batch.akeys). Records:
  * order word (for shard_keep_first's sort form; dummy and found flags in
- * bits 62 and 61, as the kept records may come in any order), key words,
- * value. */
+ * bits 62 and 61, as the kept records may come in any order; the request's
+ * index in bits 32..59), key words, value. */
 static obl_err sc_answer_any(sc_work *w)
 {
     shard_scan *s = w->s;
@@ -877,7 +884,9 @@ static obl_err sc_answer_any(sc_work *w)
         unsigned char *q = r + p * rs;
         uint64_t meta = ld64(t), real = ((meta >> 31) & 1) ^ 1;
         uint64_t flags = ((meta >> 30) & 1) << 62 | (w->ofnd[p] & 1) << 61;
-        st64(q, obl_ct_select64(real, p, 1ull << 63 | (uint64_t)p) | flags);
+        /* the request's index in bits 32..59, for shard_batch.aidx */
+        st64(q, obl_ct_select64(real, (meta & SC_IDX) << 32 | p, 1ull << 63 | (uint64_t)p) |
+                    flags);
         memcpy(q + 8, t + 8, 8 * kw);
         sc_value(w, o, q + 8 + 8 * kw);
         keep[p] = (uint8_t)real;
@@ -889,78 +898,77 @@ static obl_err sc_answer_any(sc_work *w)
         memcpy(bt->akeys + i * s->ks, q + 8, s->ks);
         bt->adummy[i] = (o >> 62) & 1;
         bt->found[i] = (o >> 61) & 1;
+        if (bt->aidx) /* public */
+            bt->aidx[i] = (o >> 32) & SC_IDX;
         memcpy(bt->vout + i * s->vs, q + 8 + 8 * kw, s->vs);
     }
     return OBL_OK;
 }
 
-/* 1 if the batch's new keys fit in the entries free after its erases. */
-static uint64_t sc_fits(const sc_work *w)
+/* Table slot p's new key (a real put of a key not found) and freed entry
+ * (a real erase of a key found) flags. Secret. */
+static void sc_slot_delta(const sc_work *w, size_t p, uint64_t *fresh, uint64_t *freed)
 {
-    uint64_t fresh = 0, freed = 0, free_now = 0;
-    for (size_t p = 0; p < w->T; p++) {
-        uint64_t meta = ld64(w->tab + p * w->rs);
-        uint64_t real = obl_ct_nonzero64(meta & (SC_DUMMY | SC_FILLER)) ^ 1;
-        fresh += real & ((meta >> 28) & 1) & (w->ofnd[p] ^ 1);
-        freed += real & ((meta >> 29) & 1) & w->ofnd[p];
-    }
-    for (uint64_t j = 0; j < w->s->cap; j++)
-        free_now += (w->s->valid[j] & 1) ^ 1;
-    return obl_ct_le64(fresh, free_now + freed);
+    uint64_t meta = ld64(w->tab + p * w->rs);
+    uint64_t real = obl_ct_nonzero64(meta & (SC_DUMMY | SC_FILLER)) ^ 1;
+    *fresh = real & ((meta >> 28) & 1) & (w->ofnd[p] ^ 1);
+    *freed = real & ((meta >> 29) & 1) & w->ofnd[p];
 }
 
-/* The insert's records: entries, then the table's slots. Key sk: a free
- * entry of rank r 2r+1, the new key of rank r 2r, others from 2^63 on. */
-static void sc_insert_records(const sc_work *w, unsigned char *r, size_t rs)
+/* Whether the batch's writes fit: OBL_OK, FULL (more than cap keys after
+ * it) or STASH_OVERFLOW (a bucket's keys after it exceed C, probability
+ * <= 2^-40 while at most cap keys are stored). The loads are counted per
+ * bucket: each table slot adds its change to every store bucket of its
+ * table bucket, masked by equality (z nsb steps). Sets w->xt. */
+static obl_err sc_fits(sc_work *w)
 {
     const shard_scan *s = w->s;
-    uint64_t fr = 0, nr = 0;
-    for (uint64_t j = 0; j < s->cap; j++) {
-        unsigned char *q = r + j * rs;
-        uint64_t isfree = (s->valid[j] & 1) ^ 1;
-        st64(q, obl_ct_select64(isfree, fr << 1 | 1, 1ull << 63 | j));
-        st64(q + 8, j);
-        st64(q + 16, isfree ^ 1);
-        memcpy(q + 24, s->ent + j * s->esz, s->esz);
-        fr += isfree;
+    size_t W = (size_t)1 << w->sh;
+    uint64_t stored = 0, fresh = 0, freed = 0, ovf = 0;
+    sc_hash_x(s, w->tab + 8, w->rs, 8 * s->kw, w->T, w->xt);
+    for (size_t X = 0, j = 0; X < s->nsb; X++) {
+        uint64_t c = 0;
+        for (size_t k = 0; k < s->C; k++, j++)
+            c += s->valid[j] & 1;
+        w->occ[X] = c;
+        stored += c;
     }
     for (size_t p = 0; p < w->T; p++) {
-        unsigned char *q = r + (s->cap + p) * rs;
-        const unsigned char *t = w->tab + p * w->rs;
-        uint64_t meta = ld64(t);
-        uint64_t real = obl_ct_nonzero64(meta & (SC_DUMMY | SC_FILLER)) ^ 1;
-        uint64_t fresh = real & ((meta >> 28) & 1) & (w->ofnd[p] ^ 1);
-        st64(q, obl_ct_select64(fresh, nr << 1, 1ull << 63 | (s->cap + p)));
-        st64(q + 8, 1ull << 63 | p);
-        st64(q + 16, 1);
-        memcpy(q + 24, t + 8, 8 * s->kw + s->vs8);
-        nr += fresh;
+        uint64_t fr, fd;
+        sc_slot_delta(w, p, &fr, &fd);
+        fresh += fr;
+        freed += fd;
+        size_t X0 = p / w->z * W; /* public */
+        for (size_t k = 0; k < W; k++) {
+            uint64_t m = obl_ct_mask(obl_ct_eq64(w->xt[p], X0 + k));
+            w->occ[X0 + k] += (fr - fd) & m;
+        }
     }
+    for (size_t X = 0; X < s->nsb; X++)
+        ovf |= obl_ct_lt64(s->C, w->occ[X]);
+    uint64_t full = obl_ct_lt64(s->cap + freed, stored + fresh);
+    /* public capacity events: the map is full (as obl_omap's FULL), or a
+     * bucket overflowed (as an ORAM's stash) */
+    if (OBL_DECLASSIFY_VAL(full))
+        return OBL_ERR_FULL;
+    return OBL_DECLASSIFY_VAL(ovf) ? OBL_ERR_STASH_OVERFLOW : OBL_OK;
 }
 
-/* New keys into free entries: sort so that the new key of rank r lies just
- * before the free entry of rank r, copy, sort back by position. */
+/* New keys into free slots of their buckets (sc_place), after the write
+ * scan's updates and erases; sc_fits has checked that they fit. */
 static void sc_insert(sc_work *w)
 {
     shard_scan *s = w->s;
-    size_t rs = 24 + s->esz, n = (size_t)s->cap + w->T;
-    unsigned char *r = w->ins;
-    sc_insert_records(w, r, rs);
-    sc_sort(w, r, n, rs);
-    for (size_t p = 0; p + 1 < n; p++) {
-        uint64_t sk = ld64(r + p * rs), nx = ld64(r + (p + 1) * rs);
-        uint64_t m = (obl_ct_nonzero64(sk & (1ull << 63 | 1)) ^ 1) & obl_ct_eq64(nx, sk | 1);
-        obl_ct_cmov(m, r + (p + 1) * rs + 16, r + p * rs + 16, 8 + s->esz);
+    size_t rs = sc_place_rs(s);
+    sc_slot_records(s, w->ins);
+    for (size_t p = 0; p < w->T; p++) {
+        uint64_t fr, fd;
+        const unsigned char *t = w->tab + p * w->rs;
+        sc_slot_delta(w, p, &fr, &fd);
+        sc_new_record(s, w->ins + (s->slots + p) * rs, fr, w->xt[p], s->slots + p, t + 8,
+                      8 * s->kw, t + 8 + 8 * s->kw);
     }
-    for (size_t p = 0; p < n; p++) {
-        uint64_t aux = ld64(r + p * rs + 8);
-        st64(r + p * rs, aux); /* slots' 2^63 + p sort last */
-    }
-    sc_sort(w, r, n, rs);
-    for (uint64_t j = 0; j < s->cap; j++) {
-        s->valid[j] = (uint8_t)(ld64(r + j * rs + 16) & 1);
-        memcpy(s->ent + j * s->esz, r + j * rs + 24, s->esz);
-    }
+    sc_place(s, w->ins, s->slots + w->T, w->ikeep, w->parts);
 }
 
 /* ------------------------------------------------------------ entry -- */
@@ -994,13 +1002,13 @@ obl_err shard_scan_begin(shard_scan *s, const shard_batch *bt, obl_pool *pool, u
     w->nb = s->shape_nb;
     w->z = s->shape_z;
     w->T = w->nb * w->z;
+    w->sh = w->nb <= s->nsb ? s->lgsb - sc_lg(w->nb) : 0;
+    w->span = ((size_t)1 << w->sh) * s->C;
     w->ow = (s->vs8 / 8 + 1 + 3) & ~(size_t)3;
     w->wide = s->isa >= OBL_ISA_AVX512 && s->kw == 1 && w->ow <= 8; /* public */
     w->zp = w->wide ? (w->z + 7) & ~(size_t)7 : (w->z + 3) & ~(size_t)3;
     w->n0 = bt->b + w->T;
     w->rs = 8 + 8 * s->kw + (w->writes ? s->vs8 : 0);
-    w->k0 = obl_prg_u64(&s->prg);
-    w->k1 = obl_prg_u64(&s->prg);
     s->pending = w;
     obl_err e = sc_work_alloc(w);
     if (e == OBL_OK)
@@ -1009,12 +1017,8 @@ obl_err shard_scan_begin(shard_scan *s, const shard_batch *bt, obl_pool *pool, u
         sc_scan(w, pool, 0);
         e = bt->akeys ? sc_answer_any(w) : sc_route_back(w);
     }
-    if (e == OBL_OK && w->writes) {
-        uint64_t fits = sc_fits(w);
-        /* a public capacity event: the map is full (as obl_omap's FULL) */
-        if (!OBL_DECLASSIFY_VAL(fits))
-            e = OBL_ERR_FULL;
-    }
+    if (e == OBL_OK && w->writes)
+        e = sc_fits(w);
     if (e != OBL_OK || !w->writes)
         shard_scan_abort(s);
     return e;

@@ -35,21 +35,27 @@ typedef struct shard_batch {
     uint64_t *found;            /* b words: 1 if present before the batch */
     /* NULL: answer i is request i's. Else (the scan engine) the b answers
      * may come in any order: answer i is that of key akeys[i], a dummy's
-     * if adummy[i] = 1 (b * key_size bytes, b words; secret). */
+     * if adummy[i] = 1 (b * key_size bytes, b words; secret). With akeys,
+     * aidx (if not NULL) gets answer i's request index (b words; secret). */
     unsigned char *akeys;
     uint64_t *adummy;
+    uint64_t *aidx;
 } shard_batch;
 
-/* ---- the scan engine (scan.c): a plain array of entries, scanned ---- */
+/* ---- the scan engine (scan.c): entries in fixed buckets, scanned ---- */
 
 typedef struct shard_scan shard_scan;
 
-/* An empty store of `capacity` entries. Public: all arguments. */
+/* An empty store for up to `capacity` keys (capacity < 2^32): buckets of
+ * fixed capacity under a secret hash key drawn from seed_from and kept
+ * (shard_scan_store_shape). Public: all arguments. */
 obl_err shard_scan_create(shard_scan **out, uint64_t capacity, size_t key_size,
                           size_t value_size, obl_prg *seed_from, const obl_alloc_ctx *ac);
 
-/* Fills an empty store with n distinct pairs (n <= capacity): a plain copy
- * to entries 0 .. n-1. Public: n. */
+/* Fills an empty store with n distinct pairs: each into its bucket by an
+ * oblivious sort and compaction. Errors: FULL (n > capacity), NOMEM,
+ * TOO_LARGE, STASH_OVERFLOW (a bucket overflowed, probability <= 2^-40);
+ * the store stays empty on error. Public: n, the error. */
 obl_err shard_scan_load(shard_scan *s, const void *keys, const void *values, uint64_t n);
 
 /*
@@ -58,8 +64,9 @@ obl_err shard_scan_load(shard_scan *s, const void *keys, const void *values, uin
  * calling thread if pool is NULL), routes the answers back, and for a batch
  * with vin != NULL applies updates, erases and new-key puts.
  * Public: b, parts, whether vin is NULL, the capacity and the error.
- * Errors: NOMEM; STASH_OVERFLOW (a table bucket overflowed, probability
- * <= 2^-40; nothing changed); FULL (the new keys do not fit; nothing
+ * Errors: NOMEM; STASH_OVERFLOW (a table bucket overflowed, or a store
+ * bucket would after the writes, probability <= 2^-40 each; nothing
+ * changed); FULL (more than capacity keys after the batch; nothing
  * changed).
  */
 obl_err shard_scan_batch(shard_scan *s, const shard_batch *bt, obl_pool *pool, unsigned parts);
@@ -78,8 +85,8 @@ size_t shard_scan_memory_bytes(const shard_scan *s);
 
 void shard_scan_destroy(shard_scan *s);
 
-/* The table's shape for b requests and n entries: nb buckets (a power of
- * two) of z slots, with P[some bucket holds more than z of b uniform balls]
+/* The table's shape for b requests on a store for n keys: nb buckets (a
+ * power of two, at most the store's buckets) of z slots, with P[some bucket holds more than z of b uniform balls]
  * <= 2^-40 (exact binomial tail in log space), the cheapest by a cost model
  * of the scan and the sorts. Public. */
 void shard_scan_table_shape(size_t b, size_t n, size_t *nb, size_t *z);
@@ -89,10 +96,13 @@ void shard_scan_table_shape(size_t b, size_t n, size_t *nb, size_t *z);
  * make a bucket overflow (STASH_OVERFLOW) or fill one exactly. */
 void shard_scan_force_shape(shard_scan *s, size_t b, size_t nb, size_t z);
 
-/* Tests only: the scan's blocks of entries (scan.c, sc_scan) of about
- * `bytes` instead of the default (0), so that small stores scan in several
- * blocks. Public. */
-void shard_scan_force_block(shard_scan *s, size_t bytes);
+/* The store's shape: nsb buckets (a power of two) of C slots each, C the
+ * least with nsb P[Bin(capacity, 1/nsb) > C] <= 2^-40. Public. */
+void shard_scan_store_shape(const shard_scan *s, size_t *nsb, size_t *C);
+
+/* Tests only: the store bucket of a key (secret), so that a test can fill
+ * one bucket beyond C. */
+size_t shard_scan_bucket_of(const shard_scan *s, const void *key);
 
 /* Limits of the scan engine's stack buffers. */
 #define OBL_SHARD_SCAN_MAX_KEY8 64u     /* key bytes, rounded up to 8 */
@@ -107,6 +117,7 @@ typedef struct shard_bufs {
     unsigned char *keys, *vin, *vout;
     unsigned char *akeys; /* the answers' keys and dummy flags (shard_batch): */
     uint64_t *adummy;     /* keys and dummy themselves for answers in order */
+    uint64_t *aidx;       /* answers in any order: their request indices */
 } shard_bufs;
 
 /* The balancer's parameters and its secret PRF key (SipHash-2-4). */

@@ -112,8 +112,9 @@ unsigned char *shard_bufs_alloc(obl_shard *m, size_t sb, int writes, shard_bufs 
                                 size_t *bytes);
 
 /* Answers shard s's batch bt through its omap: b accesses, dummies as
- * gets; apply = 0 answers with gets (vout, found), 1 applies the ops (the
- * write-back, which goes on past a capacity event and returns the first). */
+ * gets; apply = 0 answers with gets (vout, found), 1 applies the ops in
+ * two passes of b, the erases first (the write-back, which goes on past a
+ * capacity event and returns the first). */
 obl_err shard_omap_requests(const obl_shard *m, size_t s, const shard_batch *bt, int apply);
 
 /*

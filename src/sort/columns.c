@@ -336,6 +336,7 @@ static void col_steps(const col_arr *s, size_t lo, size_t hi, size_t k, size_t j
     case 3 * 4 + 2: col_steps_nk(s, lo, hi, k, jtop, 3, 2); break;
     case 4 * 4 + 1: col_steps_nk(s, lo, hi, k, jtop, 4, 1); break;
     case 4 * 4 + 2: col_steps_nk(s, lo, hi, k, jtop, 4, 2); break;
+    case 8 * 4 + 1: col_steps_nk(s, lo, hi, k, jtop, 8, 1); break; /* a slim 64-byte record */
     default: col_steps_nk(s, lo, hi, k, jtop, s->ncol, s->kw); break;
     }
 }
@@ -401,10 +402,32 @@ static void col_quads(void *ctx, size_t lo, size_t hi)
     case 2 * 4 + 1: col_quads_nk(jb, lo, hi, 2, 1); break;
     case 4 * 4 + 1: col_quads_nk(jb, lo, hi, 4, 1); break;
     case 4 * 4 + 2: col_quads_nk(jb, lo, hi, 4, 2); break;
+    case 8 * 4 + 1: col_quads_nk(jb, lo, hi, 8, 1); break;
     default: col_quads_nk(jb, lo, hi, jb->s->ncol, jb->s->kw); break;
     }
 }
 #endif
+
+/* Stage k of the network (spans k/2 .. 1) on the s->n rows, run in blocks
+ * of C rows once the span is below C. */
+static void col_stage(const col_arr *s, size_t C, size_t k)
+{
+    const size_t n = s->n;
+    const unsigned t = s->threads;
+    size_t j = k / 2;
+#ifdef COL_LANES
+    for (; j >= 2 * C; j >>= 2) { /* spans j and j / 2 >= C in one pass */
+        col_job qj = {s, C, k, j};
+        obl_par_for(t, n / 4, 64, col_quads, &qj);
+    }
+#endif
+    for (; j >= C; j >>= 1) {
+        col_job pj = {s, C, k, j};
+        obl_par_for(t, n / 2, 64, col_pairs, &pj);
+    }
+    col_job bj = {s, C, k, j};
+    obl_par_for(t, n / C, 1, col_blocks, &bj);
+}
 
 /* see columns.h */
 void col_sort(const col_arr *s)
@@ -413,24 +436,18 @@ void col_sort(const col_arr *s)
     if (n < 2)
         return;
     const size_t C = n < COL_BLOCK ? n : COL_BLOCK;
-    const unsigned t = s->threads;
     col_job jb = {s, C, 0, 0};
-    obl_par_for(t, n / C, 1, col_blocks, &jb);
-    for (size_t k = 2 * C; k <= n; k <<= 1) {
-        size_t j = k / 2;
-#ifdef COL_LANES
-        for (; j >= 2 * C; j >>= 2) { /* spans j and j / 2 >= C in one pass */
-            col_job qj = {s, C, k, j};
-            obl_par_for(t, n / 4, 64, col_quads, &qj);
-        }
-#endif
-        for (; j >= C; j >>= 1) {
-            col_job pj = {s, C, k, j};
-            obl_par_for(t, n / 2, 64, col_pairs, &pj);
-        }
-        col_job bj = {s, C, k, j};
-        obl_par_for(t, n / C, 1, col_blocks, &bj);
-    }
+    obl_par_for(s->threads, n / C, 1, col_blocks, &jb);
+    for (size_t k = 2 * C; k <= n; k <<= 1)
+        col_stage(s, C, k);
+}
+
+/* see columns.h */
+void col_merge(const col_arr *s)
+{
+    const size_t n = s->n;
+    if (n >= 2) /* stage n: every row i < n ascending */
+        col_stage(s, n < COL_BLOCK ? n : COL_BLOCK, n);
 }
 
 /* a variant of the obl/sort.h function (sort/entry.h) */

@@ -25,4 +25,9 @@ typedef struct col_arr {
  * Secret: the columns. Public: the sizes and the thread count. */
 void col_sort(const col_arr *s);
 
+/* The last stage of col_sort alone (n a power of two): sorts ascending
+ * rows that form a bitonic sequence (one rise and one fall, cyclically).
+ * Secret: the columns. Public: the sizes. */
+void col_merge(const col_arr *s);
+
 #endif /* OBL_SRC_SORT_COLUMNS_H */

@@ -55,6 +55,13 @@ obl_err obl_sort_columns(uint64_t *const *cols, size_t ncol, size_t key_words, s
 }
 
 /* see obl/sort.h */
+obl_err obl_sort_split(void *recs, size_t n, const obl_sort_params *p, uint64_t *scratch,
+                       size_t scratch_bytes)
+{
+    return OBL_VARIANT_PICK(srt_split, sd_isa())(recs, n, p, scratch, scratch_bytes);
+}
+
+/* see obl/sort.h */
 obl_err obl_compact(void *recs, size_t n, const uint8_t *flags, size_t *count,
                     const obl_sort_params *p)
 {

@@ -22,6 +22,8 @@
     obl_err srt_shuffle_##v(void *recs, size_t n, const obl_sort_params *p);                 \
     obl_err srt_shuffled_##v(void *recs, size_t n, const obl_sort_params *p);                \
     obl_err srt_sort_##v(void *recs, size_t n, const obl_sort_params *p);                    \
+    obl_err srt_split_##v(void *recs, size_t n, const obl_sort_params *p, uint64_t *scratch, \
+                          size_t scratch_bytes);                                             \
     obl_err srt_columns_##v(uint64_t *const *cols, size_t ncol, size_t key_words, size_t n,  \
                             unsigned threads);                                               \
     obl_err srt_compact_##v(void *recs, size_t n, const uint8_t *flags, size_t *count,       \

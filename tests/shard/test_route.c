@@ -3,10 +3,11 @@
  * Tests of the sharded map's balancer (src/shard/route.c) on its own: get
  * batches with duplicates, misses and all keys in one shard are split,
  * answered from a model as an engine would (answers in request order, as
- * the omaps give them, or shuffled within each shard with their keys, as
- * the scan gives them, with garbage in the dummies' answers), joined, and
- * every request's answer checked. A negative control swaps two answers'
- * keys (the join must then answer wrongly, and the check must see it).
+ * the omaps give them, or shuffled within each shard with their keys,
+ * with or without their request indices, as the scan gives them, with
+ * garbage in the dummies' answers), joined, and every request's answer
+ * checked. A negative control swaps two answers' keys or indices (the join
+ * must then answer wrongly, and the check must see it).
  * Trace equality: two batches of the same size and different keys give
  * the same trace of split and join; two different S b give different ones.
  * With --ct the keys and answers are secret for memcheck.
@@ -58,9 +59,13 @@ static void route_init(route *x, unsigned S, unsigned threads, uint64_t seed)
     x->r.threads = threads;
 }
 
-/* Answers every slot of bf from the model, shard by shard; keyed: each
- * shard's answers permuted at random, with their keys and dummy flags.
- * Dummies answer garbage. */
+/* How the engine hands its answers over: in request order (the omaps),
+ * or each shard's permuted at random with their keys and dummy flags, and
+ * their request indices (shard_bufs.aidx, the scan) or without. */
+enum { ANS_ORDER, ANS_KEYED, ANS_INDEXED };
+
+/* Answers every slot of bf from the model, shard by shard, handed over as
+ * keyed says (ANS_*). Dummies answer garbage. */
 static void engine(test_rng *rng, const shard_bufs *bf, size_t S, size_t b, int keyed)
 {
     size_t *perm = malloc(b * sizeof *perm);
@@ -81,6 +86,8 @@ static void engine(test_rng *rng, const shard_bufs *bf, size_t S, size_t b, int 
                 memcpy(bf->akeys + to * KS, &k, KS);
                 bf->adummy[to] = d;
             }
+            if (keyed == ANS_INDEXED)
+                bf->aidx[to] = i;
             bf->found[to] = d ? test_rng_next(rng) : (uint64_t)present(k);
             for (size_t v = 0; v < VS; v++)
                 bf->vout[to * VS + v] = d ? (unsigned char)test_rng_next(rng)
@@ -103,14 +110,21 @@ static int answers_right(const uint64_t *keys, size_t B, const unsigned char *vo
     return ok;
 }
 
-/* Swaps the keys of two real answers with different found flags in one
- * shard (the negative control); 0 if there are none. */
-static int corrupt(const shard_bufs *bf, size_t S, size_t b)
+/* Swaps the keys (indexed: the request indices) of two real answers with
+ * different found flags in one shard (the negative control); 0 if there
+ * are none. */
+static int corrupt(const shard_bufs *bf, size_t S, size_t b, int keyed)
 {
     for (size_t s = 0; s < S; s++)
         for (size_t i = s * b; i < (s + 1) * b; i++)
             for (size_t j = i + 1; j < (s + 1) * b; j++)
                 if (!bf->adummy[i] && !bf->adummy[j] && bf->found[i] != bf->found[j]) {
+                    if (keyed == ANS_INDEXED) {
+                        uint64_t x = bf->aidx[i];
+                        bf->aidx[i] = bf->aidx[j];
+                        bf->aidx[j] = x;
+                        return 1;
+                    }
                     unsigned char t[KS];
                     memcpy(t, bf->akeys + i * KS, KS);
                     memcpy(bf->akeys + i * KS, bf->akeys + j * KS, KS);
@@ -146,11 +160,12 @@ static int one_batch(test_rng *rng, route *x, size_t B, uint64_t u, int kind, in
     if (kind == KEYS_ONE_SHARD && b < B && u) /* room for them all (u = 0: none) */
         b = B;
     u = u ? u : (uint64_t)1 << 40;
-    uint64_t *keys = malloc(B * 8), *found = malloc(B * 8), *w = calloc(4 * S * b, 8);
+    uint64_t *keys = malloc(B * 8), *found = malloc(B * 8), *w = calloc(5 * S * b, 8);
     unsigned char *bytes = calloc(S * b, 2 * KS + VS), *vout = malloc(B * VS);
     CHECK(keys && found && w && bytes && vout);
     shard_bufs bf = {w, w + S * b, w + 2 * S * b, bytes, NULL, bytes + 2 * S * b * KS,
-                     bytes + S * b * KS, w + 3 * S * b};
+                     bytes + S * b * KS, w + 3 * S * b,
+                     keyed == ANS_INDEXED ? w + 4 * S * b : NULL};
     make_keys(rng, x, keys, B, u, kind);
     OBL_SECRET(keys, B * 8);
     obl_err e = shard_route_split(&x->r, B, b, NULL, (unsigned char *)keys, NULL, &bf);
@@ -163,10 +178,12 @@ static int one_batch(test_rng *rng, route *x, size_t B, uint64_t u, int kind, in
         OBL_DECLASSIFY(bf.keys, S * b * KS);
         OBL_DECLASSIFY(bf.dummy, S * b * 8);
         engine(rng, &bf, S, b, keyed);
-        if (control && !corrupt(&bf, S, b))
+        if (control && !corrupt(&bf, S, b, keyed))
             control = 0;
         OBL_SECRET(bf.akeys, S * b * KS);
         OBL_SECRET(bf.adummy, S * b * 8);
+        if (bf.aidx)
+            OBL_SECRET(bf.aidx, S * b * 8);
         OBL_SECRET(bf.vout, S * b * VS);
         OBL_SECRET(bf.found, S * b * 8);
         e = shard_route_join(&x->r, B, b, (unsigned char *)keys, &bf, vout, found);
@@ -197,7 +214,7 @@ static void joins(test_rng *rng)
     for (size_t bi = 0; bi < sizeof Bs / sizeof *Bs; bi++)
         for (size_t si = 0; si < 5; si++)
             for (int kind = 0; kind < 3; kind++)
-                for (int keyed = 0; keyed < 2; keyed++) {
+                for (int keyed = 0; keyed < 3; keyed++) {
                     size_t B = Bs[bi];
                     if ((T.ct && B > 100) || (ROUTE_SANITIZE && B > 1000) ||
                         (kind == KEYS_ONE_SHARD && B > 1000))
@@ -222,7 +239,8 @@ static void control(test_rng *rng)
 {
     route x;
     route_init(&x, 2, 1, 5);
-    CHECK(one_batch(rng, &x, 100, 150, KEYS_RANDOM, 1, 1) == 1);
+    CHECK(one_batch(rng, &x, 100, 150, KEYS_RANDOM, ANS_KEYED, 1) == 1);
+    CHECK(one_batch(rng, &x, 100, 150, KEYS_RANDOM, ANS_INDEXED, 1) == 1);
     shard_route_release(&x.r);
     static const unsigned Ss[] = {2, 15, 64};
     for (int i = 0; i < 3; i++) {
@@ -247,11 +265,12 @@ static int traces_equal(size_t B, unsigned S, int keyed, int different)
         route x;
         route_init(&x, S, 1, 3);
         size_t b = shard_route_b(B, S, 40) + (size_t)(!different && k);
-        uint64_t keys[64], found[64], w[4 * 64 * 4];
+        uint64_t keys[64], found[64], w[5 * 64 * 4];
         unsigned char bytes[64 * 4 * (2 * KS + VS)], vout[64 * VS];
         CHECK(B <= 64 && S * b <= 64 * 4);
         shard_bufs bf = {w, w + S * b, w + 2 * S * b, bytes, NULL, bytes + 2 * S * b * KS,
-                         bytes + S * b * KS, w + 3 * S * b};
+                         bytes + S * b * KS, w + 3 * S * b,
+                         keyed == ANS_INDEXED ? w + 4 * S * b : NULL};
         make_keys(&rng, &x, keys, B, k && different ? 3 : 1000, KEYS_RANDOM);
         obl_trace_begin(&t[k]);
         CHECK(shard_route_split(&x.r, B, b, NULL, (unsigned char *)keys, NULL, &bf) == OBL_OK);
@@ -276,11 +295,12 @@ static int traces_equal(size_t B, unsigned S, int keyed, int different)
 static void traces(void)
 {
     int want = obl_trace_enabled() ? 1 : -1;
-    for (int keyed = 0; keyed < 2; keyed++) {
+    for (int keyed = 0; keyed < 3; keyed++) {
         CHECK(traces_equal(60, 2, keyed, 1) == want);
         CHECK(traces_equal(50, 3, keyed, 1) == want);
     }
-    CHECK(traces_equal(60, 2, 1, 0) == (want == 1 ? 0 : -1)); /* it sees the balancer */
+    CHECK(traces_equal(60, 2, ANS_KEYED, 0) == (want == 1 ? 0 : -1)); /* sees the balancer */
+    CHECK(traces_equal(60, 2, ANS_INDEXED, 0) == (want == 1 ? 0 : -1));
 }
 
 int main(int argc, char **argv)

@@ -4,10 +4,12 @@
  * batches: against a plain model (a list of pairs) with hits, misses,
  * dummies, gets, puts of old and new keys and erases, at several capacities
  * and batch sizes, an empty and a full store; FULL leaves the store
- * unchanged; the table shape's bound; trace equality of two batches of the
- * same size with different requests (gets and writes); answers in request
- * order and in any order with their keys (shard_batch.akeys). With --ct the
- * requests are marked secret for memcheck.
+ * unchanged; a store bucket's overflow (at the load and by a batch's new
+ * keys) refused with the store unchanged; the table shape's bound; trace
+ * equality of two batches of the same size with different requests (gets
+ * and writes) on stores of different keys; answers in request order and in
+ * any order with their keys (shard_batch.akeys). With --ct the requests
+ * and the stored pairs are marked secret for memcheck.
  */
 #include <obl/omap.h>
 
@@ -20,10 +22,6 @@
 
 #define KS 8
 #define VS 12
-
-/* The scan's block of entries for the stores made next (bytes; 0: the
- * default, one block for every store here). */
-static size_t scan_block;
 
 typedef struct {
     size_t b;
@@ -114,14 +112,31 @@ static int reorder(req *q, const unsigned char *akeys, const uint64_t *adummy,
     return ok && used == q->b;
 }
 
+/* Answer a's request index (shard_batch.aidx): a permutation of the
+ * batch, each answer's key and dummy flag those of its request. */
+static int check_aidx(const req *q, const unsigned char *akeys, const uint64_t *adummy,
+                      const uint64_t *aidx)
+{
+    unsigned char seen[512] = {0};
+    for (size_t a = 0; a < q->b; a++) {
+        uint64_t i = aidx[a];
+        if (i >= q->b || seen[i] || adummy[a] != (q->dummy[i] & 1))
+            return 0;
+        seen[i] = 1;
+        if (!adummy[a] && memcmp(akeys + a * KS, q->keys + i * KS, KS))
+            return 0;
+    }
+    return 1;
+}
+
 /* One batch; any: the answers in any order, with their keys. */
 static obl_err run(shard_scan *s, req *q, int writes, unsigned parts, obl_pool *pool, int any)
 {
     static unsigned char akeys[512 * KS], aval[512 * VS];
-    static uint64_t adummy[512], afound[512];
+    static uint64_t adummy[512], afound[512], aidx[512];
     shard_batch bt = {q->b,           q->op,      q->dummy, q->keys, writes ? q->vin : NULL,
                       any ? aval : q->vout, any ? afound : q->found, any ? akeys : NULL,
-                      any ? adummy : NULL};
+                      any ? adummy : NULL,  any ? aidx : NULL};
     if (T.ct)
         mark_secret(q);
     obl_err e = shard_scan_batch(s, &bt, pool, parts);
@@ -133,6 +148,9 @@ static obl_err run(shard_scan *s, req *q, int writes, unsigned parts, obl_pool *
         OBL_DECLASSIFY(aval, q->b * VS);
         OBL_DECLASSIFY(adummy, q->b * 8);
         OBL_DECLASSIFY(afound, q->b * 8);
+        OBL_DECLASSIFY(aidx, q->b * 8);
+        if (e == OBL_OK && !check_aidx(q, akeys, adummy, aidx))
+            e = OBL_ERR_STATE; /* fails the test */
         if (e == OBL_OK && !reorder(q, akeys, adummy, aval, afound))
             e = OBL_ERR_STATE; /* fails the test */
     }
@@ -153,7 +171,6 @@ static void model_stream(uint64_t cap, size_t b, unsigned parts, obl_pool *pool,
     CHECK(shard_scan_create(&s, cap, KS, VS, &g, &ac) == OBL_OK);
     if (!s)
         return;
-    shard_scan_force_block(s, scan_block);
     test_rng r;
     test_rng_seed(&r, T.seed ^ cap ^ b << 20);
     model m = model_new(cap, VS);
@@ -193,35 +210,37 @@ static void model_stream(uint64_t cap, size_t b, unsigned parts, obl_pool *pool,
     model_free(&m);
 }
 
-/* Traces of two stores in the same state with batches of b: with shapes
- * = 0 different requests (must be equal), else the same requests under
- * two table shapes of one more slot per bucket (a control: must differ).
- * 1 equal, 0 not, -1 without tracing. */
+/* Traces of two stores with batches of b, from the load on: with shapes =
+ * 0 different stored pairs and different requests (must be equal); with
+ * shapes = 1 the same requests under two table shapes of one more slot
+ * per bucket, with shapes = 2 on stores of two capacities (controls: must
+ * differ). 1 equal, 0 not, -1 without tracing. */
 static int traces_equal(size_t b, int writes, int any, int shapes)
 {
     obl_trace t[2];
-    CHECK(obl_trace_init(&t[0], 1u << 22) && obl_trace_init(&t[1], 1u << 22));
+    CHECK(obl_trace_init(&t[0], 1u << 23) && obl_trace_init(&t[1], 1u << 23));
     for (int k = 0; k < 2; k++) {
         obl_alloc_ctx ac;
         obl_alloc_init(&ac, NULL);
         obl_prg g;
-        obl_prg_init_seed(&g, 7);
+        obl_prg_init_seed(&g, 7 + (shapes ? 0 : (uint64_t)k));
         shard_scan *s = NULL;
-        CHECK(shard_scan_create(&s, 200, KS, VS, &g, &ac) == OBL_OK);
-        shard_scan_force_block(s, scan_block);
-        uint64_t keys[150];
-        unsigned char vals[150 * VS] = {0};
-        for (int i = 0; i < 150; i++)
-            keys[i] = 1001 + (uint64_t)i;
-        CHECK(shard_scan_load(s, keys, vals, 150) == OBL_OK);
+        uint64_t cap = shapes == 2 && k ? 700 : 600;
+        CHECK(shard_scan_create(&s, cap, KS, VS, &g, &ac) == OBL_OK);
+        uint64_t keys[450];
+        unsigned char vals[450 * VS];
+        memset(vals, shapes ? 0 : k + 1, sizeof vals);
+        for (int i = 0; i < 450; i++)
+            keys[i] = (shapes ? 1001 : 1001 + 7919 * (uint64_t)k) + (uint64_t)i * (1 + k * !shapes);
         test_rng r;
         test_rng_seed(&r, T.seed + (shapes ? 0 : (uint64_t)k * 99));
-        model m = {150, 200, VS, keys, vals};
+        model m = {450, 600, VS, keys, vals};
         static req q;
         make_batch(&r, &m, &q, b, writes);
-        if (shapes)
-            shard_scan_force_shape(s, b, 2, b + (size_t)k);
+        if (shapes == 1)
+            shard_scan_force_shape(s, b, 1, b + (size_t)k);
         obl_trace_begin(&t[k]);
+        CHECK(shard_scan_load(s, keys, vals, 450) == OBL_OK);
         CHECK(run(s, &q, writes, 1, NULL, any) == OBL_OK);
         obl_trace_end();
         shard_scan_destroy(s);
@@ -249,7 +268,6 @@ static void get_batch_sizes(size_t vs, size_t b, size_t nb, size_t z)
     CHECK(shard_scan_create(&s, CAP, 8, vs, &g, &ac) == OBL_OK);
     if (!s)
         return;
-    shard_scan_force_block(s, scan_block);
     static uint64_t keys[N], op[CAP], dummy[CAP], found[CAP], qk[CAP];
     static unsigned char vals[N * 64], vout[CAP * 64];
     test_rng r;
@@ -271,7 +289,8 @@ static void get_batch_sizes(size_t vs, size_t b, size_t nb, size_t z)
     }
     if (nb)
         shard_scan_force_shape(s, b, nb, z);
-    shard_batch bt = {b, op, dummy, (const unsigned char *)qk, NULL, vout, found, NULL, NULL};
+    shard_batch bt = {b,     op,   dummy, (const unsigned char *)qk, NULL, vout,
+                      found, NULL, NULL,  NULL};
     if (T.ct) { /* ops, dummy flags and keys secret */
         OBL_SECRET(op, b * 8);
         OBL_SECRET(dummy, b * 8);
@@ -327,6 +346,19 @@ static void read_forms(void)
         unsetenv("OBL_CT_VARIANT");
 }
 
+/* An empty store for cap keys of KS/VS bytes, its randomness from seed;
+ * NULL (a failed check) if it could not be made. */
+static shard_scan *new_store(uint64_t cap, uint64_t seed)
+{
+    obl_alloc_ctx ac;
+    obl_alloc_init(&ac, NULL);
+    obl_prg g;
+    obl_prg_init_seed(&g, seed);
+    shard_scan *s = NULL;
+    CHECK(shard_scan_create(&s, cap, KS, VS, &g, &ac) == OBL_OK);
+    return s;
+}
+
 /* A bucket overflow: a shape of one bucket with fewer slots than the
  * batch's real requests fails the batch with STASH_OVERFLOW, pending
  * nothing, and the store still answers as the model; a shape whose one
@@ -334,12 +366,7 @@ static void read_forms(void)
  * too large to index is refused. */
 static void overflow(void)
 {
-    obl_alloc_ctx ac;
-    obl_alloc_init(&ac, NULL);
-    obl_prg g;
-    obl_prg_init_seed(&g, T.seed + 5);
-    shard_scan *s = NULL;
-    CHECK(shard_scan_create(&s, 64, KS, VS, &g, &ac) == OBL_OK);
+    shard_scan *s = new_store(64, T.seed + 5);
     if (!s)
         return;
     test_rng r;
@@ -382,6 +409,120 @@ static void overflow(void)
     model_free(&m);
 }
 
+/* A batch of explicit requests: keys k[0 .. n) with ops op[0 .. n)
+ * (values random), padded with dummies to b. */
+static void make_ops(test_rng *r, req *q, size_t b, const uint64_t *k, const uint64_t *op,
+                     size_t n)
+{
+    q->b = b;
+    for (size_t i = 0; i < b; i++) {
+        uint64_t key = i < n ? k[i] : 7;
+        q->dummy[i] = i >= n;
+        q->op[i] = i < n ? op[i] : OBL_OMAP_GET;
+        memcpy(q->keys + i * KS, &key, KS);
+        test_rng_fill(r, q->vin + i * VS, VS);
+    }
+}
+
+/* Gets of every key in k[0 .. n) (stored or not), b = 100 a batch,
+ * against the model. */
+static void check_gets(shard_scan *s, model *m, const uint64_t *k, size_t n)
+{
+    static req q;
+    static uint64_t op[100];
+    test_rng r;
+    test_rng_seed(&r, 1);
+    for (size_t i = 0; i < n; i += 100) {
+        size_t c = n - i < 100 ? n - i : 100;
+        make_ops(&r, &q, 100, k + i, op, c); /* op zero: gets */
+        CHECK(run(s, &q, 0, 1, NULL, 0) == OBL_OK);
+        int ok = 1;
+        model_apply(m, &q, &ok);
+        CHECK(ok);
+    }
+}
+
+/* A store bucket's overflow: a load of C + 1 keys of one bucket and a
+ * batch whose new keys would take a bucket beyond C are refused with
+ * STASH_OVERFLOW, the store unchanged (the model still answers); erases
+ * in the same batch free their slots first, so a bucket can be filled to
+ * exactly C. Every batch has b = 100. */
+static void bucket_overflow(void)
+{
+    shard_scan *s = new_store(2048, T.seed + 11);
+    if (!s)
+        return;
+    size_t nsb, C, n0 = 0, n1 = 0;
+    shard_scan_store_shape(s, &nsb, &C);
+    CHECK(nsb > 1 && C < 1000);
+    if (nsb < 2 || C >= 1000)
+        return;
+    /* requests of one store bucket share a table bucket: one table bucket
+     * of b slots holds them all */
+    shard_scan_force_shape(s, 100, 1, 100);
+    static uint64_t b0[1024], other[100], op[100];
+    for (uint64_t k = 1; n0 < C + 20; k++) { /* keys of bucket 0, and others */
+        size_t x = shard_scan_bucket_of(s, &k);
+        OBL_DECLASSIFY(&x, sizeof x);
+        if (x == 0)
+            b0[n0++] = k;
+        else if (n1 < 100)
+            other[n1++] = k;
+    }
+    CHECK(n0 == C + 20);
+    test_rng r;
+    test_rng_seed(&r, T.seed + 12);
+    model m = model_new(2048, VS);
+    static unsigned char vals[1024 * VS];
+    test_rng_fill(&r, vals, sizeof vals);
+    CHECK(shard_scan_load(s, b0, vals, C + 1) == OBL_ERR_STASH_OVERFLOW);
+    check_gets(s, &m, b0, C + 1); /* still empty */
+    /* C - 5 keys of bucket 0 and 100 of others */
+    for (size_t i = 0; i < C - 5; i++)
+        model_write(&m, OBL_OMAP_PUT, b0[i], vals + i * VS);
+    CHECK(shard_scan_load(s, b0, vals, C - 5) == OBL_OK);
+    static req q;
+    for (size_t i = 0; i < 100; i++)
+        op[i] = OBL_OMAP_PUT;
+    make_ops(&r, &q, 100, other, op, 100);
+    CHECK(run(s, &q, 1, 2, NULL, 0) == OBL_OK);
+    int ok = 1;
+    model_apply(&m, &q, &ok);
+    CHECK(ok);
+    /* 10 new keys of bucket 0: beyond C by 5, refused */
+    make_ops(&r, &q, 100, b0 + C - 5, op, 10);
+    CHECK(run(s, &q, 1, 1, NULL, 0) == OBL_ERR_STASH_OVERFLOW);
+    check_gets(s, &m, b0, C + 20);
+    check_gets(s, &m, other, 100);
+    /* 5 erases and the 10 new keys: exactly C */
+    static uint64_t k2[15];
+    for (size_t i = 0; i < 15; i++) {
+        k2[i] = i < 5 ? b0[i] : b0[C - 10 + i];
+        op[i] = i < 5 ? OBL_OMAP_ERASE : OBL_OMAP_PUT;
+    }
+    make_ops(&r, &q, 100, k2, op, 15);
+    CHECK(run(s, &q, 1, 1, NULL, 0) == OBL_OK);
+    ok = 1;
+    model_apply(&m, &q, &ok);
+    CHECK(ok);
+    /* one more new key of bucket 0 is refused; with an erase it fits */
+    k2[0] = b0[C + 5];
+    op[0] = OBL_OMAP_PUT;
+    make_ops(&r, &q, 100, k2, op, 1);
+    CHECK(run(s, &q, 1, 1, NULL, 0) == OBL_ERR_STASH_OVERFLOW);
+    k2[1] = b0[7];
+    op[1] = OBL_OMAP_ERASE;
+    make_ops(&r, &q, 100, k2, op, 2);
+    CHECK(run(s, &q, 1, 1, NULL, 0) == OBL_OK);
+    ok = 1;
+    model_apply(&m, &q, &ok);
+    CHECK(ok);
+    check_gets(s, &m, b0, C + 20);
+    check_gets(s, &m, other, 100);
+    shard_scan_destroy(s);
+    model_free(&m);
+}
+
 static void shape(void)
 {
     size_t nb, z;
@@ -403,7 +544,7 @@ int main(int argc, char **argv)
     size_t bs[] = {1, 2, 5, 33, 200};
     for (size_t i = 0; i < 5; i++)
         for (size_t j = 0; j < 5; j++) {
-            if (T.ct && (caps[i] > 64 || bs[j] > 33))
+            if (T.ct && (caps[i] > 300 || bs[j] > 33 || (caps[i] > 64 && bs[j] > 5)))
                 continue;
             model_stream(caps[i], bs[j], 1 + (unsigned)(i + j) % 3, pool, T.ct ? 3 : 8,
                          (int)(i + j) % 2);
@@ -412,19 +553,17 @@ int main(int argc, char **argv)
         CHECK(traces_equal(T.ct ? 5 : 40, 0, any, 0) != 0);
         CHECK(traces_equal(T.ct ? 5 : 40, 1, any, 0) != 0);
     }
-    CHECK(traces_equal(10, 0, 0, 1) != 1); /* the trace sees the scan */
+    CHECK(traces_equal(10, 0, 0, 1) != 1); /* the trace sees the table */
+    CHECK(traces_equal(10, 0, 0, 2) != 1); /* and the store's shape */
     read_forms();
-    /* the scan in blocks of a few entries (a large store's form) */
-    scan_block = 7 * 24;
-    for (size_t i = 3; i < 5; i++)
-        for (size_t j = 2; j < 4; j++)
-            if (!T.ct || caps[i] <= 64)
-                model_stream(caps[i], bs[j], 1 + (unsigned)(i + j) % 3, pool, T.ct ? 3 : 8,
+    /* stores of several buckets, many batches of puts, erases and re-puts */
+    uint64_t big[] = {3000, 5000};
+    for (size_t i = 0; i < 2; i++)
+        for (size_t j = 2; j < 5; j++)
+            if (!T.ct || j == 2)
+                model_stream(big[i], bs[j], 1 + (unsigned)(i + j) % 3, pool, T.ct ? 3 : 30,
                              (int)(i + j) % 2);
-    for (int any = 0; any < 2; any++)
-        CHECK(traces_equal(T.ct ? 5 : 40, 1, any, 0) != 0);
-    read_forms();
-    scan_block = 0;
+    bucket_overflow();
     overflow();
     obl_pool_destroy(pool);
     return test_done("test_scan");

@@ -10,7 +10,7 @@
  *                next new key is FULL with the map unchanged; updates of a
  *                full shard and an erase with a new key in one batch fit;
  *   full_swap    the same with the new key before the erased one in key
- *                order (fails with the omaps kept: tests.cmake, WILL_FAIL);
+ *                order (the write-back applies erases before puts);
  *   bad_batches  invalid batches (B = 0, B too large, NULL arrays) and
  *                parameters (each bound, overflowing capacity): an error,
  *                and the map equals the model after each; ops other than

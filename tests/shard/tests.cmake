@@ -42,11 +42,6 @@ endif()
 # allocations of puts and erases, the whole batch path's trace; the
 # `threads` sub-test also under helgrind in the ct build.
 obl_add_test(test_shard_edges shard/test_shard_edges.c SUBTESTS TIMEOUT 300)
-# A known gap, not of the test: with the omaps kept, each shard's write-back
-# applies its writes in key order, so a full shard's omap refuses a new key
-# that precedes an erase of the same batch (FULL, the erase applied). The
-# sub-test checks the right outcome; remove WILL_FAIL when src/shard meets it.
-set_tests_properties(test_shard_edges.full_swap PROPERTIES WILL_FAIL TRUE)
 if(OBL_CT_CHECK)
   # The map's batches on 2 and 3 threads under helgrind: the pool, the
   # shared allocator lock, the shards' and the split scan's tasks.
