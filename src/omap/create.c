@@ -54,7 +54,10 @@ void omap_values_params(obl_omap *m, obl_nroram_params *np, const obl_omap_param
     memset(np, 0, sizeof(*np));
     np->capacity = m->capacity;
     np->value_size = m->fp ? m->ks + m->vs : m->vs; /* fingerprint mode: key, value */
-    np->pos_bytes = 8; /* ids: the keys' 64-bit words (omap_word) */
+    /* ids: the keys' 64-bit words (omap_word); up to OMAP_TAGGED_MAX a
+     * tagged tree, whose 4-byte metadata keep 64 of their bits with the
+     * leaf (nroram_internal.h; docs/oram.md, "Tagged trees") */
+    np->pos_bytes = m->capacity <= OMAP_TAGGED_MAX ? NR_POS_TAGGED : 8;
     np->alloc = p->alloc;
     np->random = p->random;
     np->random_opaque = p->random_opaque;

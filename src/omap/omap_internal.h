@@ -60,6 +60,13 @@
 /* bucket and stash entry header bytes */
 #define OMAP_HS 8u
 
+/* Compact layout: the largest capacity whose value ORAM is a tagged tree
+ * (NR_POS_TAGGED): a false match, another block with the key's 64 - logL
+ * tag bits on the key's leaf, has probability at most capacity * 2^-63 per
+ * access, within the overflow stash's 2^-40 up to here (docs/oram.md,
+ * "Tagged trees"). Public. */
+#define OMAP_TAGGED_MAX ((uint64_t)1 << 23)
+
 /* One access's buffers in the scratch (struct obl_omap): slot value in
  * and out, value in and out, rounded up to whole lines. Public. */
 #define OMAP_REQ_BYTES(svs, vs) ((2 * (size_t)(svs) + 2 * (size_t)(vs) + 63) & ~(size_t)63)

@@ -384,7 +384,11 @@ static void bs_write(const bs_build *b, const uint64_t *ids, nr_id_fn id_fn, con
             dst = bp + o->doff + z * vs;
         }
         if (o->pb == 4) { /* public */
-            nr_meta32 me = {obl_ct_select32(valid, (uint32_t)id, NR_DUMMY32), (uint32_t)leaf};
+            /* a tagged tree keeps the id's low word and its tag bits above
+             * the leaf (nroram_internal.h); an empty slot's leaf word is 0 */
+            uint32_t id32 = o->tagged ? nr_tag_id(id) : (uint32_t)id; /* public: tagged */
+            leaf = obl_ct_select64(valid, nr_tag_leaf(o, id, leaf), 0);
+            nr_meta32 me = {obl_ct_select32(valid, id32, NR_DUMMY32), (uint32_t)leaf};
             memcpy(mp, &me, sizeof(me));
         } else {
             nr_meta64 me = {obl_ct_select64(valid, id, NR_DUMMY64), leaf};
@@ -434,7 +438,7 @@ obl_err nr_build_par(obl_nroram *o, uint64_t n, const unsigned char *data, size_
     const uint64_t T = (uint64_t)o->P + (uint64_t)NR_Z * o->nbuckets; /* all slots */
     /* sort keys are leaf << 32 | i: leaves below 2^31, positions below 2^32 */
     if (n > o->capacity || n > UINT32_MAX - 1 || T > UINT32_MAX || o->logL > 31 ||
-        (o->pb == 4 && (ids || id_fn)))
+        (o->pb == 4 && !o->tagged && (ids || id_fn)))
         return OBL_ERR_TOO_LARGE;
     if (ids && id_fn)
         return OBL_ERR_INVALID_ARG;

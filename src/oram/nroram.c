@@ -58,14 +58,15 @@ static void nr_clear(obl_nroram *o, int clear)
 
 /* The parameters' checks (public); the stash size S and the metadata width
  * pb they give. */
-static obl_err nr_check(const obl_nroram_params *p, uint32_t *S, uint32_t *pb)
+static obl_err nr_check(const obl_nroram_params *p, uint32_t *S, uint32_t *pb, int *tagged)
 {
+    *tagged = p->pos_bytes == NR_POS_TAGGED; /* nr_create only (obl_nroram_create) */
     *S = p->stash_size ? p->stash_size : OBL_ORAM_DEFAULT_STASH;
     if (*S < 2 || *S > 64)
         return OBL_ERR_INVALID_ARG;
     if (p->capacity == 0 || p->value_size == 0 || p->value_size > OBL_ORAM_MAX_VALUE_SIZE)
         return OBL_ERR_INVALID_ARG;
-    *pb = p->pos_bytes;
+    *pb = *tagged ? 4 : p->pos_bytes;
     if (*pb == 0)
         *pb = p->capacity < UINT32_MAX ? 4 : 8;
     if (*pb != 4 && *pb != 8)
@@ -109,7 +110,8 @@ static obl_err nr_tree_size(size_t vs, size_t msz, uint64_t nbuckets, size_t *bs
 static obl_err nr_shape(obl_nroram *o, const obl_nroram_params *p, int clear, int isa)
 {
     uint32_t S, pb;
-    obl_err err = nr_check(p, &S, &pb);
+    int tagged;
+    obl_err err = nr_check(p, &S, &pb, &tagged);
     if (err != OBL_OK)
         return err;
     const uint32_t logL = nr_log_leaves(p->capacity), P = S + 2, D = logL + 1;
@@ -127,6 +129,8 @@ static obl_err nr_shape(obl_nroram *o, const obl_nroram_params *p, int clear, in
     o->capacity = p->capacity;
     o->vs = vs;
     o->pb = pb;
+    o->tagged = tagged;
+    o->tag_mask = tagged ? ((uint64_t)1 << (32 - logL)) - 1 : 0;
     o->S = S;
     o->P = P;
     o->D = D;
@@ -218,7 +222,7 @@ obl_err obl_nroram_create(obl_nroram **out, const obl_nroram_params *p)
     if (!out)
         return OBL_ERR_INVALID_ARG;
     *out = NULL;
-    if (!p)
+    if (!p || p->pos_bytes == NR_POS_TAGGED) /* tagged trees: the map's only */
         return OBL_ERR_INVALID_ARG;
     obl_err e = nr_create(out, p, 1);
     /* A tree used alone has its accesses back to back: an access's second
@@ -342,7 +346,7 @@ uint64_t obl_nroram_id_limit(const obl_nroram *o)
 {
     if (!o)
         return 0;
-    return o->pb == 4 ? NR_DUMMY32 : NR_DUMMY64;
+    return o->pb == 4 && !o->tagged ? NR_DUMMY32 : NR_DUMMY64;
 }
 
 /* see obl/oram.h */
@@ -355,8 +359,10 @@ uint64_t obl_nroram_export_slots(const obl_nroram *o)
 static uint64_t nr_slot_id(const obl_nroram *o, const void *meta)
 {
     if (o->pb == 4) { /* public */
-        uint32_t id = ((const nr_meta32 *)meta)->id;
-        return obl_ct_select64(obl_ct_eq64(id, NR_DUMMY32), UINT64_MAX, id);
+        const nr_meta32 *m = (const nr_meta32 *)meta;
+        /* a tagged tree's id: its tag, the bits it keeps (nroram_internal.h) */
+        uint64_t id = m->id | (o->tagged ? (uint64_t)(m->leaf >> o->logL) << 32 : 0);
+        return obl_ct_select64(obl_ct_eq64(m->id, NR_DUMMY32), UINT64_MAX, id);
     }
     return ((const nr_meta64 *)meta)->id;
 }

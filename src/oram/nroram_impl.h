@@ -277,6 +277,24 @@ static inline __mmask8 NR_F(nr_chunk_ideq)(__m512i v, __mmask8 ld, NR_WORD id)
 #endif
 }
 
+/* ReadAndRemove's match in chunk v (lanes ld): the id is wid and, in a
+ * tagged tree (32-bit words only), the leaf word is wleaf too (lm = all
+ * ones; else 0). Secret: v, wid, wleaf. Public: lm. */
+static inline __mmask8 NR_F(nr_chunk_match)(__m512i v, __mmask8 ld, NR_WORD wid, NR_WORD wleaf,
+                                            NR_WORD lm)
+{
+#if NRW == 64
+    (void)wleaf;
+    (void)lm;
+    return NR_F(nr_chunk_ideq)(v, ld, wid);
+#else
+    const uint64_t hi = (uint64_t)(uint32_t)~lm << 32;
+    return _mm512_mask_cmpeq_epi64_mask(
+        ld, _mm512_or_si512(v, _mm512_set1_epi64((long long)hi)),
+        _mm512_set1_epi64((long long)(hi | (uint64_t)wleaf << 32 | wid)));
+#endif
+}
+
 /* Id lanes -> entry mask (bit i: entry i of the chunk). */
 static inline uint32_t NR_F(nr_lanes_entries)(__mmask8 kl)
 {
@@ -789,18 +807,21 @@ static inline __attribute__((always_inline)) void NR_F(nr_fetch_settle)(obl_nror
 }
 
 #if OBL_CT_AVX512
-/* The stash's ids (bm, P slots) compared with wid in chunks, a match's id set to all
+/* The stash's ids (bm, P slots) compared with wid (and the leaf words with
+ * wleaf under lm: nr_chunk_match) in chunks, a match's id set to all
  * ones; the matches as a bit mask (bit s: slot s; none at or past P).
- * Secret: the ids, wid, the mask. */
+ * Secret: the ids, wid, wleaf, the mask. Public: lm. */
 static inline __attribute__((always_inline)) uint64_t NR_F(nr_fetch_stash_ids)(NR_META *bm,
                                                                                uint32_t P,
-                                                                               NR_WORD wid)
+                                                                               NR_WORD wid,
+                                                                               NR_WORD wleaf,
+                                                                               NR_WORD lm)
 {
     uint64_t mt = 0;
     for (uint32_t j = 0; j < P; j += NR_PER) {
         __mmask8 ld = NR_F(nr_chunk_lanes)(P, j);
         __m512i v = NR_F(nr_chunk_load)(bm, j);
-        __mmask8 kl = NR_F(nr_chunk_ideq)(v, ld, wid);
+        __mmask8 kl = NR_F(nr_chunk_match)(v, ld, wid, wleaf, lm);
         NR_F(nr_chunk_store)(bm, j, NR_F(nr_chunk_drop)(v, kl));
         mt |= (uint64_t)NR_F(nr_lanes_entries)(kl) << j;
     }
@@ -869,7 +890,10 @@ static inline __attribute__((always_inline)) uint64_t NR_F(nr_fetch_core)(obl_nr
     (void)NW;
     NR_META *bm = (NR_META *)o->bmeta;
     const size_t bstride = o->bstride, doff = o->doff;
-    const NR_WORD wid = (NR_WORD)id;
+    /* a tagged tree also matches the whole leaf word (nroram_internal.h) */
+    const NR_WORD wid = o->tagged ? (NR_WORD)nr_tag_id(id) : (NR_WORD)id; /* public: tagged */
+    const NR_WORD lm = (NR_WORD)0 - (NR_WORD)(o->tagged != 0);
+    const NR_WORD wleaf = (NR_WORD)nr_tag_leaf(o, id, pos) & lm; /* 0 in other trees */
     const uint32_t P = o->P, D = o->D;
     NR_F(nr_fetch_settle)(o, pos);
     OBL_TRACE_TOUCH(OBL_TRACE_REGION_ORAM_STASH, OBL_TRACE_RW, 0, P);
@@ -896,7 +920,7 @@ static inline __attribute__((always_inline)) uint64_t NR_F(nr_fetch_core)(obl_nr
         memset(o->tmp, 0, vs);
 #if OBL_CT_AVX512
     if (P <= 64 && !o->plan_scalar) { /* public (the switch: tests only) */
-        uint64_t mt = NR_F(nr_fetch_stash_ids)(bm, P, wid);
+        uint64_t mt = NR_F(nr_fetch_stash_ids)(bm, P, wid, wleaf, lm);
         f = (NR_WORD)0 - (NR_WORD)((mt | (0 - mt)) >> 63);
         if (vs == 8) { /* public */
             acc8 = NR_F(nr_fetch_stash_vals8)(o, P, mt);
@@ -907,16 +931,24 @@ static inline __attribute__((always_inline)) uint64_t NR_F(nr_fetch_core)(obl_nr
     } else
 #endif
     {
-        for (uint32_t s = 0; s < P; s++) {
-            NR_WORD m = (NR_WORD)0 - (NR_WORD)(bm[s].id == wid);
-            NR_TAKE(o->bdata + (size_t)s * vs, m);
-            bm[s].id |= m;
-            f |= m;
+        /* as the path's slots below: a loop each */
+#define NR_STASH_SCAN(MATCH)                                                             \
+        for (uint32_t s = 0; s < P; s++) {                                               \
+            NR_WORD m = (NR_WORD)0 - (NR_WORD)(MATCH);                                   \
+            NR_TAKE(o->bdata + (size_t)s * vs, m);                                       \
+            bm[s].id |= m;                                                               \
+            f |= m;                                                                      \
         }
+        if (NRW == 32 && o->tagged) { /* public */
+            NR_STASH_SCAN((bm[s].id == wid) & (bm[s].leaf == wleaf))
+        } else {
+            NR_STASH_SCAN(bm[s].id == wid)
+        }
+#undef NR_STASH_SCAN
     }
 #if OBL_CT_AVX512
     /* public: one-vector buckets (the switch: tests only) */
-    if (vs == 8 && bstride == 4 * sizeof(NR_META) && !o->plan_scalar) {
+    if (vs == 8 && bstride == 4 * sizeof(NR_META) && !o->plan_scalar && !o->tagged) {
         /* ids compared in their lanes; a match's value lane taken, its id
          * lane set to all ones; the metadata stored back whole */
         __m512i acc = _mm512_setzero_si512();
@@ -959,18 +991,27 @@ static inline __attribute__((always_inline)) uint64_t NR_F(nr_fetch_core)(obl_nr
     } else
 #endif
     {
-        for (uint32_t k = 0; k < D; k++) {
-            uint64_t b = o->pathb[k];
-            unsigned char *bp = o->tree + b * bstride;
-            NR_META *tm = (NR_META *)bp;
-            OBL_TRACE_TOUCH(OBL_TRACE_REGION_ORAM_TREE, OBL_TRACE_RW, b, 1);
-            for (uint32_t z = 0; z < NR_Z; z++) {
-                NR_WORD m = (NR_WORD)0 - (NR_WORD)(tm[z].id == wid);
-                NR_TAKE(bp + doff + z * vs, m);
-                tm[z].id |= m;
-                f |= m;
-            }
+        /* the path's slots: ids match, and in a tagged tree leaf words
+         * too (a loop each, so that other trees pay nothing for it) */
+#define NR_PATH_SCAN(MATCH)                                                              \
+        for (uint32_t k = 0; k < D; k++) {                                               \
+            uint64_t b = o->pathb[k];                                                    \
+            unsigned char *bp = o->tree + b * bstride;                                   \
+            NR_META *tm = (NR_META *)bp;                                                 \
+            OBL_TRACE_TOUCH(OBL_TRACE_REGION_ORAM_TREE, OBL_TRACE_RW, b, 1);             \
+            for (uint32_t z = 0; z < NR_Z; z++) {                                        \
+                NR_WORD m = (NR_WORD)0 - (NR_WORD)(MATCH);                               \
+                NR_TAKE(bp + doff + z * vs, m);                                          \
+                tm[z].id |= m;                                                           \
+                f |= m;                                                                  \
+            }                                                                            \
         }
+        if (NRW == 32 && o->tagged) { /* public */
+            NR_PATH_SCAN((tm[z].id == wid) & (tm[z].leaf == wleaf))
+        } else {
+            NR_PATH_SCAN(tm[z].id == wid)
+        }
+#undef NR_PATH_SCAN
     }
     if (vs == 8) /* public */
         memcpy(o->tmp, &acc8, 8);
@@ -1070,8 +1111,8 @@ static inline __attribute__((always_inline)) void NR_F(nr_stash_in)(obl_nroram *
 {
     (void)NW; /* no vector registers without AVX-512 */
     NR_META *bm = (NR_META *)o->bmeta;
-    NR_WORD nid = NR_SEL(keep, (NR_WORD)id, NR_DUMMY);
-    NR_WORD nleaf = (NR_WORD)(new_pos & (o->L - 1));
+    NR_WORD nid = NR_SEL(keep, o->tagged ? (NR_WORD)nr_tag_id(id) : (NR_WORD)id, NR_DUMMY);
+    NR_WORD nleaf = (NR_WORD)nr_tag_leaf(o, id, new_pos & (o->L - 1));
 #if OBL_CT_AVX512
     if (o->P <= 64 && !o->plan_scalar) { /* public (the switch: tests only) */
         /* The empty slots as a bit mask (a comparison per entry, no

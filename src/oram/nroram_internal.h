@@ -73,6 +73,31 @@ typedef struct nr_meta64 {
 #define NR_DUMMY32 UINT32_MAX
 #define NR_DUMMY64 UINT64_MAX
 
+/*
+ * Tagged trees: obl_nroram_params.pos_bytes = NR_POS_TAGGED (nr_create
+ * only; the map's value ORAM). 4-byte metadata for 64-bit ids: a slot keeps
+ * a 32-bit id, the id's low word (nr_tag_id), and its leaf word keeps the
+ * next 32 - logL bits of the id above the leaf (nr_tag_leaf), which the
+ * evictions' reaches shift out. ReadAndRemove matches the id AND the whole
+ * leaf word, so a block is found only on its own leaf, and two blocks
+ * whose 64 - logL tag bits agree are told apart unless their leaves agree
+ * too (probability at most capacity * 2^-63 per access: docs/oram.md,
+ * "Tagged trees"). Ids are below 2^64 - 1 (the dummy); bits above the tag
+ * are ignored.
+ */
+#define NR_POS_TAGGED 0x7461u
+
+/* A tagged tree's 32-bit id of id: its low word, the empty marker (all
+ * ones) kept for the dummy id only (a real id whose low word is all ones
+ * shares all ones - 1). Secret: id. */
+static inline uint32_t nr_tag_id(uint64_t id)
+{
+    uint64_t lo = id & 0xffffffffu;
+    /* 1 iff lo is all ones and id is not the dummy: no branch */
+    uint64_t d = ((lo + 1) >> 32) & (((id >> 32) + 1) >> 32 ^ 1);
+    return (uint32_t)(lo - d);
+}
+
 /* Bytes after the tree, the stash and o->tmp that whole-vector loads and
  * stores may touch (nr_reg_words in nr_access.c). */
 #define NR_SLACK 64
@@ -98,6 +123,9 @@ struct obl_nroram {
     uint64_t capacity;
     size_t vs;          /* value (block) size */
     uint32_t pb;        /* metadata word: 4 or 8 bytes */
+    int tagged;         /* public: a tagged tree (NR_POS_TAGGED; pb = 4) */
+    uint64_t tag_mask;  /* tagged: (1 << (32 - logL)) - 1, the id bits kept
+                           above the leaf; else 0 */
     uint32_t S;         /* stash_size: blocks allowed to stay in the stash */
     uint32_t P;         /* physical stash slots, S + 2 */
     uint32_t D;         /* levels, logL + 1 */
@@ -144,6 +172,14 @@ struct obl_nroram {
     uint64_t pathb[NR_MAX_LEVELS];  /* bucket indices of the loaded path */
     obl_oram_stats st;  /* secret fields: stash_max, hist */
 };
+
+/* A tagged tree's leaf word of id at leaf `leaf` (< L): the id's bits
+ * 32 .. 63 - logL above the leaf; `leaf` alone for other trees.
+ * Secret: id, leaf. */
+static inline uint64_t nr_tag_leaf(const struct obl_nroram *o, uint64_t id, uint64_t leaf)
+{
+    return ((id >> 32) & o->tag_mask) << o->logL | leaf;
+}
 
 /* Allocates a tree with its own PRG; seeding from p->random / seed. With
  * clear, every slot of the tree is empty (dummy); without, the tree's
@@ -264,7 +300,7 @@ static inline size_t nr_build_slack(uint32_t P, size_t vs)
  * of block i (ss <= vs) are data[i * ss ..], the rest zero; all zeros when
  * data is NULL (data_len bytes are given; the rest is zero). Block i has
  * id i, or ids[i] when ids is not NULL, or id_fn(id_ctx, block i's
- * content) when id_fn is not NULL (64-bit trees only, at most one of the
+ * content) when id_fn is not NULL (64-bit and tagged trees only, at most one of the
  * two; a block whose id is the dummy id takes a slot that is then left
  * empty: it is not stored, and the map relies on that). The tree must be
  * empty (or as nr_create without clear left it, all zeros: then the

@@ -63,7 +63,8 @@ double shard_est_scan(obl_shard *m, size_t b)
 
 /*
  * The measured choice (docs/shard.md, "Cost model"). Per get batch size B:
- * the first batch takes the model's choice, the second the other engine,
+ * the first batch takes the model's choice, the second the other engine
+ * (unless the model puts it beyond SHARD_EXPLORE_RATIO times the first),
  * so that both have a wall time measured under about the same load; from
  * then on the faster is used and the other is measured again after gap
  * more batches of that size: gap starts at SHARD_RECHECK_FIRST, at least doubles
@@ -74,11 +75,11 @@ double shard_est_scan(obl_shard *m, size_t b)
  * sizes and the earlier batches' wall times.
  */
 #define SHARD_RECHECK_FIRST 4u
-#define SHARD_RECHECK_MAX 64u
+#define SHARD_RECHECK_MAX 4096u
 /* A confirmed choice waits at least (t_other / t_best - 1) * this many
- * batches: the re-measurements then cost at most 1/16 of the batches'
- * time (until the cap). */
-#define SHARD_RECHECK_SHARE 16.0
+ * batches: the re-measurements then cost at most 1/32 of the batches'
+ * time (until the cap, a re-measurement per 4096 batches). */
+#define SHARD_RECHECK_SHARE 32.0
 
 /* The slot of B in m->seen, or -1. */
 static int seen_slot(const obl_shard *m, size_t B)
@@ -107,20 +108,43 @@ double shard_observed(const obl_shard *m, size_t B, unsigned engine)
     return i < 0 ? -1 : seen_time(&m->seen[i], engine == OBL_SHARD_ENGINE_SCAN);
 }
 
+/* An engine the model puts at more than this many times the other's cost
+ * is never measured for a size (its one batch would cost more than the
+ * choice can gain): the small batches of a server, where a scan of the
+ * whole store takes tens of times the omaps' accesses. */
+#define SHARD_EXPLORE_RATIO 4.0
+
+/* The model's estimates of the two engines for a get batch (us). */
+static void model_costs(obl_shard *m, size_t B, size_t b, unsigned P, double *pr, double *sc)
+{
+    double bal = m->S == 1 ? shard_est_balance(m, B, b) : 0;
+    *sc = shard_est_scan(m, b) + bal;
+    *pr = shard_est_per_request(m, B, b, P);
+}
+
 /* see shard_map.h */
 int shard_pick_scan(obl_shard *m, size_t B, size_t b, unsigned P)
 {
     int i = seen_slot(m, B);
+    double pr, sc;
     if (i < 0 || (!m->seen[i].cnt[0] && !m->seen[i].cnt[1])) { /* the model's choice */
-        double bal = m->S == 1 ? shard_est_balance(m, B, b) : 0;
-        return shard_est_scan(m, b) + bal < shard_est_per_request(m, B, b, P);
+        model_costs(m, B, b, P, &pr, &sc);
+        return sc < pr;
     }
     const shard_seen *sl = &m->seen[i];
 #ifdef OBL_TESTING
     if (m->recheck_off && sl->cnt[0] && sl->cnt[1])
         return (int)sl->best;
 #endif
-    return sl->n >= sl->next ? !sl->best : (int)sl->best; /* the other engine, or best */
+    if (sl->n < sl->next)
+        return (int)sl->best;
+    if (!sl->cnt[!sl->best]) { /* never measured: only if the model puts it near */
+        model_costs(m, B, b, P, &pr, &sc);
+        double other = sl->best ? pr : sc, used = sl->best ? sc : pr;
+        if (other > SHARD_EXPLORE_RATIO * used)
+            return (int)sl->best;
+    }
+    return !sl->best; /* the other engine, measured again */
 }
 
 /* see shard_map.h */

@@ -341,6 +341,33 @@ static void sync_add(void *ctx, uint64_t bucket, long stash, const unsigned char
     c->ix[c->n++] = e;
 }
 
+/* A value ORAM slot's metadata at mp: its id (in a tagged tree the tag,
+ * as vo_tag gives it) and leaf; 0 for an empty slot. */
+static int vo_slot(const obl_nroram *o, const unsigned char *mp, uint64_t *id, uint64_t *leaf)
+{
+    if (o->pb == 8) {
+        nr_meta64 me;
+        memcpy(&me, mp, sizeof(me));
+        *id = me.id;
+        *leaf = me.leaf;
+        return me.id != NR_DUMMY64;
+    }
+    nr_meta32 me;
+    memcpy(&me, mp, sizeof(me));
+    *id = me.id | (o->tagged ? (uint64_t)(me.leaf >> o->logL) << 32 : 0);
+    *leaf = o->tagged ? me.leaf & (o->L - 1) : me.leaf;
+    return me.id != NR_DUMMY32;
+}
+
+/* A word's id in the value ORAM as vo_slot reads it: the word itself, or
+ * in a tagged tree its tag (nroram_internal.h); the all-ones word stays. */
+static uint64_t vo_tag(const obl_nroram *o, uint64_t w)
+{
+    if (!o->tagged || w == UINT64_MAX)
+        return w;
+    return nr_tag_id(w) | ((w >> 32) & o->tag_mask) << 32;
+}
+
 /*
  * White-box check of a map (plain runs only): the index invariants of
  * index_walk; for a compact map also: every index entry has exactly one
@@ -363,16 +390,18 @@ static long compact_sync_check(obl_omap *m)
     long bad = index_walk(m, sync_add, &sc);
     sync_ent *ix = sc.ix;
     ni = sc.n;
-    const nr_meta64 *bm = (const nr_meta64 *)o->bmeta;
-    for (uint32_t s = 0; s < o->P; s++)
-        if (bm[s].id != NR_DUMMY64)
-            bl[nb++] = (sync_ent){bm[s].id, bm[s].leaf, -1};
-    for (uint64_t b = 0; b < o->nbuckets; b++) {
-        const nr_meta64 *tm = (const nr_meta64 *)(o->tree + b * o->bstride);
-        for (uint32_t z = 0; z < NR_Z; z++)
-            if (tm[z].id != NR_DUMMY64)
-                bl[nb++] = (sync_ent){tm[z].id, tm[z].leaf, (int64_t)b};
+    for (size_t s = 0; s < o->P + NR_Z * o->nbuckets; s++) {
+        /* the stash's slots, then every bucket's */
+        int64_t b = s < o->P ? -1 : (int64_t)((s - o->P) / NR_Z);
+        const unsigned char *mp = s < o->P ? (const unsigned char *)o->bmeta + s * 2 * o->pb
+                                           : o->tree + (size_t)b * o->bstride +
+                                                 (s - o->P) % NR_Z * 2 * o->pb;
+        sync_ent e = {0, 0, b};
+        if (vo_slot(o, mp, &e.id, &e.leaf))
+            bl[nb++] = e;
     }
+    for (size_t i = 0; i < ni; i++)
+        ix[i].id = vo_tag(o, ix[i].id);
     qsort(ix, ni, sizeof(sync_ent), sync_cmp);
     qsort(bl, nb, sizeof(sync_ent), sync_cmp);
     if (m->ones && ni && ix[ni - 1].id == UINT64_MAX)

@@ -48,19 +48,32 @@ static void *xmalloc(size_t n)
 
 /* --------------------------------------------------------------- NRORAM -- */
 
-/* Model: for each id in [0, cap): present flag, value, position. */
-static void nroram_model(uint64_t cap, size_t vs, long ops, uint32_t stash, uint32_t pos_bytes)
+/* The id of model index i: i itself, or in a tagged tree (nroram_internal.h)
+ * a 64-bit id whose low word is one of four (all ones among them: not the
+ * empty marker there) and whose next bits, kept above the leaf, tell the
+ * ids of one low word apart: ids that differ in those bits only are
+ * stored and found apart. */
+static uint64_t model_id(const obl_nroram *o, uint64_t i)
+{
+    static const uint64_t lo[4] = {5, 0xffffffffu, 7, 0x9e3779b9u};
+    return o->tagged ? (i >> 2) << 32 | lo[i & 3] : i;
+}
+
+/* Model: for each id in [0, cap): present flag, value, position. A tagged
+ * tree (tagged, nr_create) is given the ids of model_id. */
+static void nroram_model_t(uint64_t cap, size_t vs, long ops, uint32_t stash, uint32_t pos_bytes,
+                           int tagged)
 {
     obl_nroram_params p;
     memset(&p, 0, sizeof(p));
     p.capacity = cap;
     p.value_size = vs;
     p.stash_size = stash;
-    p.pos_bytes = pos_bytes;
+    p.pos_bytes = tagged ? NR_POS_TAGGED : pos_bytes;
     p.use_seed = 1;
     p.seed = test_rng_next(&R);
     obl_nroram *o = NULL;
-    CHECK_EQ_U64(obl_nroram_create(&o, &p), OBL_OK);
+    CHECK_EQ_U64(tagged ? nr_create(&o, &p, 1) : obl_nroram_create(&o, &p), OBL_OK);
     if (!o)
         return;
     uint64_t L = obl_nroram_num_leaves(o);
@@ -78,7 +91,7 @@ static void nroram_model(uint64_t cap, size_t vs, long ops, uint32_t stash, uint
         uint64_t np = obl_nroram_random_pos(o);
         OBL_DECLASSIFY(&np, sizeof(np)); /* the test keeps it in its model */
         test_rng_fill(&R, in, vs);
-        uint64_t found = 7, sid = id, sop = op;
+        uint64_t found = 7, sid = model_id(o, id), sop = op;
         OBL_SECRET(&sid, sizeof(sid));
         OBL_SECRET(&sop, sizeof(sop));
         OBL_SECRET(in, vs);
@@ -112,7 +125,8 @@ static void nroram_model(uint64_t cap, size_t vs, long ops, uint32_t stash, uint
         uint64_t pos = present[id] ? mpos[id] : test_rng_below(&R, L);
         uint64_t np = obl_nroram_random_pos(o), found = 7;
         OBL_DECLASSIFY(&np, sizeof(np));
-        obl_err e = obl_nroram_access(o, id, pos, np, OBL_ORAM_READ, NULL, out, &found);
+        obl_err e =
+            obl_nroram_access(o, model_id(o, id), pos, np, OBL_ORAM_READ, NULL, out, &found);
         CHECK(e == OBL_OK || e == OBL_ERR_STASH_OVERFLOW);
         OBL_DECLASSIFY(out, vs);
         OBL_DECLASSIFY(&found, sizeof(found));
@@ -133,6 +147,11 @@ static void nroram_model(uint64_t cap, size_t vs, long ops, uint32_t stash, uint
     free(in);
     free(out);
     free(zero);
+}
+
+static void nroram_model(uint64_t cap, size_t vs, long ops, uint32_t stash, uint32_t pos_bytes)
+{
+    nroram_model_t(cap, vs, ops, stash, pos_bytes, 0);
 }
 
 /*
@@ -1310,6 +1329,93 @@ static void register_block_models(void)
     }
 }
 
+/* One read of id at leaf pos in a tagged tree (retried while the tree
+ * refuses); the leaf it moves to, found and the value into out. */
+static uint64_t tagged_read(obl_nroram *o, uint64_t id, uint64_t pos, uint64_t *found,
+                            unsigned char *out)
+{
+    uint64_t np = obl_nroram_random_pos(o);
+    OBL_DECLASSIFY(&np, sizeof(np)); /* the test keeps it */
+    obl_err e = OBL_ERR_STATE;
+    for (int t = 0; t < 50 && e == OBL_ERR_STATE; t++)
+        e = obl_nroram_access(o, id, pos, np, OBL_ORAM_READ, NULL, out, found);
+    CHECK(e == OBL_OK || e == OBL_ERR_STASH_OVERFLOW);
+    OBL_DECLASSIFY(found, sizeof(*found));
+    OBL_DECLASSIFY(out, o->vs);
+    return np;
+}
+
+/*
+ * Tagged trees (the map's value ORAM, nroram_internal.h): streams against
+ * the model with 64-bit ids that share their low words (model_id); builds
+ * from such ids (nr_build) read back block by block, where an id that
+ * differs from a stored one in its tag bits only, read on that block's
+ * leaf, and a stored id read on another leaf (its sibling: the paths
+ * share every bucket but the leaf's) find nothing and change nothing.
+ */
+static void nroram_tagged(void)
+{
+    const int ct = T.ct;
+    nroram_model_t(ct ? 40 : 1000, 56, ct ? 60 : 6000 / SAN_DIV, 0, 0, 1);
+    nroram_model_t(ct ? 40 : 1000, 8, ct ? 60 : 4000 / SAN_DIV, 0, 0, 1);
+    nroram_model_t(ct ? 40 : 1000, 100, ct ? 40 : 3000 / SAN_DIV, 0, 0, 1);
+    if (!ct)
+        nroram_model_t(65536, 56, 30000 / SAN_DIV, 0, 0, 1);
+    static const uint64_t ns[] = {1, 7, 64, 300};
+    for (size_t c = 0; c < sizeof(ns) / sizeof(ns[0]); c++) {
+        const uint64_t n = ct && ns[c] > 30 ? 30 : ns[c];
+        const size_t vs = 56;
+        obl_nroram_params p;
+        memset(&p, 0, sizeof(p));
+        p.capacity = n;
+        p.value_size = vs;
+        p.pos_bytes = NR_POS_TAGGED;
+        p.use_seed = 1;
+        p.seed = 91 + n;
+        obl_nroram *o = NULL;
+        CHECK_EQ_U64(nr_create(&o, &p, 0), OBL_OK);
+        if (!o)
+            continue;
+        CHECK_EQ_U64(o->pb, 4);
+        CHECK_EQ_U64(obl_nroram_id_limit(o), UINT64_MAX);
+        unsigned char *data = (unsigned char *)xmalloc(n * vs), *out = (unsigned char *)xmalloc(vs);
+        uint64_t *ids = (uint64_t *)xmalloc(n * sizeof(uint64_t));
+        uint32_t *lv = (uint32_t *)xmalloc(n * sizeof(uint32_t));
+        for (uint64_t i = 0; i < n; i++) {
+            ids[i] = model_id(o, i);
+            for (size_t b = 0; b < vs; b++)
+                data[i * vs + b] = (unsigned char)(i * 29 + b * 3 + n);
+        }
+        CHECK_EQ_U64(nr_build(o, n, data, vs, n * vs, ids, NULL, NULL, lv), OBL_OK);
+        OBL_DECLASSIFY(lv, n * sizeof(uint32_t)); /* the test keeps them */
+        const uint64_t other = o->tag_mask << 32; /* tag bits no stored id has */
+        CHECK((n >> 2) < o->tag_mask || o->L == 1);
+        for (uint64_t i = 0; i < n; i++) {
+            uint64_t found = 7;
+            if (o->L > 1) {
+                tagged_read(o, ids[i] | other, lv[i], &found, out);
+                CHECK_EQ_U64(found, 0);
+                tagged_read(o, ids[i], lv[i] ^ 1, &found, out);
+                CHECK_EQ_U64(found, 0);
+            }
+            lv[i] = (uint32_t)tagged_read(o, ids[i], lv[i], &found, out);
+            CHECK_EQ_U64(found, 1);
+            CHECK_MEM(out, data + i * vs, vs);
+        }
+        for (uint64_t i = 0; i < n; i++) { /* and again, after all those accesses */
+            uint64_t found = 7;
+            lv[i] = (uint32_t)tagged_read(o, ids[i], lv[i], &found, out);
+            CHECK_EQ_U64(found, 1);
+            CHECK_MEM(out, data + i * vs, vs);
+        }
+        obl_nroram_destroy(o);
+        free(lv);
+        free(ids);
+        free(out);
+        free(data);
+    }
+}
+
 /* NRORAM evictions: vector and scalar metadata passes agree. */
 static void nroram_plan_forms(void) { nroram_plan_forms_agree(T.ct); }
 
@@ -1426,6 +1532,7 @@ static void nr_build_two_threads_trace(void)
 static const test_case cases[] = {
     TEST_CASE(nroram_models),
     TEST_CASE(register_block_models),
+    TEST_CASE(nroram_tagged),
     TEST_CASE(nroram_scan_max_agrees),
     TEST_CASE(nroram_plan_forms),
     TEST_CASE(nroram_overflow),
