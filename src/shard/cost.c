@@ -112,7 +112,7 @@ double shard_observed(const obl_shard *m, size_t B, unsigned engine)
  * is never measured for a size (its one batch would cost more than the
  * choice can gain): the small batches of a server, where a scan of the
  * whole store takes tens of times the omaps' accesses. */
-#define SHARD_EXPLORE_RATIO 4.0
+#define SHARD_EXPLORE_RATIO 2.0
 
 /* The model's estimates of the two engines for a get batch (us). */
 static void model_costs(obl_shard *m, size_t B, size_t b, unsigned P, double *pr, double *sc)
