@@ -115,8 +115,8 @@ static obl_err build_shards(obl_shard *m, const unsigned char *keys, const unsig
                             uint64_t n)
 {
     size_t ks = m->p.key_size, vs = m->p.value_size, S = m->S, bytes, a, b;
-    if (n > SIZE_MAX / 8 || !obl_mul_ok((size_t)n, ks + vs + 4, &a) ||
-        !obl_mul_ok(S, sizeof(obl_prg) + 3 * sizeof(size_t), &b) ||
+    if (n > SIZE_MAX / 8 || !obl_mul_ok((size_t)n, ks + vs, &a) ||
+        !obl_mul_ok(S, sizeof(obl_prg) + 2 * sizeof(size_t), &b) ||
         !obl_add_ok(a, b + 64 + sizeof(size_t), &bytes))
         return OBL_ERR_TOO_LARGE;
     unsigned char *mem = (unsigned char *)obl_alloc(&m->ac, bytes, 64);
@@ -124,9 +124,8 @@ static obl_err build_shards(obl_shard *m, const unsigned char *keys, const unsig
         return OBL_ERR_NOMEM;
     obl_prg *prg = (obl_prg *)mem;
     uint64_t *seed = (uint64_t *)(prg + S);
-    size_t *off = (size_t *)(seed + S);
-    uint32_t *sh = (uint32_t *)(off + 2 * S + 1);
-    unsigned char *dk = (unsigned char *)(sh + n), *dv = dk + n * ks;
+    size_t *off = (size_t *)(seed + S); /* S + 1 */
+    unsigned char *dk = (unsigned char *)(off + S + 1), *dv = dk + n * ks;
     obl_err e = shard_deal(m, keys, vals, n, dk, dv, off); /* deal.c */
     for (size_t s = 0; s < S; s++) {
         unsigned char sd[32];
