@@ -163,25 +163,33 @@ obl_err mpi_bal_build_pack(const mpi_bal *z, const unsigned char *keys, const un
                            uint64_t n, unsigned char *const *out)
 {
     const mpi_layout *y = &z->y;
-    size_t slot = build_slot(y), pair = y->ks + y->vs;
+    size_t slot = build_slot(y), pair = y->ks + y->vs, head = (y->S + 1) * sizeof(size_t), bytes;
     for (unsigned r = 0; r < y->R; r++)
         memset(out[r], 0, lay_req_len(y, r, MSG_BUILD));
-    for (uint64_t i = 0; i < n; i++) {
-        /* public by design, as in obl_shard_build: the shard of each input
-         * position, a fresh PRF value for distinct keys */
-        uint64_t j = shard_route_shard_of(&z->rt, keys + i * y->ks);
-        j = OBL_DECLASSIFY_VAL(j);
+    if ((uint64_t)(size_t)n != n || !obl_mul_ok((size_t)n, pair, &bytes) ||
+        !obl_add_ok(bytes, head, &bytes))
+        return OBL_ERR_TOO_LARGE;
+    obl_alloc_ctx ac = z->ac;
+    unsigned char *mem = (unsigned char *)obl_alloc(&ac, bytes, 64);
+    if (!mem)
+        return OBL_ERR_NOMEM;
+    size_t *off = (size_t *)mem;
+    unsigned char *dk = mem + head, *dv = dk + (size_t)n * y->ks;
+    /* as obl_shard_build: reveals the per-shard counts, not which pair
+     * goes where (docs/shard.md, "Build") */
+    shard_deal_env v = {&z->rt, y->S, y->cap_s, y->ks, y->vs, z->rt.threads, NULL, &ac, &ac.a};
+    obl_err e = shard_deal_pairs(&v, keys, vals, (size_t)n, dk, dv, off);
+    for (unsigned j = 0; e == OBL_OK && j < y->S; j++) { /* public: the counts */
         unsigned char *s = out[j % y->R] + MPI_REQ_HDR + (j / y->R) * slot;
-        uint64_t c;
-        memcpy(&c, s, 8);
-        if (c == y->cap_s)
-            return OBL_ERR_FULL;
-        memcpy(s + 8 + c * pair, keys + i * y->ks, y->ks);
-        memcpy(s + 8 + c * pair + y->ks, vals + i * y->vs, y->vs);
-        c++;
+        uint64_t c = off[j + 1] - off[j];
         memcpy(s, &c, 8);
+        for (size_t i = 0; i < c; i++) {
+            memcpy(s + 8 + i * pair, dk + (off[j] + i) * y->ks, y->ks);
+            memcpy(s + 8 + i * pair + y->ks, dv + (off[j] + i) * y->vs, y->vs);
+        }
     }
-    return OBL_OK;
+    obl_free(&ac, mem, bytes);
+    return e;
 }
 
 /* ---- the shard rank ---- */

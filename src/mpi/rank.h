@@ -69,9 +69,10 @@ uint64_t mpi_bal_unpack(mpi_bal *z, unsigned r, const unsigned char *in);
 obl_err mpi_bal_join(mpi_bal *z, const unsigned char *keys, unsigned char *vout, uint64_t *found);
 
 /* Deals n pairs to the shard ranks' build payloads out[0 .. R-1]
- * (lay_req_len(MSG_BUILD) bytes each). Reveals the shard of each input
- * position, as obl_shard_build. Errors: FULL (a shard's share exceeds its
- * capacity, probability <= 2^-lambda for n <= capacity). */
+ * (lay_req_len(MSG_BUILD) bytes each) with obl_shard_build's oblivious
+ * dealing: reveals the per-shard counts only. Errors: FULL (a shard's share
+ * exceeds its capacity, probability <= 2^-lambda for n <= capacity),
+ * TOO_LARGE, NOMEM. */
 obl_err mpi_bal_build_pack(const mpi_bal *z, const unsigned char *keys, const unsigned char *vals,
                            uint64_t n, unsigned char *const *out);
 

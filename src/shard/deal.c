@@ -67,9 +67,9 @@ static obl_err deal_range(deal_ctx *c, unsigned lo, unsigned hi, size_t start, s
 }
 
 /* The job of the linear passes: packing the pairs into records and
- * unpacking them, in near-equal slices of positions on the map's pool. */
+ * unpacking them, in near-equal slices of positions on the pool. */
 typedef struct deal_job {
-    const obl_shard *m;
+    const shard_deal_env *v;
     const unsigned char *keys, *vals; /* the input pairs (pack) */
     unsigned char *dk, *dv;           /* the dealt pairs (unpack) */
     unsigned char *recs;
@@ -87,12 +87,12 @@ static void deal_slice(const deal_job *j, size_t t, size_t *lo, size_t *hi)
 static obl_err deal_pack(void *arg, size_t t)
 {
     const deal_job *j = (const deal_job *)arg;
-    const obl_shard *m = j->m;
-    size_t ks = m->p.key_size, vs = m->p.value_size, vo = 8 + 8 * m->rt.kw, lo, hi;
+    const shard_deal_env *v = j->v;
+    size_t ks = v->ks, vs = v->vs, vo = 8 + 8 * v->rt->kw, lo, hi;
     deal_slice(j, t, &lo, &hi);
     for (size_t i = lo; i < hi; i++) {
         unsigned char *r = j->recs + i * j->rs;
-        uint64_t s = shard_route_shard_of(&m->rt, j->keys + i * ks);
+        uint64_t s = shard_route_shard_of(v->rt, j->keys + i * ks);
 #ifdef OBL_TESTING
         if (deal_plant) { /* tests only: a declassified label's address */
             OBL_DECLASSIFY(&s, sizeof s);
@@ -113,7 +113,7 @@ static obl_err deal_pack(void *arg, size_t t)
 static obl_err deal_unpack(void *arg, size_t t)
 {
     const deal_job *j = (const deal_job *)arg;
-    size_t ks = j->m->p.key_size, vs = j->m->p.value_size, vo = 8 + 8 * j->m->rt.kw, lo, hi;
+    size_t ks = j->v->ks, vs = j->v->vs, vo = 8 + 8 * j->v->rt->kw, lo, hi;
     deal_slice(j, t, &lo, &hi);
     for (size_t i = lo; i < hi; i++) {
         memcpy(j->dk + i * ks, j->recs + i * j->rs + 8, ks);
@@ -122,16 +122,27 @@ static obl_err deal_unpack(void *arg, size_t t)
     return OBL_OK;
 }
 
-/* see shard_map.h */
-obl_err shard_deal(obl_shard *m, const unsigned char *keys, const unsigned char *vals, size_t n,
-                   unsigned char *dk, unsigned char *dv, size_t *off)
+/* A pass over the slices: on the pool, or on the calling thread. */
+static obl_err deal_pass(const shard_deal_env *v, deal_job *j, obl_pool_fn fn)
 {
-    size_t ks = m->p.key_size, vs = m->p.value_size, rs = 8 + 8 * m->rt.kw + m->rt.vs8, bytes;
-    unsigned S = m->S;
+    if (v->pool)
+        return obl_pool_run(v->pool, j->slices, fn, j);
+    for (size_t t = 0; t < j->slices; t++)
+        (void)fn(j, t); /* the passes do not fail */
+    return OBL_OK;
+}
+
+/* see shard_internal.h */
+obl_err shard_deal_pairs(const shard_deal_env *v, const unsigned char *keys,
+                         const unsigned char *vals, size_t n, unsigned char *dk,
+                         unsigned char *dv, size_t *off)
+{
+    size_t ks = v->ks, vs = v->vs, rs = 8 + 8 * v->rt->kw + v->rt->vs8, bytes;
+    unsigned S = v->S;
     memset(off, 0, (S + 1) * sizeof *off);
     off[S] = n;
     if (S == 1) { /* public: nothing to deal */
-        if (n > m->cap_s)
+        if (n > v->cap_s)
             return OBL_ERR_FULL;
         if (n) {
             memcpy(dk, keys, n * ks);
@@ -142,23 +153,33 @@ obl_err shard_deal(obl_shard *m, const unsigned char *keys, const unsigned char 
     if (!obl_mul_ok(n, rs + 1, &bytes))
         return OBL_ERR_TOO_LARGE;
     unsigned char *recs = NULL;
-    if (n && !(recs = (unsigned char *)obl_alloc(&m->ac, bytes, 64)))
+    if (n && !(recs = (unsigned char *)obl_alloc(v->ac, bytes, 64)))
         return OBL_ERR_NOMEM;
     deal_ctx c = {recs, recs + n * rs, rs, off, {0}};
     c.sp.rec_size = rs;
     c.sp.key_size = 8;
-    c.sp.threads = m->threads;
-    c.sp.alloc = m->p.alloc;
-    deal_job j = {m, keys, vals, dk, dv, recs, rs, n, n < 4096 ? 1 : m->threads};
-    obl_err e = obl_pool_run(m->pool, j.slices, deal_pack, &j);
+    c.sp.threads = v->threads;
+    c.sp.alloc = v->alloc;
+    unsigned slices = v->pool && n >= 4096 ? v->threads : 1;
+    deal_job j = {v, keys, vals, dk, dv, recs, rs, n, slices};
+    obl_err e = deal_pass(v, &j, deal_pack);
     if (e == OBL_OK)
         e = deal_range(&c, 0, S, 0, n);
     for (unsigned s = 0; e == OBL_OK && s < S; s++)
-        if (off[s + 1] - off[s] > m->cap_s) /* public: a capacity event */
+        if (off[s + 1] - off[s] > v->cap_s) /* public: a capacity event */
             e = OBL_ERR_FULL;
     if (e == OBL_OK)
-        e = obl_pool_run(m->pool, j.slices, deal_unpack, &j);
+        e = deal_pass(v, &j, deal_unpack);
     if (recs)
-        obl_free(&m->ac, recs, bytes);
+        obl_free(v->ac, recs, bytes);
     return e;
+}
+
+/* see shard_map.h */
+obl_err shard_deal(obl_shard *m, const unsigned char *keys, const unsigned char *vals, size_t n,
+                   unsigned char *dk, unsigned char *dv, size_t *off)
+{
+    shard_deal_env v = {&m->rt,           m->S,    m->cap_s, m->p.key_size, m->p.value_size,
+                        m->threads,       m->pool, &m->ac,   m->p.alloc};
+    return shard_deal_pairs(&v, keys, vals, n, dk, dv, off);
 }

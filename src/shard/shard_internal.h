@@ -143,6 +143,30 @@ size_t shard_route_b(size_t B, unsigned S, unsigned lambda);
  * multiply. Secret: key and result. */
 uint64_t shard_route_shard_of(const shard_route *r, const unsigned char *key);
 
+/* What the bulk build's dealing needs (deal.c): a sharded map's fields, or
+ * the MPI balancer's. */
+typedef struct shard_deal_env {
+    const shard_route *rt;      /* the PRF of the shards */
+    unsigned S;
+    uint64_t cap_s;             /* each shard's capacity */
+    size_t ks, vs;              /* key and value bytes */
+    unsigned threads;           /* the compactions' threads (and the pool's) */
+    obl_pool *pool;             /* the linear passes' threads; NULL: the caller */
+    obl_alloc_ctx *ac;          /* the record array */
+    const obl_allocator *alloc; /* the compactions' scratch; NULL: default */
+} shard_deal_env;
+
+/*
+ * Deals n pairs to their shards obliviously (docs/shard.md, "Build"): into
+ * dk and dv, shard s's at off[s] .. off[s + 1] - 1 (off: S + 1 entries),
+ * each shard's in an unspecified order. Secret: the keys, values and each
+ * pair's shard. Public: n, S, the sizes, the per-shard counts.
+ * Errors: TOO_LARGE, NOMEM, FULL (a shard over cap_s); dk, dv undefined.
+ */
+obl_err shard_deal_pairs(const shard_deal_env *v, const unsigned char *keys,
+                         const unsigned char *vals, size_t n, unsigned char *dk,
+                         unsigned char *dv, size_t *off);
+
 /*
  * Forward: B requests (ops, keys, vin or NULL for a get batch) into the S * b
  * entries of out (op, dummy, keys, vin): every distinct key once, with the

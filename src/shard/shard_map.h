@@ -165,13 +165,7 @@ double shard_est_parts(obl_shard *m, size_t B, unsigned P);
  * thread count when the model finds it cheaper. Needs the calibration. */
 unsigned shard_choose_parts(obl_shard *m, size_t B);
 
-/*
- * The bulk build's dealing (deal.c; docs/shard.md, "Build"): the n pairs
- * (keys, vals) into dk and dv, shard s's at off[s] .. off[s + 1] - 1 (off:
- * S + 1 entries), each shard's in an unspecified order. Secret: the keys, values
- * and each pair's shard. Public: n, S, the sizes, the per-shard counts.
- * Errors: TOO_LARGE, NOMEM, FULL (a shard over cap_s); dk, dv undefined.
- */
+/* shard_deal_pairs (shard_internal.h) with the map's fields. */
 obl_err shard_deal(obl_shard *m, const unsigned char *keys, const unsigned char *vals, size_t n,
                    unsigned char *dk, unsigned char *dv, size_t *off);
 
