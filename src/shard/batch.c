@@ -165,9 +165,9 @@ static void shard_estimates(obl_shard *m, size_t B, size_t b, unsigned P, double
 {
     double r = shard_observed(m, B, OBL_SHARD_ENGINE_PER_REQUEST);
     double s = shard_observed(m, B, OBL_SHARD_ENGINE_SCAN);
-    double bal = m->S == 1 ? shard_est_balance(m, B, b) : 0;
-    *per_request = r >= 0 ? r : shard_est_per_request(m, B, b, P);
-    *scan = s >= 0 ? s : shard_est_scan(m, b) + bal;
+    shard_model_costs(m, B, b, P, per_request, scan);
+    *per_request = r >= 0 ? r : *per_request;
+    *scan = s >= 0 ? s : *scan;
 }
 
 /* The engine of a batch and its sub-batch count: a writing batch uses the

@@ -114,8 +114,8 @@ double shard_observed(const obl_shard *m, size_t B, unsigned engine)
  * whole store takes tens of times the omaps' accesses. */
 #define SHARD_EXPLORE_RATIO 2.0
 
-/* The model's estimates of the two engines for a get batch (us). */
-static void model_costs(obl_shard *m, size_t B, size_t b, unsigned P, double *pr, double *sc)
+/* see shard_map.h */
+void shard_model_costs(obl_shard *m, size_t B, size_t b, unsigned P, double *pr, double *sc)
 {
     double bal = m->S == 1 ? shard_est_balance(m, B, b) : 0;
     *sc = shard_est_scan(m, b) + bal;
@@ -128,7 +128,7 @@ int shard_pick_scan(obl_shard *m, size_t B, size_t b, unsigned P)
     int i = seen_slot(m, B);
     double pr, sc;
     if (i < 0 || (!m->seen[i].cnt[0] && !m->seen[i].cnt[1])) { /* the model's choice */
-        model_costs(m, B, b, P, &pr, &sc);
+        shard_model_costs(m, B, b, P, &pr, &sc);
         return sc < pr;
     }
     const shard_seen *sl = &m->seen[i];
@@ -139,7 +139,7 @@ int shard_pick_scan(obl_shard *m, size_t B, size_t b, unsigned P)
     if (sl->n < sl->next)
         return (int)sl->best;
     if (!sl->cnt[!sl->best]) { /* never measured: only if the model puts it near */
-        model_costs(m, B, b, P, &pr, &sc);
+        shard_model_costs(m, B, b, P, &pr, &sc);
         double other = sl->best ? pr : sc, used = sl->best ? sc : pr;
         if (other > SHARD_EXPLORE_RATIO * used)
             return (int)sl->best;

@@ -108,6 +108,11 @@ obl_err shard_calibrate(obl_shard *m);
  * difference of the P balancers from one), and the scan's. */
 double shard_est_per_request(obl_shard *m, size_t B, size_t b, unsigned P);
 double shard_est_scan(obl_shard *m, size_t b);
+/* The model's estimates of the two engines for a get batch (us): the
+ * omaps' (P sub-batches) and the scan's, which with one shard is charged
+ * the balancer (the omaps' get batch needs none). */
+void shard_model_costs(obl_shard *m, size_t B, size_t b, unsigned P, double *per_request,
+                       double *scan);
 
 /* The least answer time (us) measured for a get batch of B with engine
  * (OBL_SHARD_ENGINE_*), or a negative value if none was. Public. */
