@@ -64,14 +64,5 @@ endif()
 # test's own copy of src/shard/deal.c takes the archive's place) must make
 # memcheck report a conditional jump on a secret.
 obl_add_test(test_deal shard/test_deal.c SUBTESTS TIMEOUT 120)
-if(OBL_CT_CHECK)
-  add_executable(ct_leak_shard_label shard/test_deal.c ${PROJECT_SOURCE_DIR}/src/shard/deal.c)
-  target_compile_definitions(ct_leak_shard_label PRIVATE OBL_TEST_PLANT_LABEL_BRANCH)
-  target_link_libraries(ct_leak_shard_label PRIVATE obl_traced)
-  target_include_directories(ct_leak_shard_label PRIVATE ${PROJECT_SOURCE_DIR}/src
-                             ${CMAKE_CURRENT_SOURCE_DIR})
-  add_test(NAME ct_negative_shard_label
-           COMMAND sh ${OBL_MEMCHECK} expect-branch $<TARGET_FILE:ct_leak_shard_label>
-                   -s ${OBL_TEST_SEED} --ct --only trace)
-  set_tests_properties(ct_negative_shard_label PROPERTIES LABELS "ct;negative" TIMEOUT 120)
-endif()
+obl_add_planted_leak(shard_label OBL_TEST_PLANT_LABEL_BRANCH trace shard/test_deal.c
+                     ${PROJECT_SOURCE_DIR}/src/shard/deal.c)
