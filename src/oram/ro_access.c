@@ -28,12 +28,22 @@ static inline uint32_t ro_base_swap(obl_roram *r, uint64_t i, uint32_t nv)
     /* plain mask expressions that the compiler vectorises; the mask comes
      * from a comparison, never a branch */
     if (r->base16) { /* public */
+        /* 16-bit lane counters (jj) compared with i's low half, so that
+         * the loop stays in 16-bit lanes (a 32-bit counter made gcc
+         * compare two vectors of 32-bit lanes and pack them per vector);
+         * chunks of 2^16 entries, i's high half as a per-chunk mask */
         uint16_t *base = (uint16_t *)r->base, acc = 0, v16 = (uint16_t)nv;
-        for (uint32_t j = 0; j < n; j++) {
-            uint16_t m = (uint16_t)(0 - (uint16_t)(j == ii));
-            uint16_t v = base[j];
-            acc |= v & m;
-            base[j] = v ^ (m & (v ^ v16));
+        const uint16_t lo = (uint16_t)ii;
+        for (uint32_t c = 0; c < n; c += 65536) { /* public */
+            const uint32_t len = n - c < 65536 ? n - c : 65536;
+            const uint16_t in = (uint16_t)obl_ct_mask(obl_ct_eq64(ii >> 16, c >> 16));
+            uint16_t *b = base + c, jj = 0;
+            for (uint32_t j = 0; j < len; j++, jj++) {
+                uint16_t m = (uint16_t)((uint16_t)(0 - (uint16_t)(jj == lo)) & in);
+                uint16_t v = b[j];
+                acc |= v & m;
+                b[j] = v ^ (m & (v ^ v16));
+            }
         }
         return acc;
     }
@@ -55,8 +65,34 @@ static inline uint32_t ro_base_swap(obl_roram *r, uint64_t i, uint32_t nv)
 static inline uint32_t ro_leaf_swap(const obl_roram *r, uint32_t l, unsigned char *blk,
                                     uint64_t slot, uint32_t nv)
 {
+    const int w16 = r->fl[l] == RO_FAN_LOG16; /* public */
+#if OBL_CT_AVX512
+    /* the block is one vector: the slot's lane as a mask from a comparison,
+     * turned into a lane mask behind an empty asm before it meets the
+     * loaded block, so that no load or store is masked by it (the
+     * masked-operand audit, docs/oram.md; a plain loop let gcc fold the
+     * secret compare mask into the loads) */
+    __m512i v = _mm512_loadu_si512((const void *)blk), m, nvv;
+    if (w16) { /* public */
+        const __m512i idx = _mm512_set_epi16(31, 30, 29, 28, 27, 26, 25, 24, 23, 22, 21, 20, 19,
+                                             18, 17, 16, 15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5,
+                                             4, 3, 2, 1, 0);
+        m = _mm512_movm_epi16(_mm512_cmpeq_epi16_mask(idx, _mm512_set1_epi16((short)slot)));
+        nvv = _mm512_set1_epi16((short)nv);
+    } else {
+        const __m512i idx = _mm512_set_epi32(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1,
+                                             0);
+        m = _mm512_movm_epi32(_mm512_cmpeq_epi32_mask(idx, _mm512_set1_epi32((int)slot)));
+        nvv = _mm512_set1_epi32((int)nv);
+    }
+    __asm__("" : "+v"(m));
+    /* at most one lane survives the AND: OR-ing the halves gives it */
+    uint32_t t = (uint32_t)_mm512_reduce_or_epi32(_mm512_and_si512(v, m));
+    _mm512_storeu_si512((void *)blk, _mm512_ternarylogic_epi32(m, nvv, v, 0xca));
+    return w16 ? (t | t >> 16) & 0xffff : t;
+#else
     uint32_t next = 0;
-    if (r->fl[l] == RO_FAN_LOG16) { /* public */
+    if (w16) { /* public */
         ro_w16 *q = (ro_w16 *)(void *)blk;
         for (uint32_t j = 0; j < 32; j++) {
             uint16_t m = (uint16_t)obl_ct_mask(obl_ct_eq64(j, slot));
@@ -72,6 +108,7 @@ static inline uint32_t ro_leaf_swap(const obl_roram *r, uint32_t l, unsigned cha
         q[j] = obl_ct_select32(m, nv, q[j]);
     }
     return next;
+#endif
 }
 
 /*
@@ -106,6 +143,25 @@ static void ro_slot_rmw(unsigned char *blk, uint64_t k, size_t vs, uint64_t slot
         ro_apply(blk, vs, w, in, fn, ctx);
         return;
     }
+#if OBL_CT_AVX512
+    if (vs == 8 && k == 8) { /* public: eight 8-byte values, one vector */
+        /* the slot's lane mask behind an empty asm, as in ro_leaf_swap */
+        __m512i v = _mm512_loadu_si512((const void *)blk);
+        __m512i m = _mm512_movm_epi64(
+            _mm512_cmpeq_epi64_mask(_mm512_set_epi64(7, 6, 5, 4, 3, 2, 1, 0),
+                                    _mm512_set1_epi64((long long)slot)));
+        __asm__("" : "+v"(m));
+        uint64_t x = (uint64_t)_mm512_reduce_or_epi64(_mm512_and_si512(v, m));
+        memcpy(val, &x, 8);
+        if (out)
+            memcpy(out, val, 8);
+        ro_apply(val, vs, w, in, fn, ctx);
+        memcpy(&x, val, 8);
+        _mm512_storeu_si512((void *)blk,
+                            _mm512_ternarylogic_epi64(m, _mm512_set1_epi64((long long)x), v, 0xca));
+        return;
+    }
+#endif
     memset(val, 0, vs);
     for (uint64_t j = 0; j < k; j++)
         obl_ct_cmov(obl_ct_eq64(j, slot), val, blk + j * vs, vs);
