@@ -640,7 +640,7 @@ static inline __attribute__((always_inline)) void NR_F(nr_evict_core)(obl_nroram
         hm = NR_F(nr_evict_pick_meta)(bm, P, sel);
 #if OBL_CT_AVX512
         if (NW) { /* public: the block goes straight into the registers */
-            for (int w = 0; w < NR_REG_MAX_W; w++)
+            NR_REG_LOOP(w) /* only the NW used: zeroing all took a rep stos */
                 hreg[w] = _mm512_setzero_si512();
             for (uint32_t j = 0; j < P; j++) {
                 __m512i m = _mm512_set1_epi64((long long)obl_ct_mask(nr_eqs(j, sel)));
@@ -911,7 +911,7 @@ static inline __attribute__((always_inline)) uint64_t NR_F(nr_fetch_core)(obl_nr
     const int reg64 = NW != 0; /* public */
     const int front = nr_reg_front(o, vs, NW);
     __m512i acc64[NR_REG_MAX_W];
-    for (int w = 0; w < NR_REG_MAX_W; w++)
+    NR_REG_LOOP(w) /* only the NW used: zeroing all took a rep stos */
         acc64[w] = _mm512_setzero_si512();
 #else
     const int reg64 = 0;
