@@ -1466,6 +1466,10 @@ static void roram_position_widths(void)
     roram_model(5003, 8, ct ? 40 : 3000 / SAN_DIV, 2, 1);
     roram_model(5003, 8, ct ? 40 : 3000 / SAN_DIV, 63, 0);
     ro_set_pos16_max(16);
+    if (!ct) /* a 16-bit base of more than 2^16 leaves (ro_base_swap's
+              * chunks of 2^16): 70001 data blocks of 8 x 8 bytes, one
+              * tree of at most 2^16 leaves, scan_max above its count */
+        roram_model(70001 * 8, 8, 2000 / SAN_DIV, 70001, 1);
     if (!ct) /* the library's rule: 131073 blocks of 56 bytes: levels
               * 131073 (32-bit leaves), 8193, 257 (16-bit), base of 9 */
         roram_model(131073, 56, 2000 / SAN_DIV, 64, 1);
