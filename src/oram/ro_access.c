@@ -47,13 +47,36 @@ static inline uint32_t ro_base_swap(obl_roram *r, uint64_t i, uint32_t nv)
         }
         return acc;
     }
-    uint32_t *base = (uint32_t *)r->base, acc = 0;
-    for (uint32_t j = 0; j < n; j++) {
+    uint32_t *base = (uint32_t *)r->base, acc = 0, j = 0;
+#if OBL_CT_AVX512
+    /* whole vectors with the mask behind an empty asm, as in ro_leaf_swap:
+     * the plain loop's compare mask was folded into masked loads */
+    const __m512i tgt = _mm512_set1_epi32((int)ii), nvv = _mm512_set1_epi32((int)nv);
+    __m512i idx = _mm512_set_epi32(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0);
+    __m512i accv = _mm512_setzero_si512();
+    for (; j + 16 <= n; j += 16) {
+        __m512i m = _mm512_movm_epi32(_mm512_cmpeq_epi32_mask(idx, tgt));
+        __asm__("" : "+v"(m));
+        __m512i v = _mm512_loadu_si512((const void *)(base + j));
+        accv = _mm512_ternarylogic_epi32(accv, v, m, 0xf8); /* accv | (v & m) */
+        _mm512_storeu_si512((void *)(base + j), _mm512_ternarylogic_epi32(m, nvv, v, 0xca));
+        idx = _mm512_add_epi32(idx, _mm512_set1_epi32(16));
+    }
+    acc = (uint32_t)_mm512_reduce_or_epi32(accv);
+    /* the last n % 16 entries, one constant-time select each */
+    for (; j < n; j++) {
+        uint64_t c = obl_ct_eq64(j, ii);
+        acc |= base[j] & (uint32_t)obl_ct_mask(c);
+        base[j] = obl_ct_select32(c, nv, base[j]);
+    }
+#else
+    for (; j < n; j++) {
         uint32_t m = (uint32_t)0 - (uint32_t)(j == ii);
         uint32_t v = base[j];
         acc |= v & m;
         base[j] = v ^ (m & (v ^ nv));
     }
+#endif
     return acc;
 }
 
