@@ -1458,6 +1458,9 @@ static void roram_position_widths(void)
     roram_model(ct ? 40 : 5003, 8, ct ? 40 : 3000 / SAN_DIV, 2, 1);
     roram_model(ct ? 40 : 65536, 56, ct ? 40 : 6000 / SAN_DIV, 2, 0);
     roram_model(ct ? 200 : 1000, 32, ct ? 40 : 3000 / SAN_DIV, 2, 1);
+    /* the default crossover: a 32-bit base of 626 (ct: 125) leaves, whole
+     * vectors and a tail in the AVX-512 scan */
+    roram_model(ct ? 1000 : 5003, 8, ct ? 40 : 3000 / SAN_DIV, 0, 1);
     /* both widths in one structure: 16-bit leaves only for trees of
      * at most 2^5 leaves. 5003 x 8 bytes: data 626 blocks (32-bit
      * leaves), positions 40 (16-bit), 2, base; with scan_max 63: 626,
