@@ -71,3 +71,7 @@ obl_add_planted_leak(shard_label OBL_TEST_PLANT_LABEL_BRANCH trace shard/test_de
 # fingerprint collisions (forced; the control ignores them and must go
 # wrong) and the whole batch path's trace with 32-byte keys.
 obl_add_test(test_shard_keys shard/test_shard_keys.c SUBTESTS TIMEOUT 300)
+# Its negative control in the ct build: the split compiled with a branch on
+# the longer keys' fingerprints must make memcheck report it.
+obl_add_planted_leak(shard_fp OBL_TEST_PLANT_FP_BRANCH map_trace shard/test_shard_keys.c
+                     ${PROJECT_SOURCE_DIR}/src/shard/route.c)
