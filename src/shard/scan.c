@@ -794,6 +794,8 @@ static void sc_read_run(const sc_work *w, sc_stage *st, size_t k, size_t ne, siz
         uint64_t valid = obl_ct_mask(s->valid[at] & 1);
         if (kw == 1 && vw == 7 && ow == 8) /* public: 8/56, constant sizes */
             sc_stage_one(st, i, s->ent + at * s->esz, valid, 1, 7, 8);
+        else if (kw == 4 && vw == 4 && ow == 5) /* 32/32 in the AVX-512 form */
+            sc_stage_one(st, i, s->ent + at * s->esz, valid, 4, 4, 5);
         else
             sc_stage_one(st, i, s->ent + at * s->esz, valid, kw, vw, ow);
     }
