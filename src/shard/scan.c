@@ -919,18 +919,19 @@ static obl_err sc_route_back(sc_work *w)
     return OBL_OK;
 }
 
-/* The answers in table order, with their keys: the b request slots (the
- * rest are fillers) compacted to the front (ORCompact, O(T log T) moves,
- * where the sort into request order needs O(T log^2 T)); for a caller
- * that takes the answers in any order (shard_batch.akeys). Records:
- * order word (for shard_keep_first's sort form; dummy and found flags in
- * bits 62 and 61, as the kept records may come in any order; the request's
- * index in bits 32..59), key words, value. */
+/* The answers in table order: the b request slots (the rest are fillers)
+ * compacted to the front (ORCompact, O(T log T) moves, where the sort into
+ * request order needs O(T log^2 T)); for a caller that takes the answers
+ * in any order (shard_batch.akeys). Records: order word (for
+ * shard_keep_first's sort form; dummy and found flags in bits 62 and 61,
+ * as the kept records may come in any order; the request's index in bits
+ * 32..59), the key words unless the caller takes the indices (aidx), the
+ * value. */
 static obl_err sc_answer_any(sc_work *w)
 {
     shard_scan *s = w->s;
     const shard_batch *bt = w->bt;
-    size_t kw = s->kw, rs = 8 + 8 * kw + s->vs8;
+    size_t kb = bt->aidx ? 0 : 8 * s->kw, rs = 8 + kb + s->vs8; /* public */
     unsigned char *r = w->out;
     uint8_t *keep = w->out + w->T * rs;
     for (size_t p = 0, o = 0, zz = 0; p < w->T; p++, sc_oslot_next(w, &o, &zz)) {
@@ -941,20 +942,21 @@ static obl_err sc_answer_any(sc_work *w)
         /* the request's index in bits 32..59, for shard_batch.aidx */
         st64(q, obl_ct_select64(real, (meta & SC_IDX) << 32 | p, 1ull << 63 | (uint64_t)p) |
                     flags);
-        memcpy(q + 8, t + 8, 8 * kw);
-        sc_value(w, o, q + 8 + 8 * kw);
+        memcpy(q + 8, t + 8, kb);
+        sc_value(w, o, q + 8 + kb);
         keep[p] = (uint8_t)real;
     }
     shard_keep_first(r, w->T, rs, keep, w->parts, &s->prg, &s->ac.a);
     for (size_t i = 0; i < bt->b; i++) { /* every request holds a slot */
         const unsigned char *q = r + i * rs;
         uint64_t o = ld64(q);
-        memcpy(bt->akeys + i * s->ks, q + 8, s->ks);
-        bt->adummy[i] = (o >> 62) & 1;
-        bt->found[i] = (o >> 61) & 1;
         if (bt->aidx) /* public */
             bt->aidx[i] = (o >> 32) & SC_IDX;
-        memcpy(bt->vout + i * s->vs, q + 8 + 8 * kw, s->vs);
+        else
+            memcpy(bt->akeys + i * s->ks, q + 8, s->ks);
+        bt->adummy[i] = (o >> 62) & 1;
+        bt->found[i] = (o >> 61) & 1;
+        memcpy(bt->vout + i * s->vs, q + 8 + kb, s->vs);
     }
     return OBL_OK;
 }

@@ -36,7 +36,8 @@ typedef struct shard_batch {
     /* NULL: answer i is request i's. Else (the scan engine) the b answers
      * may come in any order: answer i is that of key akeys[i], a dummy's
      * if adummy[i] = 1 (b * key_size bytes, b words; secret). With akeys,
-     * aidx (if not NULL) gets answer i's request index (b words; secret). */
+     * aidx (if not NULL) gets answer i's request index instead of its key
+     * (b words; secret; akeys is then not written). */
     unsigned char *akeys;
     uint64_t *adummy;
     uint64_t *aidx;
