@@ -422,7 +422,8 @@ static obl_err sc_work_alloc(sc_work *w)
     size_t m = 1;
     while (m < w->n0)
         m *= 2;
-    if (!obl_mul_ok(m, w->rs, &sz[7])) /* the table sort's columns */
+    /* the table sort's columns, 8 for records of 5 to 7 words (bitonic.c) */
+    if (!obl_mul_ok(m, w->rs > 32 ? 64 : w->rs, &sz[7]))
         return OBL_ERR_TOO_LARGE;
     for (size_t i = 0; i < SC_PARTS; i++) {
         size_t r = (sz[i] + 63) & ~(size_t)63;
