@@ -33,6 +33,7 @@
 #include "sort/entry.h"
 
 #include "dudect.h"
+#include "fwd_kernel.h"
 
 #define DD_T_FAIL 10.0
 
@@ -342,7 +343,7 @@ static uint64_t map_measure(void *st, void *in)
 typedef obl_err (*sort_fn)(void *recs, size_t n, const obl_sort_params *p);
 
 typedef struct {
-    uint64_t recs[2 * SORT_N];
+    _Alignas(64) uint64_t recs[2 * SORT_N]; /* whole lines, as the library's buffers */
     uint8_t flags[SORT_N];
     uint64_t ones;  /* class 1: 0 random records, ~0 all-ones records */
     sort_fn entry;  /* the variant's obl_sort, without the per-call CPU check */
@@ -355,9 +356,10 @@ typedef struct {
 
 static void *sort_setup_pattern(uint64_t ones)
 {
-    sort_state *s = (sort_state *)calloc(1, sizeof(sort_state));
+    sort_state *s = (sort_state *)aligned_alloc(64, sizeof(sort_state));
     if (!s)
         return NULL;
+    memset(s, 0, sizeof(*s));
     s->ones = ones;
     int isa = obl_isa_pick(); /* the variant dd_use_variant selected */
     s->entry = OBL_VARIANT_PICK(srt_sort, isa < 0 ? OBL_ISA_PORTABLE : isa);
@@ -420,6 +422,27 @@ static uint64_t sort_measure(void *st, void *in)
     return t1 - t0;
 }
 
+/* The control kernel (fwd_kernel.h): FWD_PASSES passes of span 8 over the
+ * records' words as two columns of SORT_N, zeros against all ones (no
+ * swap in either class), as the sort compiled them (reload) and with the
+ * column pointers in registers. */
+#define FWD_PASSES 25
+
+static uint64_t fwd_measure_impl(void *st, void *in, int reload)
+{
+    sort_state *s = (sort_state *)st;
+    sort_fill(s, (const sort_input *)in);
+    uint64_t *const cols[2] = {s->recs, s->recs + SORT_N};
+    uint64_t t0 = dd_t0();
+    dd_fwd_kernel(cols, SORT_N, FWD_PASSES, reload);
+    uint64_t t1 = dd_t1();
+    return t1 - t0;
+}
+
+static uint64_t fwd_measure_reload(void *st, void *in) { return fwd_measure_impl(st, in, 1); }
+
+static uint64_t fwd_measure_registers(void *st, void *in) { return fwd_measure_impl(st, in, 0); }
+
 static uint64_t shuf_measure(void *st, void *in)
 {
     sort_state *s = (sort_state *)st;
@@ -461,6 +484,7 @@ typedef struct {
     unsigned shrink;     /* batches this many times smaller (a slow operation) */
     const char *finding; /* the variants (names and spaces) in which it is a
                             DD_FINDING, or NULL */
+    const char *only;    /* the variants it runs in, or NULL: all */
 } dd_case;
 
 /* 1 if the space-separated list names variant v. */
@@ -485,22 +509,26 @@ static int dd_listed(const char *list, const char *v)
     {name, sizeof(map_input), setup, gen, map_measure, map_errors, map_teardown}
 
 static const dd_case CASES[] = {
-    {NR_OP("nroram.access", nr_gen_access, nr_measure), DD_CHECK, 1, NULL},
-    {NR_OP("nroram.hit", nr_gen_hit, nr_measure), DD_CHECK, 1, NULL},
-    {RO_OP("roram.access"), DD_CHECK, 1, NULL},
-    {MAP_OP("map8.access", map_setup8, map_gen_access), DD_CHECK, 1, NULL},
-    {MAP_OP("map8.hit", map_setup8, map_gen_hit), DD_CHECK, 1, NULL},
-    {MAP_OP("map56.access", map_setup56, map_gen_access), DD_CHECK, 1, NULL},
+    {NR_OP("nroram.access", nr_gen_access, nr_measure), DD_CHECK, 1, NULL, NULL},
+    {NR_OP("nroram.hit", nr_gen_hit, nr_measure), DD_CHECK, 1, NULL, NULL},
+    {RO_OP("roram.access"), DD_CHECK, 1, NULL, NULL},
+    {MAP_OP("map8.access", map_setup8, map_gen_access), DD_CHECK, 1, NULL, NULL},
+    {MAP_OP("map8.hit", map_setup8, map_gen_hit), DD_CHECK, 1, NULL, NULL},
+    {MAP_OP("map56.access", map_setup56, map_gen_access), DD_CHECK, 1, NULL, NULL},
     /* the vector variants: findings (docs/timing.md, "Findings"); sort.ones
      * is their control: zeros against all-ones records, the same
      * comparisons and no swap in both classes, and the same bias */
-    {SORT_OP("sort", sort_setup, sort_measure), DD_CHECK, 1, "avx512 avx2"},
-    {SORT_OP("sort.ones", sort_setup_ones, sort_measure), DD_CHECK, 1, "avx512 avx2"},
-    {SORT_OP("compact", sort_setup, compact_measure), DD_CHECK, 1, NULL},
+    {SORT_OP("sort", sort_setup, sort_measure), DD_CHECK, 1, "avx512 avx2", NULL},
+    {SORT_OP("sort.ones", sort_setup_ones, sort_measure), DD_CHECK, 1, "avx512 avx2", NULL},
+    /* the control kernel: the pass as compiled before the fix (a finding
+     * while the CPU forwards so), and with the pointers in registers */
+    {SORT_OP("fwd.reload", sort_setup_ones, fwd_measure_reload), DD_CHECK, 1, "avx512", "avx512"},
+    {SORT_OP("fwd.registers", sort_setup_ones, fwd_measure_registers), DD_CHECK, 1, NULL, "avx512"},
+    {SORT_OP("compact", sort_setup, compact_measure), DD_CHECK, 1, NULL, NULL},
     /* ten times the cycles of sort; the leak it had showed |t| > 200 at
      * the full batch size, so a quarter of it still catches that */
-    {SORT_OP("sort_shuffled", sort_setup, shuf_measure), DD_CHECK, 4, NULL},
-    {NR_OP("control.hit_branch", nr_gen_hit, nr_measure_control), DD_CONTROL, 1, NULL},
+    {SORT_OP("sort_shuffled", sort_setup, shuf_measure), DD_CHECK, 4, NULL, NULL},
+    {NR_OP("control.hit_branch", nr_gen_hit, nr_measure_control), DD_CONTROL, 1, NULL, NULL},
 };
 
 /*
@@ -571,7 +599,8 @@ int main(int argc, char **argv)
         for (size_t c = 0; c < sizeof(CASES) / sizeof(CASES[0]); c++) {
             const dd_case *k = &CASES[c];
             int ck = dd_listed(k->finding, vars[v]) ? DD_FINDING : k->kind;
-            if (ck != kind || (only && strcmp(only, k->op.name)))
+            if (ck != kind || (only && strcmp(only, k->op.name)) ||
+                (k->only && (!dd_listed(k->only, vars[v]) || !dd_fwd_available())))
                 continue;
             uint64_t b = batch / k->shrink;
             dd_result r = dd_run(&k->op, seed + c, b, batches);
