@@ -1,15 +1,12 @@
 # SPDX-License-Identifier: MIT
-# Statistical timing test (dudect) of the code users link (obl_internal:
-# the objects libobl.a is made of, internal names still global, so that the
-# sort's variant entries are timed without the per-call CPU check; not the
+# Statistical timing test (dudect) of the library users link (obl, not the
 # traced test build): a short run in every optimised build without valgrind
 # or sanitizers, which distort time; its negative control must detect a
 # planted branch. Serial, so that no other test shares its core.
 # `test_timing --long` is the release run (docs/timing.md).
 add_executable(test_timing timing/test_timing.c timing/dudect.c timing/fwd_kernel.c)
-target_link_libraries(test_timing PRIVATE obl_internal m)
-target_include_directories(test_timing PRIVATE ${CMAKE_CURRENT_SOURCE_DIR}
-                           ${PROJECT_SOURCE_DIR}/src)
+target_link_libraries(test_timing PRIVATE obl m)
+target_include_directories(test_timing PRIVATE ${CMAKE_CURRENT_SOURCE_DIR})
 target_compile_options(test_timing PRIVATE ${OBL_WARN})
 # The clang build runs the negative control only: its AVX-512 NRORAM gives
 # |t| 6-11 against gcc's 2-4 (docs/timing.md, "clang"), an open finding that
