@@ -34,9 +34,9 @@
 
 #define DD_T_FAIL 10.0
 /* The bound of a finding's coarse check: above the sort's residual (|t| up
- * to 65 in short runs), below a decision leak's (sort_shuffled's tie
+ * to 80 in short runs), below a decision leak's (sort_shuffled's tie
  * order: 240-800). */
-#define DD_T_COARSE 150.0
+#define DD_T_COARSE 200.0
 #define DD_VARIANTS "avx512 avx2 portable"
 
 /* Public randomness is drawn by the library per call for both classes
