@@ -519,8 +519,10 @@ static const dd_case CASES[] = {
      DD_T_COARSE},
     /* the control kernel: the pass as compiled before the fix (a finding
      * while the CPU forwards so), and with the pointers in registers */
-    {SORT_OP("fwd.reload", sort_setup_ones, fwd_measure_reload), DD_CHECK, 1, "avx512", "avx512", 0},
-    {SORT_OP("fwd.registers", sort_setup_ones, fwd_measure_registers), DD_CHECK, 1, NULL, "avx512", 0},
+    {SORT_OP("fwd.reload", sort_setup_ones, fwd_measure_reload), DD_CHECK, 1, "avx512",
+     "avx512", 0},
+    {SORT_OP("fwd.registers", sort_setup_ones, fwd_measure_registers), DD_CHECK, 1, NULL,
+     "avx512", 0},
     {SORT_OP("compact", sort_setup, compact_measure), DD_CHECK, 1, NULL, NULL, 0},
     /* ten times the cycles of sort; the leak it had showed |t| > 200 at
      * the full batch size, so a quarter of it still catches that */
