@@ -1208,8 +1208,8 @@ static void NR_F(nr_settle)(obl_nroram *o)
     if (!o->owed) /* public */
         return;
     o->owed = 0;
-    NR_F(nr_evict_next)(o);
-    NR_F(nr_evict_next)(o);
+    for (uint32_t k = 0; k < o->ev; k++) /* public: 2 or 3 (nr_shape) */
+        NR_F(nr_evict_next)(o);
 
     uint64_t cnt = NR_F(nr_stash_count)(o);
     o->st.stash_max = obl_ct_max64(o->st.stash_max, cnt);
