@@ -450,7 +450,7 @@ void bench_build_done(bench_case *c, bench_build *b)
 /* Memory_kb is the public harness's figure: the growth of the resident set
  * from before the build to now (after the timed operations), as its drivers
  * read VmRSS; Allocated_kb is what the structure holds through its allocator
- * (docs/benchmark-format.md, "Memory"). */
+ * (docs/bench.md, "How a case is measured"). */
 void bench_record_memory(bench_case *c, size_t alloc_bytes, const bench_build *b)
 {
     size_t now = bench_rss_bytes();

@@ -148,7 +148,7 @@ obl_err obl_omap_create(obl_omap **out, const obl_omap_params *p) OBL_WARN_UNUSE
  * Secret: the keys and values. Public: n, the parameters, the error code;
  * and, by design, the bucket h(k_i) of each input position i, which for
  * DISTINCT keys is a list of pseudo-random values independent of the keys
- * (docs/omap.md, "What the build reveals").
+ * (docs/omap.md, "Bulk build and what it reveals").
  * Errors: INVALID_ARG, TOO_LARGE, NOMEM, RANDOM, DUPLICATE_KEY (the input
  * holds some key twice; nothing is created), FULL (the entries did not fit
  * in the buckets and the overflow stash; nothing is created),

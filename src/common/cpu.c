@@ -4,8 +4,10 @@
  * Like BLAKE3's and zstd's dispatchers: cpuid for the instructions, xgetbv
  * for the operating system's support of the AVX and AVX-512 register state
  * (a CPU with AVX-512 under an OS that does not save ZMM state must not run
- * it). Nothing is cached: a structure's creation asks once, so the library
- * keeps no mutable global.
+ * it). The answer is computed once per process and kept in one atomic
+ * (cpu_facts): in a virtual machine every cpuid is a VM exit of thousands
+ * of cycles, and the sorts, which keep no structure, pick per call
+ * (docs/dispatch.md). OBL_CT_VARIANT is still read on every pick.
  *
  * In a dispatching build this file is compiled for plain x86-64 (no SSE4,
  * no AES), so that on a CPU without the portable variant's instructions it
@@ -13,6 +15,7 @@
  */
 #include "common/cpu.h"
 
+#include <stdatomic.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -80,6 +83,19 @@ static int cpu_best(void)
 static int cpu_best(void) { return -1; }
 #endif
 
+/* cpu_best of this process: CPU and OS facts do not change while it runs.
+ * Threads that race here compute the same value; relaxed order suffices. */
+static int cpu_facts(void)
+{
+    static atomic_int cached = -2;
+    int v = atomic_load_explicit(&cached, memory_order_relaxed);
+    if (v == -2) {
+        v = cpu_best();
+        atomic_store_explicit(&cached, v, memory_order_relaxed);
+    }
+    return v;
+}
+
 /* The best variant built into this library. */
 static int cpu_built(void)
 {
@@ -110,17 +126,17 @@ int obl_isa_runs(int v)
     if (v < 0 || v >= OBL_ISA_COUNT)
         return 0;
 #if defined(OBL_DISPATCH)
-    return v <= cpu_built() && v <= cpu_best();
+    return v <= cpu_built() && v <= cpu_facts();
 #else
     /* a native build runs its one variant, on the CPU it was built for */
-    return v == cpu_built() && cpu_best() >= 0;
+    return v == cpu_built() && cpu_facts() >= 0;
 #endif
 }
 
 /* see common/cpu.h */
 int obl_isa_pick(void)
 {
-    int best = cpu_best();
+    int best = cpu_facts();
     if (best < 0)
         return -1;
 #if defined(OBL_DISPATCH)

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * The message layer of obl_mpi, without MPI: per-direction AES-256-GCM
- * channels between ranks (docs/mpi.md, "Messages").
+ * channels between ranks (docs/mpi.md, "What the network and the hosts
+ * learn").
  *
  * A sealed message: a 40-byte header in the clear and authenticated
  * (magic, kind, epoch, sequence, sender, receiver, payload length), the

@@ -257,7 +257,7 @@ static obl_err omap_req_finish(obl_omap *m, omap_req *r, const void *key, obl_er
          * about 2^-128 (the entry reserved for it held by an earlier
          * restore, and the stash full), an erase that could not put the
          * other key's entry back (OBL_ERR_STATE, docs/omap.md,
-         * "Fingerprints"). */
+         * "Capacity events"). */
         uint64_t full = r->c.is_put & collide, lost = restore & (back ^ 1);
         uint64_t fail = full | lost;
         if (OBL_DECLASSIFY_VAL(fail)) {

@@ -93,8 +93,9 @@ static inline void nr_cswap_blk(uint64_t c, void *a, void *b, size_t vs)
  * block. A block of more than 64 bytes has its last vector end at the
  * block's end: it overlaps the vector before it, whose common bytes it
  * holds too, and every swap and store gives both the same values; so no
- * load or store leaves the block (a 216-byte block's loads used to reach
- * 40 bytes into the next bucket, a line no prefetch had asked for). A
+ * load or store leaves the block (whole vectors from its start would take
+ * a 216-byte block's loads 40 bytes into the next bucket, a line no
+ * prefetch asked for). A
  * block of 16 to 63 bytes is one vector, which ends at the block's end
  * when a tree slot has 64 - vs bytes of its own bucket before it (the
  * metadata: nr_reg_front; the stash and o->tmp have 64 bytes of slack

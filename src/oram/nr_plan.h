@@ -20,7 +20,7 @@
  * one compare and one conditional move per step: each chain runs once per
  * level and eviction, and its latency, not its instruction count, is what
  * it costs (running PrepareTarget's chain three times instead of once
- * measured a quarter slower an access at 2^16). The
+ * makes a whole access measurably slower). The
  * x86 versions are cmov in inline assembly (no branch; the compiler cannot
  * turn them into one); elsewhere masks. Secret: every argument but lv.
  */

@@ -23,7 +23,7 @@
 /* a position block's words (the block is a byte buffer) */
 typedef uint16_t ro_w16 __attribute__((may_alias));
 typedef uint32_t ro_w32 __attribute__((may_alias));
-/* Default base-level size: see docs/oram.md, "Crossover". */
+/* Default base-level size: see docs/oram.md, "RORAM: recursive ORAM". */
 #define RO_SCAN_MAX_DEFAULT 8192u
 #define RO_SCAN_VALUES_MAX 4096u
 

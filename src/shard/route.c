@@ -499,8 +499,8 @@ static obl_err rt_slots_keyed(rt_slots *t, const shard_bufs *in)
  * S / P) of P tasks (obl_par_for, one task a thread), each with its slice
  * of the column buffer (the last sort's, free until then). obl_sort_split
  * sorts the largest power-of-two prefix of b in columns and merges the
- * rest in, where the column network padded b to 2^16 rows (b = 33,670)
- * and the record network took more instructions (docs/shard.md,
+ * rest in, where the column network would pad b to 2^16 rows (b = 33,670)
+ * and the record network takes more instructions (docs/shard.md,
  * "Balancer"). It draws no randomness. */
 static void rt_sort_shards_idx(void *ctx, size_t lo, size_t hi)
 {

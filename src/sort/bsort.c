@@ -284,8 +284,8 @@ static inline void bs_half(const bsort *s, size_t lo, size_t hi, size_t j, unsig
 /* Three half-cleaner steps (spans j, j / 2, j / 4 = q) on 64-byte payloads
  * without aux words, each group of 8 (e + a * q) held in registers: one
  * load and one store per element for the three steps, where bs_half
- * stores every element after each step (docs/oram.md, "Build, fourth
- * session"). The same compare-exchanges, in the same order along every
+ * stores every element after each step (docs/oram.md, "Build: why it
+ * is oblivious"). The same compare-exchanges, in the same order along every
  * element's dependencies. Secret: keys, payloads. Public: lo, hi, j. */
 static void bs_half3_r64(const bsort *s, size_t lo, size_t hi, size_t j)
 {

@@ -33,6 +33,21 @@
 
 #define COL_TOUCH(i, lanes) OBL_TRACE_TOUCH(OBL_TRACE_REGION_SORT, OBL_TRACE_RW, (i), (lanes))
 
+/* s with its column pointers copied into ptr, a local array of the caller:
+ * a vector store may alias any memory, so pointers read through s->col are
+ * read again after every store, and that load between a vector store and
+ * the next made the network slower on nonzero data than on zeros (about 12
+ * cycles in 2,400 for a pass of span 8: docs/timing.md, "Findings"); a
+ * local array no store can reach keeps them in registers. Public: ncol. */
+OBL_INLINE col_arr col_local(const col_arr *s, uint64_t *ptr[COL_MAXC])
+{
+    for (size_t c = 0; c < s->ncol; c++)
+        ptr[c] = s->col[c];
+    col_arr l = *s;
+    l.col = ptr;
+    return l;
+}
+
 /* 1 if row a's key > row b's. Secret: the keys. Public: kw. */
 OBL_INLINE uint64_t col_gt(const col_arr *s, size_t a, size_t b)
 {
@@ -328,8 +343,10 @@ OBL_INLINE void col_steps_nk(const col_arr *s, size_t lo, size_t hi, size_t k, s
 }
 
 /* col_steps_nk with the column counts the library uses as constants. */
-static void col_steps(const col_arr *s, size_t lo, size_t hi, size_t k, size_t jtop)
+static void col_steps(const col_arr *sc, size_t lo, size_t hi, size_t k, size_t jtop)
 {
+    uint64_t *ptr[COL_MAXC];
+    const col_arr l = col_local(sc, ptr), *s = &l;
     switch (s->ncol * 4 + s->kw) { /* public */
     case 2 * 4 + 1: col_steps_nk(s, lo, hi, k, jtop, 2, 1); break;
     case 3 * 4 + 1: col_steps_nk(s, lo, hi, k, jtop, 3, 1); break;
@@ -365,7 +382,10 @@ static void col_blocks(void *ctx, size_t lo, size_t hi)
  * i = (p / j) * 2j + p % j; j >= COL_BLOCK, chunks of multiples of 64). */
 static void col_pairs(void *ctx, size_t lo, size_t hi)
 {
-    const col_job *jb = ctx;
+    const col_job *jc = ctx;
+    uint64_t *ptr[COL_MAXC];
+    const col_arr l = col_local(jc->s, ptr);
+    const col_job local = {&l, jc->C, jc->k, jc->j}, *jb = &local;
     const size_t j = jb->j;
     for (size_t p = lo; p < hi;) {
         size_t b = p / j * 2 * j, r = p % j, len = j - r < hi - p ? j - r : hi - p;
@@ -397,7 +417,10 @@ OBL_INLINE void col_quads_nk(const col_job *jb, size_t lo, size_t hi, const size
 
 static void col_quads(void *ctx, size_t lo, size_t hi)
 {
-    const col_job *jb = ctx;
+    const col_job *jc = ctx;
+    uint64_t *ptr[COL_MAXC];
+    const col_arr l = col_local(jc->s, ptr);
+    const col_job local = {&l, jc->C, jc->k, jc->j}, *jb = &local;
     switch (jb->s->ncol * 4 + jb->s->kw) { /* public */
     case 2 * 4 + 1: col_quads_nk(jb, lo, hi, 2, 1); break;
     case 4 * 4 + 1: col_quads_nk(jb, lo, hi, 4, 1); break;

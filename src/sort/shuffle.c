@@ -288,14 +288,20 @@ static obl_err sh_sort_columns(const rec_arr *a, const obl_sort_params *p)
     uint64_t *cols[8]; /* all eight set: clang stored the first W with a masked store */
     for (size_t c = 0; c < 8; c++)
         cols[c] = buf + (c < W ? c : 0) * n;
+    /* The moves address the columns from buf and the records from a local
+     * copy of a->w: cols escapes to col_sort, so its pointers would be read
+     * again after every store of a record's word, and a store address
+     * loaded behind a pending store of secret data made the time depend on
+     * that data (docs/timing.md, "Findings"). */
+    uint64_t *const w = a->w;
     for (size_t i = 0; i < n; i++)
         for (size_t c = 0; c < W; c++)
-            cols[c][i] = a->w[i * W + c];
+            buf[c * n + i] = w[i * W + c];
     col_arr s = {cols, W, a->kw, n, a->threads};
     col_sort(&s);
     for (size_t i = 0; i < n; i++)
         for (size_t c = 0; c < W; c++)
-            a->w[i * W + c] = cols[c][i];
+            w[i * W + c] = buf[c * n + i];
     obl_free(&ac, buf, bytes);
     return OBL_OK;
 }

@@ -248,7 +248,7 @@ typedef void (*index_fn)(void *ctx, uint64_t bucket, long stash, const unsigned 
                          const unsigned char *sv);
 
 /* With fingerprint collisions the invariant may be broken for a while
- * (docs/omap.md, "Fingerprints"): the tests that force them clear this. */
+ * (docs/omap.md, "Capacity events"): the tests that force them clear this. */
 static int g_check_invariant = 1;
 
 static long index_walk(obl_omap *m, index_fn fn, void *ctx)

@@ -5,14 +5,17 @@
  * read/write, map get/put/erase, each with a fixed secret against random
  * secrets (key or index, operation, hit or miss, value), obl_sort,
  * obl_sort_shuffled and obl_compact (zero records and flags against random
- * ones), and a negative control that must be caught: an NRORAM read followed by a planted
- * branch on its secret hit/miss bit.
+ * ones; for the sort also against all-ones records), the control kernel of
+ * the sort's finding (fwd_kernel.h), and a negative control that must be
+ * caught: an NRORAM read followed by a planted branch on its secret
+ * hit/miss bit.
  *
  *   test_timing [-s SEED] [--long] [--control | --findings] [--only OP]
  *               [--batch N] [--batches N]
  * Exit 0 iff no operation shows |t| > 10 (with --control: iff every
- * control does; --findings runs the leaks found and not yet fixed). The short run (the default, seconds) is a ctest of the
- * optimised builds; --long (minutes) is for releases (docs/timing.md).
+ * control does; --findings runs the leaks found and not yet fixed). The
+ * short run (the default) is a ctest of the optimised builds; --long
+ * (minutes) is for releases (docs/timing.md).
  * Adding an operation (the sort, compaction and load-balancer primitives,
  * say) takes a state, an input struct, gen and measure: see the table in
  * main.
@@ -27,8 +30,14 @@
 #include <obl/sort.h>
 
 #include "dudect.h"
+#include "fwd_kernel.h"
 
 #define DD_T_FAIL 10.0
+/* The bound of a finding's coarse check: above the sort's residual (|t| up
+ * to 80 in short runs), below a decision leak's (sort_shuffled's tie
+ * order: 240-800). */
+#define DD_T_COARSE 200.0
+#define DD_VARIANTS "avx512 avx2 portable"
 
 /* Public randomness is drawn by the library per call for both classes
  * (new leaves); what the caller does around a timed call (positions,
@@ -325,13 +334,18 @@ static uint64_t map_measure(void *st, void *in)
 /* SORT_N records of 16 bytes (an 8-byte key, 8 bytes of payload): a
  * power of two, so obl_sort takes its column form. An input is a class
  * and a seed; the records (and flags) are written from them before the
- * timed call, into the same buffer for both classes: all zeros for class
- * 0, random for class 1. */
+ * timed call, into the same buffer for both classes, by the same
+ * branch-free code: all zeros for class 0; for class 1 random words, or
+ * all ones (`ones`, fixed per operation) where every key is equal, so
+ * that both classes make the same comparisons and no swap (the control
+ * that tells a data-dependent decision from data-dependent hardware:
+ * docs/timing.md, "Findings"). */
 #define SORT_N 256
 
 typedef struct {
-    uint64_t recs[2 * SORT_N];
+    _Alignas(64) uint64_t recs[2 * SORT_N]; /* whole lines, as the library's buffers */
     uint8_t flags[SORT_N];
+    uint64_t ones; /* class 1: 0 random records, ~0 all-ones records */
     uint64_t errors;
 } sort_state;
 
@@ -339,10 +353,26 @@ typedef struct {
     uint64_t cls, seed;
 } sort_input;
 
+static void *sort_setup_pattern(uint64_t ones)
+{
+    sort_state *s = (sort_state *)aligned_alloc(64, sizeof(sort_state));
+    if (!s)
+        return NULL;
+    memset(s, 0, sizeof(*s));
+    s->ones = ones;
+    return s;
+}
+
 static void *sort_setup(uint64_t seed)
 {
     (void)seed;
-    return calloc(1, sizeof(sort_state));
+    return sort_setup_pattern(0);
+}
+
+static void *sort_setup_ones(uint64_t seed)
+{
+    (void)seed;
+    return sort_setup_pattern(~(uint64_t)0);
 }
 
 static uint64_t sort_errors(const void *st) { return ((const sort_state *)st)->errors; }
@@ -357,16 +387,18 @@ static void sort_gen(void *st, int cls, void *in, test_rng *r)
     x->seed = test_rng_next(r);
 }
 
-/* The records and flags of an input (untimed). */
+/* The records and flags of an input (untimed; no branch on the class: a
+ * class-dependent branch here changes the branch history the timed call
+ * starts with, which alone gave |t| up to 30 in a sort of 200 cycles). */
 static void sort_fill(sort_state *s, const sort_input *x)
 {
     test_rng r;
     test_rng_seed(&r, x->seed);
-    uint64_t keep = 0 - x->cls; /* class 0: zeros */
+    uint64_t keep = 0 - x->cls, ones = s->ones; /* class 0: zeros */
     for (size_t i = 0; i < 2 * SORT_N; i++)
-        s->recs[i] = test_rng_next(&r) & keep;
+        s->recs[i] = ((test_rng_next(&r) & ~ones) | ones) & keep;
     for (size_t i = 0; i < SORT_N; i++)
-        s->flags[i] = (uint8_t)(test_rng_next(&r) & keep & 1);
+        s->flags[i] = (uint8_t)(((test_rng_next(&r) & ~ones) | ones) & keep & 1);
 }
 
 static const obl_sort_params sort_params = {16, 8, 1, NULL, NULL, NULL};
@@ -381,6 +413,27 @@ static uint64_t sort_measure(void *st, void *in)
     s->errors += e != OBL_OK;
     return t1 - t0;
 }
+
+/* The control kernel (fwd_kernel.h): FWD_PASSES passes of span 8 over the
+ * records' words as two columns of SORT_N, zeros against all ones (no
+ * swap in either class), as the sort compiled them (reload) and with the
+ * column pointers in registers. */
+#define FWD_PASSES 25
+
+static uint64_t fwd_measure_impl(void *st, void *in, int reload)
+{
+    sort_state *s = (sort_state *)st;
+    sort_fill(s, (const sort_input *)in);
+    uint64_t *const cols[2] = {s->recs, s->recs + SORT_N};
+    uint64_t t0 = dd_t0();
+    dd_fwd_kernel(cols, SORT_N, FWD_PASSES, reload);
+    uint64_t t1 = dd_t1();
+    return t1 - t0;
+}
+
+static uint64_t fwd_measure_reload(void *st, void *in) { return fwd_measure_impl(st, in, 1); }
+
+static uint64_t fwd_measure_registers(void *st, void *in) { return fwd_measure_impl(st, in, 0); }
 
 static uint64_t shuf_measure(void *st, void *in)
 {
@@ -410,7 +463,8 @@ static uint64_t compact_measure(void *st, void *in)
 /* Kinds of case: what a run selects (--control, --findings) and what
  * passes. */
 enum {
-    DD_CHECK = 0,   /* the short and long runs: passes at |t| <= DD_T_FAIL */
+    DD_CHECK = 0,   /* the short and long runs: passes at |t| <= DD_T_FAIL (a
+                       finding's coarse check: at |t| <= its coarse bound) */
     DD_CONTROL = 1, /* --control, a negative control: passes at |t| > DD_T_FAIL */
     DD_FINDING = 2  /* --findings: a leak this test found and that is not
                        fixed yet (docs/timing.md); passes once it is, and
@@ -421,31 +475,59 @@ typedef struct {
     dd_op op;
     int kind;
     unsigned shrink;     /* batches this many times smaller (a slow operation) */
-    const char *finding; /* the variant in which it is a DD_FINDING, or NULL */
+    const char *finding; /* the variants (names and spaces) in which it is a
+                            DD_FINDING, or NULL */
+    const char *only;    /* the variants it runs in, or NULL: all */
+    double coarse;       /* > 0: where it is a finding, the short and long runs
+                            still check it against |t| <= coarse */
 } dd_case;
+
+/* 1 if the space-separated list names variant v. */
+static int dd_listed(const char *list, const char *v)
+{
+    size_t n = strlen(v);
+    for (const char *p = list; p && *p;) {
+        size_t len = strcspn(p, " ");
+        if (len == n && !strncmp(p, v, n))
+            return 1;
+        p += len + (p[len] == ' ');
+    }
+    return 0;
+}
 
 #define NR_OP(name, gen, measure)                                                    \
     {name, sizeof(nr_input), nr_setup, gen, measure, nr_errors, nr_teardown}
 #define RO_OP(name) {name, sizeof(ro_input), ro_setup, ro_gen, ro_measure, ro_errors, ro_teardown}
-#define SORT_OP(name, measure)                                                       \
-    {name, sizeof(sort_input), sort_setup, sort_gen, measure, sort_errors, sort_teardown}
+#define SORT_OP(name, setup, measure)                                                \
+    {name, sizeof(sort_input), setup, sort_gen, measure, sort_errors, sort_teardown}
 #define MAP_OP(name, setup, gen)                                                     \
     {name, sizeof(map_input), setup, gen, map_measure, map_errors, map_teardown}
 
 static const dd_case CASES[] = {
-    {NR_OP("nroram.access", nr_gen_access, nr_measure), DD_CHECK, 1, NULL},
-    {NR_OP("nroram.hit", nr_gen_hit, nr_measure), DD_CHECK, 1, NULL},
-    {RO_OP("roram.access"), DD_CHECK, 1, NULL},
-    {MAP_OP("map8.access", map_setup8, map_gen_access), DD_CHECK, 1, NULL},
-    {MAP_OP("map8.hit", map_setup8, map_gen_hit), DD_CHECK, 1, NULL},
-    {MAP_OP("map56.access", map_setup56, map_gen_access), DD_CHECK, 1, NULL},
-    /* with AVX-512 a finding: docs/timing.md, "Findings" */
-    {SORT_OP("sort", sort_measure), DD_CHECK, 1, "avx512"},
-    {SORT_OP("compact", compact_measure), DD_CHECK, 1, NULL},
+    {NR_OP("nroram.access", nr_gen_access, nr_measure), DD_CHECK, 1, NULL, NULL, 0},
+    {NR_OP("nroram.hit", nr_gen_hit, nr_measure), DD_CHECK, 1, NULL, NULL, 0},
+    {RO_OP("roram.access"), DD_CHECK, 1, NULL, NULL, 0},
+    {MAP_OP("map8.access", map_setup8, map_gen_access), DD_CHECK, 1, NULL, NULL, 0},
+    {MAP_OP("map8.hit", map_setup8, map_gen_hit), DD_CHECK, 1, NULL, NULL, 0},
+    {MAP_OP("map56.access", map_setup56, map_gen_access), DD_CHECK, 1, NULL, NULL, 0},
+    /* findings in every variant (docs/timing.md, "Findings"); sort.ones is
+     * their control: zeros against all-ones records, the same comparisons
+     * and no swap in both classes. The short run still fails a decision
+     * leak (sort_shuffled's gave |t| 240-800) at DD_T_COARSE. */
+    {SORT_OP("sort", sort_setup, sort_measure), DD_CHECK, 1, DD_VARIANTS, NULL, DD_T_COARSE},
+    {SORT_OP("sort.ones", sort_setup_ones, sort_measure), DD_CHECK, 1, DD_VARIANTS, NULL,
+     DD_T_COARSE},
+    /* the control kernel: the pass as compiled before the fix (a finding
+     * while the CPU forwards so), and with the pointers in registers */
+    {SORT_OP("fwd.reload", sort_setup_ones, fwd_measure_reload), DD_CHECK, 1, "avx512",
+     "avx512", 0},
+    {SORT_OP("fwd.registers", sort_setup_ones, fwd_measure_registers), DD_CHECK, 1, NULL,
+     "avx512", 0},
+    {SORT_OP("compact", sort_setup, compact_measure), DD_CHECK, 1, NULL, NULL, 0},
     /* ten times the cycles of sort; the leak it had showed |t| > 200 at
      * the full batch size, so a quarter of it still catches that */
-    {SORT_OP("sort_shuffled", shuf_measure), DD_CHECK, 4, NULL},
-    {NR_OP("control.hit_branch", nr_gen_hit, nr_measure_control), DD_CONTROL, 1, NULL},
+    {SORT_OP("sort_shuffled", sort_setup, shuf_measure), DD_CHECK, 4, NULL, NULL, 0},
+    {NR_OP("control.hit_branch", nr_gen_hit, nr_measure_control), DD_CONTROL, 1, NULL, NULL, 0},
 };
 
 /*
@@ -515,17 +597,24 @@ int main(int argc, char **argv)
         }
         for (size_t c = 0; c < sizeof(CASES) / sizeof(CASES[0]); c++) {
             const dd_case *k = &CASES[c];
-            int ck = k->finding && !strcmp(k->finding, vars[v]) ? DD_FINDING : k->kind;
-            if (ck != kind || (only && strcmp(only, k->op.name)))
+            int ck = dd_listed(k->finding, vars[v]) ? DD_FINDING : k->kind;
+            double bound = DD_T_FAIL;
+            if (ck == DD_FINDING && kind == DD_CHECK && k->coarse > 0) {
+                ck = DD_CHECK; /* the coarse check of a finding */
+                bound = k->coarse;
+            }
+            if (ck != kind || (only && strcmp(only, k->op.name)) ||
+                (k->only && (!dd_listed(k->only, vars[v]) || !dd_fwd_available())))
                 continue;
             uint64_t b = batch / k->shrink;
             dd_result r = dd_run(&k->op, seed + c, b, batches);
-            int leak = r.max_t > DD_T_FAIL;
+            int leak = r.max_t > bound;
             int ok = !r.failed_setup && !r.errors && (kind == DD_CONTROL ? leak : !leak);
             printf("timing: %-7s %-19s |t| = %7.2f (%s%d) n = %" PRIu64 "/%" PRIu64
-                   " mean cycles %.0f/%.0f%s: %s\n",
+                   " mean cycles %.0f/%.0f%s%s: %s\n",
                    vars[v], k->op.name, r.max_t, r.max_test ? "crop " : "all ", r.max_test,
                    r.n[0], r.n[1], r.mean[0], r.mean[1], r.errors ? " (errors)" : "",
+                   bound > DD_T_FAIL ? " (finding; coarse bound)" : "",
                    ok ? "ok" : kind == DD_CONTROL ? "NOT DETECTED" : "LEAK");
             fflush(stdout);
             bad += !ok;

@@ -4,7 +4,7 @@
 # or sanitizers, which distort time; its negative control must detect a
 # planted branch. Serial, so that no other test shares its core.
 # `test_timing --long` is the release run (docs/timing.md).
-add_executable(test_timing timing/test_timing.c timing/dudect.c)
+add_executable(test_timing timing/test_timing.c timing/dudect.c timing/fwd_kernel.c)
 target_link_libraries(test_timing PRIVATE obl m)
 target_include_directories(test_timing PRIVATE ${CMAKE_CURRENT_SOURCE_DIR})
 target_compile_options(test_timing PRIVATE ${OBL_WARN})
