@@ -154,6 +154,23 @@ static void nroram_model(uint64_t cap, size_t vs, long ops, uint32_t stash, uint
     nroram_model_t(cap, vs, ops, stash, pos_bytes, 0);
 }
 
+/* A seeded NRORAM of 8-byte blocks (stash 0: the default), with the stash
+ * histogram when hist. */
+static obl_nroram *nr_tree8(uint64_t cap, uint32_t stash, uint64_t seed, int hist)
+{
+    obl_nroram_params p;
+    memset(&p, 0, sizeof(p));
+    p.capacity = cap;
+    p.value_size = 8;
+    p.stash_size = stash;
+    p.track_histogram = hist;
+    p.use_seed = 1;
+    p.seed = seed;
+    obl_nroram *o = NULL;
+    CHECK_EQ_U64(obl_nroram_create(&o, &p), OBL_OK);
+    return o;
+}
+
 /*
  * A tiny stash (S = 2) and more blocks than the capacity (1.5x, about 75%
  * of the tree's slots) force overflows: each must be reported, lose
@@ -164,15 +181,7 @@ static void nroram_overflow(void)
 {
     uint64_t cap = T.ct ? 64 : 512, nb = cap + cap / 2;
     nroram_model(cap, 8, T.ct ? 400 : 20000, 2, 0);
-    obl_nroram_params p;
-    memset(&p, 0, sizeof(p));
-    p.capacity = cap;
-    p.value_size = 8;
-    p.stash_size = 2;
-    p.use_seed = 1;
-    p.seed = 5;
-    obl_nroram *o = NULL;
-    CHECK_EQ_U64(obl_nroram_create(&o, &p), OBL_OK);
+    obl_nroram *o = nr_tree8(cap, 2, 5, 0);
     uint64_t *pos = (uint64_t *)xmalloc(nb * sizeof(uint64_t));
     uint64_t *val = (uint64_t *)xmalloc(nb * sizeof(uint64_t));
     unsigned char *present = (unsigned char *)calloc(nb, 1);
@@ -1178,16 +1187,8 @@ static void stash_soak(void)
 {
     const uint64_t cap = (uint64_t)1 << 16;
     const long ops = 100000000L;
-    obl_nroram_params p;
-    memset(&p, 0, sizeof(p));
-    p.capacity = cap;
-    p.value_size = 8;
-    p.stash_size = 64; /* measure the distribution, not the default's bound */
-    p.track_histogram = 1;
-    p.use_seed = 1;
-    p.seed = T.seed;
-    obl_nroram *o = NULL;
-    CHECK_EQ_U64(obl_nroram_create(&o, &p), OBL_OK);
+    /* stash 64: measure the distribution, not the default's bound */
+    obl_nroram *o = nr_tree8(cap, 64, T.seed, 1);
     uint64_t *pos = (uint64_t *)xmalloc(cap * sizeof(uint64_t));
     for (uint64_t i = 0; i < cap; i++)
         CHECK_EQ_U64(obl_nroram_insert(o, i, &i, &pos[i]), OBL_OK);
@@ -1352,16 +1353,8 @@ static void nroram_leaf_loads(void)
  * mean stash occupancy after an access in *mean. */
 static long full_load_stash(uint64_t cap, uint32_t ev, long ops, double *mean)
 {
-    obl_nroram_params p;
-    memset(&p, 0, sizeof(p));
-    p.capacity = cap;
-    p.value_size = 8;
-    p.track_histogram = 1;
-    p.use_seed = 1;
-    p.seed = 11;
-    obl_nroram *o = NULL;
+    obl_nroram *o = nr_tree8(cap, 0, 11, 1);
     *mean = -1;
-    CHECK_EQ_U64(obl_nroram_create(&o, &p), OBL_OK);
     if (!o)
         return -1;
     nr_set_evictions(o, ev);
