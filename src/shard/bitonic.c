@@ -74,6 +74,12 @@ static int shard_sort_cols(unsigned char *recs, size_t n, size_t rec_size, size_
     size_t w = rec_size / 8, kc = kw + (bounded ? 0 : 1), ncol = kc + w - kw, m = 1, bytes;
     if (kc > 2 || ncol > SHARD_COL_MAXC)
         return -1;
+    /* one key column and 5 to 7 in all: 8, whose network obl/sort.h runs
+     * with constant column counts (the others by its generic loop, which
+     * took more instructions at 5 than the constant one at 8) */
+    size_t used = ncol;
+    if (kc == 1 && ncol > 4)
+        ncol = SHARD_COL_MAXC;
     while (m < n)
         m *= 2;
     if (!obl_mul_ok(m, 8 * ncol, &bytes))
@@ -97,8 +103,10 @@ static int shard_sort_cols(unsigned char *recs, size_t n, size_t rec_size, size_
             memcpy(&cols[kc + c - kw][i], r + 8 * c, 8);
     }
     for (size_t i = n; i < m; i++)
-        for (size_t c = 0; c < ncol; c++)
+        for (size_t c = 0; c < used; c++)
             cols[c][i] = c == kw && kc > kw ? 1 : UINT64_MAX;
+    for (size_t c = used; c < ncol; c++) /* the padding columns */
+        memset(cols[c], 0, 8 * m);
     obl_err e = obl_sort_columns(cols, ncol, kc, m, threads);
     for (size_t i = 0; e == OBL_OK && i < n; i++) {
         unsigned char *r = recs + i * rec_size;

@@ -81,14 +81,12 @@ static inline uint64_t key_eq(const unsigned char *a, const unsigned char *b, si
 }
 
 /*
- * Sorts records [shard][key words][x] by all three (x < 2^51, shard < 2^13).
- * Keys of one word are packed into two (shard, key, x in 13 + 64 + 51 bits)
- * for obl/sort.h, and unpacked after; longer keys take the network.
+ * Sorts records [shard][key word][x] by all three (x < 2^51, shard < 2^13):
+ * packed into two words (shard, key, x in 13 + 64 + 51 bits) for obl/sort.h,
+ * and unpacked after (x stays in the third word). Longer keys: rt_fp_sort.
  */
 #define RT_LO51 ((1ull << 51) - 1)
 
-/* Records [shard][key][x] of one key word, their first two words made the
- * packed key, and back (x stays in the third word). */
 static void rt_pack(unsigned char *a, size_t n, size_t rs)
 {
     for (size_t i = 0; i < n; i++) {
@@ -113,10 +111,6 @@ static void rt_unpack(unsigned char *a, size_t n, size_t rs)
 static void rt_sort_keyed(const shard_route *r, unsigned char *a, size_t n, size_t rs,
                           uint64_t *scr, size_t scr_bytes)
 {
-    if (r->kw != 1) { /* public */
-        shard_bitonic_sort_words(a, n, rs, 2 + r->kw);
-        return;
-    }
     rt_pack(a, n, rs);
     /* shard <= S < 2^13: bounded */
     shard_sort_bounded_in(a, n, rs, 2, r->threads, r->prg, &r->ac->a, scr, scr_bytes);
@@ -151,33 +145,109 @@ typedef struct rt_split {
     size_t scr_bytes;
 } rt_split;
 
-/* One-word keys: the sorted requests' packed (shard, key) and position,
- * kept for the join of this batch, which finds each key's last request
- * and every request's position there instead of sorting its own
- * (rt_slots_expand). */
-static void rt_keep_order(rt_split *t)
+/*
+ * Keys of more than one word: the requests sorted by (shard, fingerprint,
+ * position), two words of 13 + 91 + 24 bits, so that the column network
+ * sorts them as it sorts one-word keys (a sort by all key words would take
+ * the record network). The fingerprint is the shard hash h (64 bits) and
+ * the top 27 bits of a second SipHash under the map's key (of the key
+ * words and a domain word 1), a secret PRF: two distinct keys of a batch
+ * share it with probability at most B^2 2^-92 (2^-44 at B = 2^24). Equal
+ * keys share it, so a key's requests end adjacent, by position; the
+ * unpacking checks every neighbour pair with equal fingerprints for exact
+ * equality, and on a collision (a public event of that probability) the
+ * requests are sorted again by all key words (docs/shard.md, "Balancer").
+ */
+#define RT_POS24 ((1ull << 24) - 1)
+#define RT_FP_CHUNK 64 /* keys hashed at once (SipHash lanes) */
+
+/* The sort form of the records [0][key words][pos][op]...: word 0 (shard,
+ * h >> 13), key word 0 (h & 0x1fff, h2 >> 37, pos), the pos word the key's
+ * first word. r->test_fp (tests): the fingerprints zeroed, so that every
+ * two keys of a shard collide. */
+static void rt_fp_pack(rt_split *t, const unsigned char *keys)
 {
-    shard_route *r = t->r;
-    for (size_t i = 0; i < t->B; i++) {
-        const unsigned char *q = t->a + i * t->rs;
-        uint64_t s = ld64(q), k = ld64(q + 8);
-        st64(r->order + i * 24, s << 51 | k >> 13);
-        st64(r->order + i * 24 + 8, (k & 0x1fff) << 51 | 1);
-        st64(r->order + i * 24 + 16, ld64(q + 16));
+    const shard_route *r = t->r;
+    __extension__ typedef unsigned __int128 u128;
+    size_t kw = r->kw, mw = kw + 1, xo = 8 + 8 * kw;
+    uint64_t msg[RT_FP_CHUNK * (OBL_SHARD_SCAN_MAX_KEY8 / 8 + 1)], h[RT_FP_CHUNK],
+        h2[RT_FP_CHUNK];
+    int isa = obl_isa_pick();
+    uint64_t fpm = r->test_fp ? 0 : UINT64_MAX;
+    for (size_t c = 0; c < t->B; c += RT_FP_CHUNK) {
+        size_t m = t->B - c < RT_FP_CHUNK ? t->B - c : RT_FP_CHUNK;
+        for (size_t i = 0; i < m; i++) {
+            memcpy(msg + i * mw, t->a + (c + i) * t->rs + 8, 8 * kw);
+            msg[i * mw + kw] = 1;
+        }
+        obl_siphash24_many_isa(isa, r->k0, r->k1, keys + c * r->ks, r->ks, r->ks, m, h);
+        obl_siphash24_many_isa(isa, r->k0, r->k1, msg, 8 * mw, 8 * mw, m, h2);
+        for (size_t i = 0; i < m; i++) {
+            unsigned char *q = t->a + (c + i) * t->rs;
+            uint64_t s = (uint64_t)(((u128)h[i] * r->S) >> 64), f = h[i] & fpm;
+            uint64_t k0 = ld64(q + 8), pos = ld64(q + xo);
+            st64(q, s << 51 | f >> 13);
+            st64(q + 8, (f & 0x1fff) << 51 | ((h2[i] & fpm) >> 37) << 24 | pos);
+            st64(q + xo, k0);
+        }
     }
-    r->order_B = t->B;
 }
 
-/* The B requests, sorted by (shard, key, position). */
+/* Back to [shard][key words][pos]...; returns 1 if two neighbours with
+ * the same (shard, fingerprint) have different keys. */
+static uint64_t rt_fp_unpack(rt_split *t)
+{
+    size_t kw = t->r->kw, xo = 8 + 8 * kw;
+    uint64_t coll = 0, p0 = 0, p1 = 0;
+    for (size_t p = 0; p < t->B; p++) {
+        unsigned char *q = t->a + p * t->rs;
+        uint64_t w0 = ld64(q), w1 = ld64(q + 8);
+        uint64_t same = p ? obl_ct_eq64(w0, p0) & obl_ct_eq64(w1 >> 24, p1 >> 24) : 0;
+#ifdef OBL_TEST_PLANT_FP_BRANCH
+        /* tests only: the negative control of test_shard_keys' memcheck
+         * run (tests/shard/tests.cmake) branches on the fingerprints */
+        if (same)
+            __asm__ volatile("" ::: "memory");
+#endif
+        st64(q, w0 >> 51);
+        st64(q + 8, ld64(q + xo));
+        st64(q + xo, w1 & RT_POS24);
+        coll |= same & (p ? key_eq(q + 8, q + 8 - t->rs, kw) ^ 1 : 0);
+        p0 = w0;
+        p1 = w1;
+    }
+    return coll;
+}
+
+/* Longer keys' sort (above): by fingerprint, checked, and by all key
+ * words after a collision. */
+static void rt_fp_sort(rt_split *t, const unsigned char *keys)
+{
+    const shard_route *r = t->r;
+    rt_fp_pack(t, keys);
+    /* shard <= S < 2^13: bounded */
+    shard_sort_bounded_in(t->a, t->B, t->rs, 2, r->threads, r->prg, &r->ac->a, t->scr,
+                          t->scr_bytes);
+    uint64_t coll = rt_fp_unpack(t);
+    /* LEAK: a fingerprint collision of two keys of the batch under the
+     * map's secret PRF (probability <= 2^-44); test_fp 2 (tests, the
+     * negative control) ignores it */
+    if (OBL_DECLASSIFY_VAL(coll) && r->test_fp != 2) /* public */
+        shard_bitonic_sort_words(t->a, t->B, t->rs, 2 + r->kw);
+}
+
+/* The B requests, sorted by (shard, key, position); for keys of more than
+ * one word by (shard, fingerprint, position), equal keys adjacent. */
 static void rt_fill(rt_split *t, const uint64_t *ops, const unsigned char *keys,
                     const unsigned char *vin)
 {
     const shard_route *r = t->r;
+    int fp = r->kw > 1; /* public */
     for (size_t i = 0; i < t->B; i++) {
         unsigned char *q = t->a + i * t->rs;
         const unsigned char *k = keys + i * r->ks;
         memset(q, 0, t->rs); /* the arena holds the last batch's records */
-        st64(q, shard_route_shard_of(r, k));
+        st64(q, fp ? 0 : shard_route_shard_of(r, k));
         memcpy(q + 8, k, r->ks);
         st64(q + 8 + 8 * r->kw, i);
         uint64_t op = ops ? ops[i] : 0; /* NULL: a get batch */
@@ -185,19 +255,23 @@ static void rt_fill(rt_split *t, const uint64_t *ops, const unsigned char *keys,
         if (vin)
             memcpy(q + t->vo, vin + i * r->vs, r->vs);
     }
-    rt_sort_keyed(r, t->a, t->B, t->rs, t->scr, t->scr_bytes);
-    if (r->kw == 1) /* public */
-        rt_keep_order(t);
+    if (fp)
+        rt_fp_sort(t, keys);
+    else
+        rt_sort_keyed(r, t->a, t->B, t->rs, t->scr, t->scr_bytes);
 }
 
 /* Each record gets its key's last write so far (op and value); the last
  * record of a key, its representative (rep[p] = 1), keeps its shard and
  * its position, the others move past the last shard, all with one first
  * word, so that the representatives compacted to the front leave the B
- * records sorted. */
+ * records sorted. The order of the requests is kept for the join of this
+ * batch (r->order: position << 1 | representative), which finds each
+ * key's last request and every request's position there instead of
+ * sorting its own (rt_slots_expand). */
 static void rt_dedupe(rt_split *t, unsigned char *cval, uint8_t *rep)
 {
-    const shard_route *r = t->r;
+    shard_route *r = t->r;
     size_t kw1 = 1 + r->kw, vb = t->vo < t->rs ? r->vs8 : 0;
     uint64_t cop = 0;
     for (size_t p = 0; p < t->B; p++) {
@@ -215,9 +289,11 @@ static void rt_dedupe(rt_split *t, unsigned char *cval, uint8_t *rep)
     for (size_t p = 0; p < t->B; p++) {
         unsigned char *q = t->a + p * t->rs;
         uint64_t last = p + 1 < t->B ? key_eq(q, q + t->rs, kw1) ^ 1 : 1;
+        st64(r->order + 8 * p, ld64(q + 8 + 8 * r->kw) << 1 | last);
         st64(q, obl_ct_select64(last, ld64(q) << 33 | (uint64_t)p, (uint64_t)r->S << 33));
         rep[p] = (uint8_t)last;
     }
+    r->order_B = t->B;
 }
 
 /* A record above every other (the merge's pads): kept by no shard. */
@@ -357,21 +433,22 @@ obl_err shard_route_split(shard_route *r, size_t B, size_t b, const uint64_t *op
     t.vo = 8 * (3 + r->kw);
     t.rs = t.vo + (vin ? r->vs8 : 0);
     size_t bytes;
-    if (L > (SIZE_MAX >> 2) || !obl_mul_ok(t.n, t.rs, &bytes))
+    if (L > (SIZE_MAX >> 2) || !obl_mul_ok(t.n, t.rs, &bytes) ||
+        (r->kw > 1 && B > RT_POS24 + 1)) /* rt_fp_pack's 24 position bits */
         return OBL_ERR_TOO_LARGE;
     unsigned char *none;
     t.a = rt_arena_scr(r, bytes, B, &t.scr, &t.scr_bytes, 0, &none);
     r->order_B = 0;
-    if (r->kw == 1 && r->order_bytes < 24 * B) { /* public; B < SIZE_MAX / 96 here */
+    if (r->order_bytes < 8 * B) { /* public; B < SIZE_MAX / 32 here */
         obl_free(r->ac, r->order, r->order_bytes);
         r->order_bytes = 0;
-        r->order = (unsigned char *)obl_alloc(r->ac, 24 * B, 64);
-        r->order_bytes = r->order ? 24 * B : 0;
+        r->order = (unsigned char *)obl_alloc(r->ac, 8 * B, 64);
+        r->order_bytes = r->order ? 8 * B : 0;
     }
     unsigned char *cval = (unsigned char *)obl_alloc(r->ac, r->vs8, 64);
     uint8_t *kept = (uint8_t *)obl_alloc(r->ac, t.n, 64);
     obl_err e = OBL_OK;
-    if (!t.a || !cval || !kept || (r->kw == 1 && !r->order)) {
+    if (!t.a || !cval || !kept || !r->order) {
         e = OBL_ERR_NOMEM;
         goto done;
     }
@@ -555,13 +632,8 @@ static obl_err rt_slots_expand(rt_slots *t, unsigned char *cval)
 {
     const shard_route *r = t->r;
     const unsigned char *o = r->order;
-    for (size_t i = 0; i < t->B; i++) {
-        uint64_t same = i + 1 < t->B ? obl_ct_eq64(ld64(o + i * 24), ld64(o + i * 24 + 24)) &
-                                           obl_ct_eq64(ld64(o + i * 24 + 8) >> 51,
-                                                       ld64(o + i * 24 + 32) >> 51)
-                                     : 0;
-        t->flag[i] = (uint8_t)(same ^ 1);
-    }
+    for (size_t i = 0; i < t->B; i++)
+        t->flag[i] = (uint8_t)(ld64(o + 8 * i) & 1);
     for (size_t j = t->sb; j < t->n; j++) /* B > S b: never, b >= B / S */
         memset(t->a + j * t->ar, 0, t->ar);
     obl_sort_params sp = rt_params(r, t->ar, 8, t->B);
@@ -570,7 +642,7 @@ static obl_err rt_slots_expand(rt_slots *t, unsigned char *cval)
         unsigned char *q = t->a + i * t->ar;
         obl_ct_cmov(t->flag[i], cval, q, t->ar);
         memcpy(q, cval, t->ar);
-        st64(q, ld64(o + i * 24 + 16) << 1 | (ld64(cval) & 1));
+        st64(q, (ld64(o + 8 * i) & ~1ull) | (ld64(cval) & 1));
     }
     return e;
 }
@@ -588,7 +660,7 @@ static void rt_out_sorted(const shard_route *r, unsigned char *a, size_t B, size
     }
 }
 
-/* The join of one-word keys (above). */
+/* The join (above). */
 static obl_err rt_join_slots(shard_route *r, size_t B, size_t b, const shard_bufs *in,
                              unsigned char *vout, uint64_t *found)
 {
@@ -607,7 +679,8 @@ static obl_err rt_join_slots(shard_route *r, size_t B, size_t b, const shard_buf
     if (e == OBL_OK) /* public: the engine's contract */
         e = in->akeys == in->keys ? rt_slots_inorder(&t, in)
             : in->aidx            ? rt_slots_indexed(&t, in)
-                                  : rt_slots_keyed(&t, in);
+            : r->kw == 1          ? rt_slots_keyed(&t, in)
+                                  : OBL_ERR_INVALID_ARG; /* rt_fp_sort's slot order */
     if (e == OBL_OK)
         e = rt_slots_expand(&t, cval);
     if (e == OBL_OK)
@@ -616,137 +689,12 @@ static obl_err rt_join_slots(shard_route *r, size_t B, size_t b, const shard_buf
     return e;
 }
 
-/* Join records of longer keys: [shard][key words][type][pos][found][value];
- * type 0 is a shard's answer, 1 a request. The join's 2L records (L =
- * max(B, S b)): the requests in [0, L), the answers in [L, 2L), each part
- * padded with records that sort after every other and join nothing. */
-typedef struct rt_join {
-    const shard_route *r;
-    size_t B, b, n, rs, to; /* type word offset */
-    size_t L;
-    unsigned char *a;
-    uint64_t *scr;          /* the column sorts' buffer, for B records */
-    size_t scr_bytes;
-} rt_join;
-
-/* A pad: a shard above every other, type 0. */
-static void rt_join_pad(const rt_join *t, unsigned char *q)
-{
-    memset(q, 0, t->rs);
-    st64(q, t->r->S + 1);
-}
-
-/* The answers in [L, L + S b), then pads; a dummy's answer has a shard
- * past the last and joins nothing. */
-static void rt_join_answers(rt_join *t, const shard_bufs *in)
-{
-    const shard_route *r = t->r;
-    size_t sb = (size_t)r->S * t->b;
-    unsigned char *a = t->a + t->L * t->rs;
-    for (size_t j = 0; j < sb; j++) {
-        unsigned char *q = a + j * t->rs;
-        memset(q, 0, t->rs);
-        memcpy(q + 8, in->akeys + j * r->ks, r->ks);
-        st64(q, obl_ct_select64(in->adummy[j] & 1, r->S, j / t->b));
-        st64(q + t->to + 16, in->found[j] & 1);
-        memcpy(q + t->to + 24, in->vout + j * r->vs, r->vs);
-    }
-    for (size_t j = sb; j < t->L; j++)
-        rt_join_pad(t, a + j * t->rs);
-}
-
-/* The requests in [0, L): pads, then the requests. */
-static void rt_join_requests(rt_join *t, const unsigned char *keys)
-{
-    const shard_route *r = t->r;
-    for (size_t j = 0; j < t->L - t->B; j++)
-        rt_join_pad(t, t->a + j * t->rs);
-    for (size_t i = 0; i < t->B; i++) {
-        unsigned char *q = t->a + (t->L - t->B + i) * t->rs;
-        memset(q, 0, t->rs);
-        st64(q, shard_route_shard_of(r, keys + i * r->ks));
-        memcpy(q + 8, keys + i * r->ks, r->ks);
-        st64(q + t->to, 1);
-        st64(q + t->to + 8, i);
-    }
-}
-
-/* Each request takes the answer that precedes it in its (shard, key)
- * group; keep[p]: record p is a request. */
-static void rt_join_carry(rt_join *t, unsigned char *cval, uint8_t *keep)
-{
-    const shard_route *r = t->r;
-    uint64_t cfound = 0, prev = UINT64_MAX; /* the previous shard word, overwritten below */
-    for (size_t p = 0; p < t->n; p++) {
-        unsigned char *q = t->a + p * t->rs;
-        uint64_t w0 = ld64(q);
-        uint64_t same = p ? obl_ct_eq64(w0, prev) & key_eq(q + 8, q + 8 - t->rs, r->kw) : 0;
-        prev = w0;
-        uint64_t req = obl_ct_eq64(ld64(q + t->to), 1);
-        cfound = obl_ct_select64(req, obl_ct_select64(same, cfound, 0), ld64(q + t->to + 16));
-        obl_ct_czero(req & (same ^ 1), cval, r->vs8);
-        obl_ct_cmov(req ^ 1, cval, q + t->to + 24, r->vs8);
-        st64(q + t->to + 16, cfound);
-        memcpy(q + t->to + 24, cval, r->vs8);
-        st64(q, obl_ct_select64(req, ld64(q + t->to + 8), 1ull << 63 | (uint64_t)p));
-        keep[p] = (uint8_t)req;
-    }
-}
-
-/* The requests back into batch order. Every record, in place, becomes a
- * slim record: a request's position and found flag in one word (any other
- * record a word past every request's), then the value. The requests are
- * compacted to the front (ORCompact) and the B of them sorted by that
- * word. In place: slim record p (os < rs bytes) ends before record p + 1
- * starts. keep[p]: record p is a request. */
-static void rt_join_out(rt_join *t, const uint8_t *keep, unsigned char *vout,
-                        uint64_t *found)
-{
-    const shard_route *r = t->r;
-    size_t os = 8 + r->vs8;
-    for (size_t p = 0; p < t->n; p++) {
-        const unsigned char *q = t->a + p * t->rs;
-        unsigned char *o = t->a + p * os;
-        uint64_t req = obl_ct_eq64(ld64(q + t->to), 1), f = ld64(q + t->to + 16) & 1;
-        uint64_t w = obl_ct_select64(req, ld64(q) << 1 | f, 1ull << 63 | (uint64_t)p);
-        memmove(o + 8, q + t->to + 24, r->vs8);
-        st64(o, w);
-    }
-    rt_keep(r, t->a, t->n, os, keep);
-    rt_out_sorted(r, t->a, t->B, os, t->scr, t->scr_bytes, vout, found);
-}
-
 /* see shard_internal.h */
 obl_err shard_route_join(shard_route *r, size_t B, size_t b, const unsigned char *keys,
                          const shard_bufs *in, unsigned char *vout, uint64_t *found)
 {
-    if (r->kw == 1) { /* public */
-        if (r->order_B != B) /* public: no split of this batch before */
-            return OBL_ERR_INVALID_ARG;
-        return rt_join_slots(r, B, b, in, vout, found);
-    }
-    size_t sb = (size_t)r->S * b, L = B > sb ? B : sb;
-    rt_join t = {r, B, b, 2 * L, 0, 8 * (1 + r->kw), L, NULL, NULL, 0};
-    t.rs = t.to + 24 + r->vs8;
-    size_t bytes;
-    if (L > (SIZE_MAX >> 2) || !obl_mul_ok(t.n, t.rs, &bytes))
-        return OBL_ERR_TOO_LARGE;
-    unsigned char *none;
-    t.a = rt_arena_scr(r, bytes, B, &t.scr, &t.scr_bytes, 0, &none);
-    unsigned char *cval = (unsigned char *)obl_alloc(r->ac, r->vs8, 64);
-    uint8_t *keep = (uint8_t *)obl_alloc(r->ac, t.n, 64);
-    obl_err e = OBL_OK;
-    if (!t.a || !cval || !keep) {
-        e = OBL_ERR_NOMEM;
-        goto done;
-    }
-    rt_join_requests(&t, keys);
-    rt_join_answers(&t, in);
-    shard_bitonic_sort_words(t.a, t.n, t.rs, 2 + r->kw);
-    rt_join_carry(&t, cval, keep);
-    rt_join_out(&t, keep, vout, found);
-done:
-    obl_free(r->ac, cval, r->vs8);
-    obl_free(r->ac, keep, t.n);
-    return e;
+    (void)keys; /* the split kept the requests' order (r->order) */
+    if (r->order_B != B) /* public: no split of this batch before */
+        return OBL_ERR_INVALID_ARG;
+    return rt_join_slots(r, B, b, in, vout, found);
 }

@@ -422,7 +422,8 @@ static obl_err sc_work_alloc(sc_work *w)
     size_t m = 1;
     while (m < w->n0)
         m *= 2;
-    if (!obl_mul_ok(m, w->rs, &sz[7])) /* the table sort's columns */
+    /* the table sort's columns, 8 for records of 5 to 7 words (bitonic.c) */
+    if (!obl_mul_ok(m, w->rs > 32 ? 64 : w->rs, &sz[7]))
         return OBL_ERR_TOO_LARGE;
     for (size_t i = 0; i < SC_PARTS; i++) {
         size_t r = (sz[i] + 63) & ~(size_t)63;
@@ -563,24 +564,32 @@ static void sc_probe(const sc_work *w, size_t j, uint64_t x)
     s->valid[j] = (uint8_t)(valid & (erase ^ 1));
 }
 
+/* Where key word k of scan slot q lies in w->skey: the slots in groups of
+ * G (8 for the wide form, else 4; zp is a multiple of G), each group's
+ * words transposed (word k of its slot j at G k + j), so that a probe
+ * loads word k of G slots as one vector; with one key word slot q's key is
+ * at q. Public. */
+static inline size_t sc_skey_at(const sc_work *w, size_t q, size_t k)
+{
+    size_t G = w->wide ? 8 : 4;
+    return (q & ~(G - 1)) * w->s->kw + k * G + (q & (G - 1));
+}
+
 /* The read scan's slot arrays from the table: slot zz of bucket x at
- * x * zp + zz, its key words and a mask, all ones for a live request (not
- * a dummy or a filler); the pad slots (zz >= z) are dead. */
+ * x * zp + zz, its key words (sc_skey_at) and a mask, all ones for a live
+ * request (not a dummy or a filler); the pad slots (zz >= z) are dead. */
 static void sc_slot_arrays(sc_work *w)
 {
     size_t kw = w->s->kw;
     for (size_t x = 0; x < w->nb; x++) {
         for (size_t zz = 0; zz < w->zp; zz++) {
             size_t q = x * w->zp + zz;
-            if (zz >= w->z) { /* public */
-                w->slive[q] = 0;
-                memset(w->skey + q * kw, 0, 8 * kw);
-                continue;
-            }
-            const unsigned char *r = w->tab + (x * w->z + zz) * w->rs;
-            uint64_t dead = obl_ct_nonzero64(ld64(r) & (SC_DUMMY | SC_FILLER));
+            int pad = zz >= w->z; /* public */
+            const unsigned char *r = w->tab + (x * w->z + (pad ? 0 : zz)) * w->rs;
+            uint64_t dead = pad ? 1 : obl_ct_nonzero64(ld64(r) & (SC_DUMMY | SC_FILLER));
             w->slive[q] = obl_ct_mask(dead ^ 1);
-            memcpy(w->skey + q * kw, r + 8, 8 * kw);
+            for (size_t k = 0; k < kw; k++)
+                w->skey[sc_skey_at(w, q, k)] = pad ? 0 : ld64(r + 8 + 8 * k);
         }
     }
 }
@@ -608,8 +617,9 @@ static inline void sc_read_chunk(const sc_work *w, const sc_stage *st, size_t ne
 {
     for (size_t zz = 0; zz < w->z; zz++) {
         size_t q = x * w->zp + zz;
-        const uint64_t *sk = w->skey + q * kw;
-        uint64_t acc[SC_MAX_OW];
+        uint64_t sk[OBL_SHARD_SCAN_MAX_KEY8 / 8], acc[SC_MAX_OW];
+        for (size_t k = 0; k < kw; k++)
+            sk[k] = w->skey[sc_skey_at(w, q, k)];
         memcpy(acc, oval + q * ow, 8 * ow);
         for (size_t i = 0; i < ne; i++) {
             uint64_t d = 0;
@@ -627,26 +637,33 @@ static inline void sc_read_chunk(const sc_work *w, const sc_stage *st, size_t ne
 /* Lane j of m in every lane. */
 #define SC_LANE(m, j) _mm256_permute4x64_epi64((m), (j) * 0x55)
 
-/* sc_read_chunk for one key word and ow = 4 or 8, four slots at a time:
- * one compare of an entry's key with four slot keys, then each slot's
+/* sc_read_chunk for ow = 4 or 8, four slots at a time: one compare of an
+ * entry's key with four slot keys (per key word, ANDed), then each slot's
  * lane of the match mask ANDed with the entry's value and ORed into that
  * slot's accumulator (no blends, no masked memory operands). nv = ow / 4
- * is a constant at the calls, so that the accumulators stay in registers. */
+ * and kw are constants at the calls that matter, so that the accumulators
+ * stay in registers. */
 __attribute__((target("avx2"), always_inline)) static inline void
 sc_read_chunk_avx2_nv(const sc_work *w, const sc_stage *st, size_t ne, size_t x, uint64_t *oval,
-                      size_t nv)
+                      size_t nv, size_t kw)
 {
     const size_t ow = 4 * nv;
     for (size_t g = 0; g < w->zp; g += 4) {
         size_t q = x * w->zp + g;
-        __m256i sk = _mm256_loadu_si256((const void *)(w->skey + q));
+        __m256i sk[OBL_SHARD_SCAN_MAX_KEY8 / 8];
+        for (size_t k = 0; k < kw; k++)
+            sk[k] = _mm256_loadu_si256((const void *)(w->skey + q * kw + 4 * k));
         __m256i a[4][2];
         for (int j = 0; j < 4; j++)
             for (size_t v = 0; v < 2; v++)
                 a[j][v] = v < nv ? _mm256_loadu_si256((const void *)(oval + (q + j) * ow + 4 * v))
                                  : _mm256_setzero_si256();
         for (size_t i = 0; i < ne; i++) {
-            __m256i m = _mm256_cmpeq_epi64(_mm256_set1_epi64x((long long)st->key[i]), sk);
+            const uint64_t *key = st->key + i * kw;
+            __m256i m = _mm256_cmpeq_epi64(_mm256_set1_epi64x((long long)key[0]), sk[0]);
+            for (size_t k = 1; k < kw; k++)
+                m = _mm256_and_si256(
+                    m, _mm256_cmpeq_epi64(_mm256_set1_epi64x((long long)key[k]), sk[k]));
             __m256i v0 = _mm256_loadu_si256((const void *)(st->val + i * ow));
             __m256i v1 = nv > 1 ? _mm256_loadu_si256((const void *)(st->val + i * ow + 4)) : v0;
             __m256i m0 = SC_LANE(m, 0), m1 = SC_LANE(m, 1), m2 = SC_LANE(m, 2),
@@ -670,27 +687,48 @@ __attribute__((target("avx2"))) static void sc_read_chunk_avx2(const sc_work *w,
                                                                const sc_stage *st, size_t ne,
                                                                size_t x, uint64_t *oval)
 {
-    if (w->ow == 8) /* public */
-        sc_read_chunk_avx2_nv(w, st, ne, x, oval, 2);
+    size_t kw = w->s->kw;
+    if (w->ow == 8 && kw == 1) /* public */
+        sc_read_chunk_avx2_nv(w, st, ne, x, oval, 2, 1);
+    else if (w->ow == 8 && kw == 4)
+        sc_read_chunk_avx2_nv(w, st, ne, x, oval, 2, 4);
+    else if (w->ow == 8)
+        sc_read_chunk_avx2_nv(w, st, ne, x, oval, 2, kw);
+    else if (kw == 1)
+        sc_read_chunk_avx2_nv(w, st, ne, x, oval, 1, 1);
     else
-        sc_read_chunk_avx2_nv(w, st, ne, x, oval, 1);
+        sc_read_chunk_avx2_nv(w, st, ne, x, oval, 1, kw);
 }
 
-/* Eight slots (keys sk8) against ne staged entries, on the group's block of
- * 8 * ow words held transposed (word k of slot j at blk[8 k + j]; sc_word
- * reads them so): per entry one compare of its key with the eight slot
- * keys, the match bits widened to lanes (vpmovm2q), then per word one
+/* Eight slots (key words sk8, transposed: word k of slot j at sk8[8 k +
+ * j]) against ne staged entries, on the group's block of 8 * ow words held
+ * transposed (word k of slot j at blk[8 k + j]; sc_word reads them so):
+ * per entry one compare of its key with the eight slot keys (longer keys:
+ * the words' differences ORed by ternary-logic ops, then one test for
+ * zero), the match bits widened to lanes (vpmovm2q), then per word one
  * ternary-logic op, acc |= broadcast(word) & match. The mask never meets
  * a memory operand (the masked-operand audit, tests/ct/masked_ops.sh). */
 __attribute__((target("avx512f,avx512dq"), always_inline)) static inline void
 sc_read_group_avx512(const uint64_t *sk8, const sc_stage *st, size_t ne, uint64_t *blk,
-                     size_t ow)
+                     size_t ow, size_t kw)
 {
-    __m512i sk = _mm512_loadu_si512((const void *)sk8), a[8];
+    __m512i sk[OBL_SHARD_SCAN_MAX_KEY8 / 8], a[8];
+    for (size_t k = 0; k < kw; k++)
+        sk[k] = _mm512_loadu_si512((const void *)(sk8 + 8 * k));
     for (size_t k = 0; k < ow; k++)
         a[k] = _mm512_loadu_si512((const void *)(blk + 8 * k));
     for (size_t i = 0; i < ne; i++) {
-        __mmask8 km = _mm512_cmpeq_epi64_mask(_mm512_set1_epi64((long long)st->key[i]), sk);
+        const uint64_t *key = st->key + i * kw;
+        __mmask8 km;
+        if (kw == 1) {
+            km = _mm512_cmpeq_epi64_mask(_mm512_set1_epi64((long long)key[0]), sk[0]);
+        } else {
+            __m512i d = _mm512_xor_si512(_mm512_set1_epi64((long long)key[0]), sk[0]);
+            for (size_t k = 1; k < kw; k++) /* 0xF6: a | (b ^ c) */
+                d = _mm512_ternarylogic_epi64(d, _mm512_set1_epi64((long long)key[k]), sk[k],
+                                              0xF6);
+            km = _mm512_testn_epi64_mask(d, d);
+        }
         __m512i m = _mm512_movm_epi64(km);
         const uint64_t *v = st->val + i * ow;
         for (size_t k = 0; k < ow; k++) /* 0xF8: a | (b & c) */
@@ -700,18 +738,33 @@ sc_read_group_avx512(const uint64_t *sk8, const sc_stage *st, size_t ne, uint64_
         _mm512_storeu_si512((void *)(blk + 8 * k), a[k]);
 }
 
-/* sc_read_chunk for one key word and ow = 4 or 8, eight slots at a time
- * (zp a multiple of 8), on the transposed blocks of sc_read_group_avx512. */
+/* sc_read_chunk for ow <= 8 (the value's words and the found flag, not
+ * padded), eight slots at a time (zp a multiple of 8), on the transposed
+ * blocks of sc_read_group_avx512. The common sizes get constant kw and ow
+ * (8/56, 8/48, 8/8, 16- and 32-byte keys with 32-byte values). */
 __attribute__((target("avx512f,avx512dq"))) static void
 sc_read_chunk_avx512(const sc_work *w, const sc_stage *st, size_t ne, size_t x, uint64_t *oval)
 {
-    for (size_t g = 0; g < w->zp; g += 8) {
-        size_t q = x * w->zp + g;
-        if (w->ow == 8) /* public */
-            sc_read_group_avx512(w->skey + q, st, ne, oval + q * 8, 8);
-        else
-            sc_read_group_avx512(w->skey + q, st, ne, oval + q * 4, 4);
+    size_t kw = w->s->kw, ow = w->ow;
+#define SC_GROUPS(KW, OW)                                                                   \
+    for (size_t g = 0; g < w->zp; g += 8) {                                                 \
+        size_t q = x * w->zp + g;                                                           \
+        sc_read_group_avx512(w->skey + q * (KW), st, ne, oval + q * (OW), (OW), (KW));      \
     }
+    if (kw == 1 && ow == 8) { /* public */
+        SC_GROUPS(1, 8)
+    } else if (kw == 1 && ow == 7) {
+        SC_GROUPS(1, 7)
+    } else if (kw == 1 && ow == 2) {
+        SC_GROUPS(1, 2)
+    } else if (kw == 4 && ow == 5) {
+        SC_GROUPS(4, 5)
+    } else if (kw == 2 && ow == 5) {
+        SC_GROUPS(2, 5)
+    } else {
+        SC_GROUPS(kw, ow)
+    }
+#undef SC_GROUPS
 }
 #endif
 
@@ -742,6 +795,8 @@ static void sc_read_run(const sc_work *w, sc_stage *st, size_t k, size_t ne, siz
         uint64_t valid = obl_ct_mask(s->valid[at] & 1);
         if (kw == 1 && vw == 7 && ow == 8) /* public: 8/56, constant sizes */
             sc_stage_one(st, i, s->ent + at * s->esz, valid, 1, 7, 8);
+        else if (kw == 4 && vw == 4 && ow == 5) /* 32/32 in the AVX-512 form */
+            sc_stage_one(st, i, s->ent + at * s->esz, valid, 4, 4, 5);
         else
             sc_stage_one(st, i, s->ent + at * s->esz, valid, kw, vw, ow);
     }
@@ -750,7 +805,7 @@ static void sc_read_run(const sc_work *w, sc_stage *st, size_t k, size_t ne, siz
         sc_read_chunk_avx512(w, st, ne, x, oval);
         return;
     }
-    if (s->isa >= OBL_ISA_AVX2 && kw == 1 && ow <= 8) { /* public */
+    if (s->isa >= OBL_ISA_AVX2 && ow <= 8) { /* public */
         sc_read_chunk_avx2(w, st, ne, x, oval);
         return;
     }
@@ -865,18 +920,19 @@ static obl_err sc_route_back(sc_work *w)
     return OBL_OK;
 }
 
-/* The answers in table order, with their keys: the b request slots (the
- * rest are fillers) compacted to the front (ORCompact, O(T log T) moves,
- * where the sort into request order needs O(T log^2 T)); for a caller
- * that takes the answers in any order (shard_batch.akeys). Records:
- * order word (for shard_keep_first's sort form; dummy and found flags in
- * bits 62 and 61, as the kept records may come in any order; the request's
- * index in bits 32..59), key words, value. */
+/* The answers in table order: the b request slots (the rest are fillers)
+ * compacted to the front (ORCompact, O(T log T) moves, where the sort into
+ * request order needs O(T log^2 T)); for a caller that takes the answers
+ * in any order (shard_batch.akeys). Records: order word (for
+ * shard_keep_first's sort form; dummy and found flags in bits 62 and 61,
+ * as the kept records may come in any order; the request's index in bits
+ * 32..59), the key words unless the caller takes the indices (aidx), the
+ * value. */
 static obl_err sc_answer_any(sc_work *w)
 {
     shard_scan *s = w->s;
     const shard_batch *bt = w->bt;
-    size_t kw = s->kw, rs = 8 + 8 * kw + s->vs8;
+    size_t kb = bt->aidx ? 0 : 8 * s->kw, rs = 8 + kb + s->vs8; /* public */
     unsigned char *r = w->out;
     uint8_t *keep = w->out + w->T * rs;
     for (size_t p = 0, o = 0, zz = 0; p < w->T; p++, sc_oslot_next(w, &o, &zz)) {
@@ -887,20 +943,21 @@ static obl_err sc_answer_any(sc_work *w)
         /* the request's index in bits 32..59, for shard_batch.aidx */
         st64(q, obl_ct_select64(real, (meta & SC_IDX) << 32 | p, 1ull << 63 | (uint64_t)p) |
                     flags);
-        memcpy(q + 8, t + 8, 8 * kw);
-        sc_value(w, o, q + 8 + 8 * kw);
+        memcpy(q + 8, t + 8, kb);
+        sc_value(w, o, q + 8 + kb);
         keep[p] = (uint8_t)real;
     }
     shard_keep_first(r, w->T, rs, keep, w->parts, &s->prg, &s->ac.a);
     for (size_t i = 0; i < bt->b; i++) { /* every request holds a slot */
         const unsigned char *q = r + i * rs;
         uint64_t o = ld64(q);
-        memcpy(bt->akeys + i * s->ks, q + 8, s->ks);
-        bt->adummy[i] = (o >> 62) & 1;
-        bt->found[i] = (o >> 61) & 1;
         if (bt->aidx) /* public */
             bt->aidx[i] = (o >> 32) & SC_IDX;
-        memcpy(bt->vout + i * s->vs, q + 8 + 8 * kw, s->vs);
+        else
+            memcpy(bt->akeys + i * s->ks, q + 8, s->ks);
+        bt->adummy[i] = (o >> 62) & 1;
+        bt->found[i] = (o >> 61) & 1;
+        memcpy(bt->vout + i * s->vs, q + 8 + kb, s->vs);
     }
     return OBL_OK;
 }
@@ -1004,8 +1061,8 @@ obl_err shard_scan_begin(shard_scan *s, const shard_batch *bt, obl_pool *pool, u
     w->T = w->nb * w->z;
     w->sh = w->nb <= s->nsb ? s->lgsb - sc_lg(w->nb) : 0;
     w->span = ((size_t)1 << w->sh) * s->C;
-    w->ow = (s->vs8 / 8 + 1 + 3) & ~(size_t)3;
-    w->wide = s->isa >= OBL_ISA_AVX512 && s->kw == 1 && w->ow <= 8; /* public */
+    w->wide = s->isa >= OBL_ISA_AVX512 && s->vs8 / 8 + 1 <= 8; /* public */
+    w->ow = w->wide ? s->vs8 / 8 + 1 : (s->vs8 / 8 + 1 + 3) & ~(size_t)3;
     w->zp = w->wide ? (w->z + 7) & ~(size_t)7 : (w->z + 3) & ~(size_t)3;
     w->n0 = bt->b + w->T;
     w->rs = 8 + 8 * s->kw + (w->writes ? s->vs8 : 0);

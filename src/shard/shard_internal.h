@@ -36,7 +36,8 @@ typedef struct shard_batch {
     /* NULL: answer i is request i's. Else (the scan engine) the b answers
      * may come in any order: answer i is that of key akeys[i], a dummy's
      * if adummy[i] = 1 (b * key_size bytes, b words; secret). With akeys,
-     * aidx (if not NULL) gets answer i's request index (b words; secret). */
+     * aidx (if not NULL) gets answer i's request index instead of its key
+     * (b words; secret; akeys is then not written). */
     unsigned char *akeys;
     uint64_t *adummy;
     uint64_t *aidx;
@@ -130,9 +131,11 @@ typedef struct shard_route {
     unsigned threads;       /* threads the sorts may use */
     unsigned char *arena;   /* the split's and the join's records, kept from */
     size_t arena_bytes;     /* batch to batch (shard_route_release) */
-    unsigned char *order;   /* one-word keys: the split's requests in (shard, */
-    size_t order_bytes;     /* key) order, packed key and position, kept */
-    size_t order_B;         /* for the join of the same batch (B of them) */
+    unsigned char *order;   /* the split's requests in its sorted order: */
+    size_t order_bytes;     /* position << 1 | last of its key, kept for */
+    size_t order_B;         /* the join of the same batch (B of them) */
+    int test_fp;            /* tests: 1 zeroes the split's fingerprints of
+                             * longer keys, 2 also ignores their collisions */
 } shard_route;
 
 /* b: the least n with P[Bin(B, 1/S) > n] <= 2^-lambda (B when S = 1),
@@ -176,10 +179,12 @@ obl_err shard_deal_pairs(const shard_deal_env *v, const unsigned char *keys,
 obl_err shard_route_split(shard_route *r, size_t B, size_t b, const uint64_t *ops,
                           const unsigned char *keys, const unsigned char *vin, shard_bufs *out);
 
-/* Backward: the shards' answers (in: adummy, akeys, found, vout) to the B
- * requests (the same keys as the split), duplicates included. It must
- * follow the split of the same batch on r: it takes the requests' order
- * from it (one-word keys). */
+/* Backward: the shards' answers (in: adummy, akeys, found, vout; answers
+ * in any order need their request indices, aidx, for keys over 8 bytes) to
+ * the B requests (the same keys as the split), duplicates included. It
+ * must follow the split of the same batch on r: it takes the requests'
+ * order from it. Errors: INVALID_ARG (no split of B before), NOMEM,
+ * TOO_LARGE. */
 obl_err shard_route_join(shard_route *r, size_t B, size_t b, const unsigned char *keys,
                          const shard_bufs *in, unsigned char *vout, uint64_t *found);
 

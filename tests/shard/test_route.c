@@ -8,8 +8,14 @@
  * garbage in the dummies' answers), joined, and every request's answer
  * checked. A negative control swaps two answers' keys or indices (the join
  * must then answer wrongly, and the check must see it).
- * Trace equality: two batches of the same size and different keys give
- * the same trace of split and join; two different S b give different ones.
+ * Keys of 8 and 32 bytes (those share every word but the last in groups
+ * of four); every split is checked to send each distinct key once to its
+ * shard. Longer keys' fingerprints zeroed (shard_route.test_fp 1): the
+ * split's exact check must see the collisions and sort by all key words;
+ * its control (test_fp 2, collisions ignored) must send a key twice.
+ * Trace equality: two batches of the same size and different keys
+ * (duplicates, all in one shard) give the same trace of split and join;
+ * two different S b give different ones.
  * With --ct the keys and answers are secret for memcheck.
  */
 #include "common/secret.h"
@@ -17,8 +23,29 @@
 #include "shard/shard_internal.h"
 #include "testutil.h"
 
-#define KS 8
+#define MAXKS 32
 #define VS 56
+
+/* The key bytes of the running test (8 or 32). */
+static size_t KS = 8;
+
+/* Key id's KS bytes: one word, the id; or every word but the last shared
+ * by the ids of a group of four, the last the id. */
+static void key_of(uint64_t id, unsigned char *out)
+{
+    for (size_t j = 0; j + 1 < KS / 8; j++) {
+        uint64_t w = (id >> 2) * 0x9E3779B97F4A7C15ull + j;
+        memcpy(out + 8 * j, &w, 8);
+    }
+    memcpy(out + KS - 8, &id, 8);
+}
+
+static uint64_t id_of(const unsigned char *key)
+{
+    uint64_t id;
+    memcpy(&id, key + KS - 8, 8);
+    return id;
+}
 
 /* The sanitizers' build (-O0): batches up to 1000. */
 #if defined(__SANITIZE_ADDRESS__)
@@ -51,7 +78,7 @@ static void route_init(route *x, unsigned S, unsigned threads, uint64_t seed)
     x->r.k1 = obl_prg_u64(&x->g);
     x->r.S = S;
     x->r.ks = KS;
-    x->r.kw = 1;
+    x->r.kw = KS / 8;
     x->r.vs = VS;
     x->r.vs8 = (VS + 7) & ~(size_t)7;
     x->r.ac = &x->ac;
@@ -80,10 +107,9 @@ static void engine(test_rng *rng, const shard_bufs *bf, size_t S, size_t b, int 
         }
         for (size_t i = 0; i < b; i++) {
             size_t from = s * b + i, to = s * b + perm[i];
-            uint64_t k, d = bf->dummy[from] & 1;
-            memcpy(&k, bf->keys + from * KS, KS);
+            uint64_t k = id_of(bf->keys + from * KS), d = bf->dummy[from] & 1;
             if (keyed) {
-                memcpy(bf->akeys + to * KS, &k, KS);
+                memcpy(bf->akeys + to * KS, bf->keys + from * KS, KS);
                 bf->adummy[to] = d;
             }
             if (keyed == ANS_INDEXED)
@@ -125,7 +151,7 @@ static int corrupt(const shard_bufs *bf, size_t S, size_t b, int keyed)
                         bf->aidx[j] = x;
                         return 1;
                     }
-                    unsigned char t[KS];
+                    unsigned char t[MAXKS];
                     memcpy(t, bf->akeys + i * KS, KS);
                     memcpy(bf->akeys + i * KS, bf->akeys + j * KS, KS);
                     memcpy(bf->akeys + j * KS, t, KS);
@@ -140,14 +166,53 @@ enum { KEYS_RANDOM, KEYS_FEW, KEYS_ONE_SHARD };
  * all map to shard 0. */
 static void make_keys(test_rng *rng, route *x, uint64_t *keys, size_t B, uint64_t u, int kind)
 {
+    unsigned char kb[MAXKS];
     for (size_t i = 0; i < B; i++) {
         uint64_t k;
         do {
             k = 1 + test_rng_below(rng, kind == KEYS_FEW ? 3 : u);
-            k += kind == KEYS_ONE_SHARD ? test_rng_below(rng, 64) << 32 : 0; /* some in shard 0 */
-        } while (kind == KEYS_ONE_SHARD && shard_route_shard_of(&x->r, (unsigned char *)&k));
+            /* some in shard 0, whatever u */
+            k += kind == KEYS_ONE_SHARD ? test_rng_below(rng, 1u << 16) << 32 : 0;
+            key_of(k, kb);
+        } while (kind == KEYS_ONE_SHARD && shard_route_shard_of(&x->r, kb));
         keys[i] = k;
     }
+}
+
+static int cmp_u64(const void *a, const void *b)
+{
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* The split's contract: every real slot of shard s holds a key of shard
+ * s, and the real slots hold each distinct key of the batch (ids, B)
+ * exactly once. 1 if so. */
+static int split_right(route *x, const shard_bufs *bf, size_t S, size_t b, const uint64_t *ids,
+                       size_t B)
+{
+    uint64_t *got = malloc((S * b + 1) * 8), *want = malloc(B * 8);
+    CHECK(got && want);
+    size_t n = 0, m = 0;
+    int ok = got && want;
+    for (size_t j = 0; ok && j < S * b; j++) {
+        if (bf->dummy[j] & 1)
+            continue;
+        ok &= shard_route_shard_of(&x->r, bf->keys + j * KS) == j / b;
+        got[n++] = id_of(bf->keys + j * KS);
+    }
+    if (ok) {
+        memcpy(want, ids, B * 8);
+        qsort(got, n, 8, cmp_u64);
+        qsort(want, B, 8, cmp_u64);
+        for (size_t i = 0; i < B; i++)
+            if (!m || want[m - 1] != want[i])
+                want[m++] = want[i];
+        ok = n == m && !memcmp(got, want, n * 8);
+    }
+    free(got);
+    free(want);
+    return ok;
 }
 
 /* One batch through split, engine and join: 1 if every answer is right,
@@ -162,13 +227,16 @@ static int one_batch(test_rng *rng, route *x, size_t B, uint64_t u, int kind, in
     u = u ? u : (uint64_t)1 << 40;
     uint64_t *keys = malloc(B * 8), *found = malloc(B * 8), *w = calloc(5 * S * b, 8);
     unsigned char *bytes = calloc(S * b, 2 * KS + VS), *vout = malloc(B * VS);
-    CHECK(keys && found && w && bytes && vout);
+    unsigned char *kb = malloc(B * KS);
+    CHECK(keys && found && w && bytes && vout && kb);
     shard_bufs bf = {w, w + S * b, w + 2 * S * b, bytes, NULL, bytes + 2 * S * b * KS,
                      bytes + S * b * KS, w + 3 * S * b,
                      keyed == ANS_INDEXED ? w + 4 * S * b : NULL};
     make_keys(rng, x, keys, B, u, kind);
-    OBL_SECRET(keys, B * 8);
-    obl_err e = shard_route_split(&x->r, B, b, NULL, (unsigned char *)keys, NULL, &bf);
+    for (size_t i = 0; i < B; i++)
+        key_of(keys[i], kb + i * KS);
+    OBL_SECRET(kb, B * KS);
+    obl_err e = shard_route_split(&x->r, B, b, NULL, kb, NULL, &bf);
     int ok = -1;
     if (e == OBL_OK) {
         if (!keyed) {
@@ -177,6 +245,7 @@ static int one_batch(test_rng *rng, route *x, size_t B, uint64_t u, int kind, in
         }
         OBL_DECLASSIFY(bf.keys, S * b * KS);
         OBL_DECLASSIFY(bf.dummy, S * b * 8);
+        int split_ok = split_right(x, &bf, S, b, keys, B);
         engine(rng, &bf, S, b, keyed);
         if (control && !corrupt(&bf, S, b, keyed))
             control = 0;
@@ -186,18 +255,19 @@ static int one_batch(test_rng *rng, route *x, size_t B, uint64_t u, int kind, in
             OBL_SECRET(bf.aidx, S * b * 8);
         OBL_SECRET(bf.vout, S * b * VS);
         OBL_SECRET(bf.found, S * b * 8);
-        e = shard_route_join(&x->r, B, b, (unsigned char *)keys, &bf, vout, found);
+        e = shard_route_join(&x->r, B, b, kb, &bf, vout, found);
         CHECK(e == OBL_OK);
-        OBL_DECLASSIFY(keys, B * 8);
+        OBL_DECLASSIFY(kb, B * KS);
         OBL_DECLASSIFY(vout, B * VS);
         OBL_DECLASSIFY(found, B * 8);
-        ok = e == OBL_OK && answers_right(keys, B, vout, found);
+        ok = e == OBL_OK && split_ok && answers_right(keys, B, vout, found);
         if (control) /* the control must fail */
             ok = !ok;
     } else {
         CHECK(e == OBL_ERR_FULL);
     }
     free(keys);
+    free(kb);
     free(found);
     free(w);
     free(bytes);
@@ -217,7 +287,8 @@ static void joins(test_rng *rng)
                 for (int keyed = 0; keyed < 3; keyed++) {
                     size_t B = Bs[bi];
                     if ((T.ct && B > 100) || (ROUTE_SANITIZE && B > 1000) ||
-                        (kind == KEYS_ONE_SHARD && B > 1000))
+                        (kind == KEYS_ONE_SHARD && B > 1000) ||
+                        (KS > 8 && (keyed == ANS_KEYED || B > 5000)))
                         continue;
                     route x;
                     route_init(&x, Ss[si], 1 + (unsigned)(bi % 2) * !T.ct, B * 31 + si);
@@ -226,8 +297,8 @@ static void joins(test_rng *rng)
                         ok &= one_batch(rng, &x, B, 2 * B + 1, kind, keyed, 0) == 1;
                     CHECK(ok);
                     if (!ok)
-                        fprintf(stderr, "  B %zu S %u kind %d keyed %d\n", B, Ss[si], kind,
-                                keyed);
+                        fprintf(stderr, "  KS %zu B %zu S %u kind %d keyed %d\n", KS, B,
+                                Ss[si], kind, keyed);
                     shard_route_release(&x.r);
                 }
 }
@@ -239,7 +310,8 @@ static void control(test_rng *rng)
 {
     route x;
     route_init(&x, 2, 1, 5);
-    CHECK(one_batch(rng, &x, 100, 150, KEYS_RANDOM, ANS_KEYED, 1) == 1);
+    if (KS == 8)
+        CHECK(one_batch(rng, &x, 100, 150, KEYS_RANDOM, ANS_KEYED, 1) == 1);
     CHECK(one_batch(rng, &x, 100, 150, KEYS_RANDOM, ANS_INDEXED, 1) == 1);
     shard_route_release(&x.r);
     static const unsigned Ss[] = {2, 15, 64};
@@ -251,11 +323,48 @@ static void control(test_rng *rng)
     }
 }
 
+/* Longer keys: fingerprints zeroed (test_fp 1), every two keys of a shard
+ * collide, and the split must still send each key once (the exact check's
+ * sort); with the collisions ignored (test_fp 2, the control) it must
+ * not. Answers in any order need their indices (INVALID_ARG without). */
+static void collide(test_rng *rng)
+{
+    for (unsigned S = 1; S <= 3; S++)
+        for (int fp = 1; fp <= 2; fp++) {
+            route x;
+            route_init(&x, S, 1, 7 + S);
+            x.r.test_fp = fp;
+            int r = 1;
+            for (int rep = 0; rep < 3; rep++)
+                r &= one_batch(rng, &x, T.ct ? 30 : 200, 20, KEYS_RANDOM, ANS_INDEXED, 0);
+            CHECK(r == (fp == 1));
+            shard_route_release(&x.r);
+        }
+    route x;
+    route_init(&x, 2, 1, 9);
+    size_t B = 10, b = shard_route_b(B, 2, 40);
+    uint64_t w[5 * 2 * 10];
+    unsigned char kb[10 * MAXKS], bytes[2 * 10 * (2 * MAXKS + VS)], vout[10 * VS];
+    shard_bufs bf = {w, w + 2 * b, w + 4 * b, bytes, NULL, bytes + 4 * b * KS, bytes + 2 * b * KS,
+                     w + 6 * b, NULL};
+    CHECK(b <= 10);
+    for (size_t i = 0; i < B; i++)
+        key_of(1 + i, kb + i * KS);
+    CHECK(shard_route_split(&x.r, B, b, NULL, kb, NULL, &bf) == OBL_OK);
+    memset(bf.akeys, 0, 2 * b * KS);
+    memset(bf.adummy, 0, 2 * b * 8);
+    memset(bf.found, 0, 2 * b * 8);
+    memset(bf.vout, 0, 2 * b * VS);
+    CHECK(shard_route_join(&x.r, B, b, kb, &bf, vout, w + 8 * b) == OBL_ERR_INVALID_ARG);
+    shard_route_release(&x.r);
+}
+
 /* Traces of split and join of two get batches of B on S shards with
- * different keys (different = 1: must be equal), or of the same keys with
- * one more slot per shard in the second (a control: must differ).
- * 1 equal, 0 not, -1 without tracing. */
-static int traces_equal(size_t B, unsigned S, int keyed, int different)
+ * different keys (different = 1: must be equal; the second batch's keys
+ * of the kind `other`: KEYS_FEW, many duplicates, or KEYS_ONE_SHARD), or
+ * of the same keys with one more slot per shard in the second (a control:
+ * must differ). 1 equal, 0 not, -1 without tracing. */
+static int traces_equal(size_t B, unsigned S, int keyed, int different, int other)
 {
     obl_trace t[2];
     CHECK(obl_trace_init(&t[0], 1u << 22) && obl_trace_init(&t[1], 1u << 22));
@@ -266,14 +375,19 @@ static int traces_equal(size_t B, unsigned S, int keyed, int different)
         route_init(&x, S, 1, 3);
         size_t b = shard_route_b(B, S, 40) + (size_t)(!different && k);
         uint64_t keys[64], found[64], w[5 * 64 * 4];
-        unsigned char bytes[64 * 4 * (2 * KS + VS)], vout[64 * VS];
+        unsigned char bytes[64 * 4 * (2 * MAXKS + VS)], vout[64 * VS], kb[64 * MAXKS];
         CHECK(B <= 64 && S * b <= 64 * 4);
         shard_bufs bf = {w, w + S * b, w + 2 * S * b, bytes, NULL, bytes + 2 * S * b * KS,
                          bytes + S * b * KS, w + 3 * S * b,
                          keyed == ANS_INDEXED ? w + 4 * S * b : NULL};
-        make_keys(&rng, &x, keys, B, k && different ? 3 : 1000, KEYS_RANDOM);
+        int kind = k && different ? other : KEYS_RANDOM;
+        make_keys(&rng, &x, keys, B, 1000, kind);
+        for (size_t i = 8; kind == KEYS_ONE_SHARD && i < B; i++) /* 8 keys: fit in b */
+            keys[i] = keys[i % 8];
+        for (size_t i = 0; i < B; i++)
+            key_of(keys[i], kb + i * KS);
         obl_trace_begin(&t[k]);
-        CHECK(shard_route_split(&x.r, B, b, NULL, (unsigned char *)keys, NULL, &bf) == OBL_OK);
+        CHECK(shard_route_split(&x.r, B, b, NULL, kb, NULL, &bf) == OBL_OK);
         if (!keyed) {
             bf.akeys = bf.keys;
             bf.adummy = bf.dummy;
@@ -281,7 +395,7 @@ static int traces_equal(size_t B, unsigned S, int keyed, int different)
         obl_trace_end();
         engine(&rng, &bf, S, b, keyed);
         obl_trace_begin(&t[k]);
-        CHECK(shard_route_join(&x.r, B, b, (unsigned char *)keys, &bf, vout, found) == OBL_OK);
+        CHECK(shard_route_join(&x.r, B, b, kb, &bf, vout, found) == OBL_OK);
         obl_trace_end();
         shard_route_release(&x.r);
     }
@@ -296,11 +410,16 @@ static void traces(void)
 {
     int want = obl_trace_enabled() ? 1 : -1;
     for (int keyed = 0; keyed < 3; keyed++) {
-        CHECK(traces_equal(60, 2, keyed, 1) == want);
-        CHECK(traces_equal(50, 3, keyed, 1) == want);
+        if (KS > 8 && keyed == ANS_KEYED)
+            continue;
+        for (int other = KEYS_FEW; other <= KEYS_ONE_SHARD; other++) {
+            CHECK(traces_equal(60, 2, keyed, 1, other) == want);
+            CHECK(traces_equal(50, 3, keyed, 1, other) == want);
+        }
     }
-    CHECK(traces_equal(60, 2, ANS_KEYED, 0) == (want == 1 ? 0 : -1)); /* sees the balancer */
-    CHECK(traces_equal(60, 2, ANS_INDEXED, 0) == (want == 1 ? 0 : -1));
+    if (KS == 8)
+        CHECK(traces_equal(60, 2, ANS_KEYED, 0, 0) == (want == 1 ? 0 : -1)); /* sees the balancer */
+    CHECK(traces_equal(60, 2, ANS_INDEXED, 0, 0) == (want == 1 ? 0 : -1));
 }
 
 int main(int argc, char **argv)
@@ -308,8 +427,12 @@ int main(int argc, char **argv)
     test_init(argc, argv, "test_route");
     test_rng rng;
     test_rng_seed(&rng, T.seed);
-    joins(&rng);
-    control(&rng);
-    traces();
+    for (KS = 8; KS <= 32; KS += 24) {
+        joins(&rng);
+        control(&rng);
+        traces();
+    }
+    KS = 32;
+    collide(&rng);
     return test_done("test_route");
 }

@@ -66,3 +66,12 @@ endif()
 obl_add_test(test_deal shard/test_deal.c SUBTESTS TIMEOUT 120)
 obl_add_planted_leak(shard_label OBL_TEST_PLANT_LABEL_BRANCH trace shard/test_deal.c
                      ${PROJECT_SOURCE_DIR}/src/shard/deal.c)
+
+# Keys over 8 bytes (12 to 64) against the model, the balancer's
+# fingerprint collisions (forced; the control ignores them and must go
+# wrong) and the whole batch path's trace with 32-byte keys.
+obl_add_test(test_shard_keys shard/test_shard_keys.c SUBTESTS TIMEOUT 300)
+# Its negative control in the ct build: the split compiled with a branch on
+# the longer keys' fingerprints must make memcheck report it.
+obl_add_planted_leak(shard_fp OBL_TEST_PLANT_FP_BRANCH map_trace shard/test_shard_keys.c
+                     ${PROJECT_SOURCE_DIR}/src/shard/route.c)
