@@ -25,8 +25,9 @@
  * by the ORAM's design) and the error codes returned. Stash overflow is a
  * public event: measured over 10^8 accesses the stash never held more than
  * 14 blocks, and the measured tail extrapolates to about 2^-30 per access
- * at the default stash of 20 and 2^-40 at 29 (docs/oram.md); callers who
- * need the smaller figure set stash_size.
+ * at the default stash of 20 and 2^-40 at 29 (docs/oram.md; trees of more
+ * than 2 blocks per leaf evict three times per access and default to 24);
+ * callers who need the smaller figure set stash_size.
  *
  * Errors: OBL_ERR_INVALID_ARG (NULL, zero or absurd sizes), OBL_ERR_TOO_LARGE
  * (sizes overflow), OBL_ERR_NOMEM, OBL_ERR_RANDOM, OBL_ERR_RANGE (index >= N:
@@ -124,7 +125,8 @@ typedef struct obl_nroram obl_nroram;
 typedef struct obl_nroram_params {
     uint64_t capacity;        /* public: most blocks stored at once, >= 1 */
     size_t value_size;        /* public: bytes per block, 1 .. OBL_ORAM_MAX_VALUE_SIZE */
-    uint32_t stash_size;      /* public: 0 = OBL_ORAM_DEFAULT_STASH; 2 .. 64 */
+    uint32_t stash_size;      /* public: 0 = OBL_ORAM_DEFAULT_STASH (24 when
+                                 capacity > 2 x num_leaves); 2 .. 64 */
     uint32_t pos_bytes;       /* 0 = 4 when capacity < 2^32 - 1, else 8; or 4 or 8 */
     int track_histogram;      /* keep the stash histogram (costs a scan of 65 words) */
     obl_random_fn random;     /* NULL: getrandom(2); seeds the structure's PRG */

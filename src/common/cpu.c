@@ -4,10 +4,11 @@
  * Like BLAKE3's and zstd's dispatchers: cpuid for the instructions, xgetbv
  * for the operating system's support of the AVX and AVX-512 register state
  * (a CPU with AVX-512 under an OS that does not save ZMM state must not run
- * it). The answer is computed once per process and kept in one atomic
+ * it). The answer is computed once, when the library is loaded
  * (cpu_facts): in a virtual machine every cpuid is a VM exit of thousands
  * of cycles, and the sorts, which keep no structure, pick per call
- * (docs/dispatch.md). OBL_CT_VARIANT is still read on every pick.
+ * (docs/dispatch.md).
+ * OBL_CT_VARIANT is still read on every pick.
  *
  * In a dispatching build this file is compiled for plain x86-64 (no SSE4,
  * no AES), so that on a CPU without the portable variant's instructions it
@@ -15,7 +16,6 @@
  */
 #include "common/cpu.h"
 
-#include <stdatomic.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -83,18 +83,17 @@ static int cpu_best(void)
 static int cpu_best(void) { return -1; }
 #endif
 
-/* cpu_best of this process: CPU and OS facts do not change while it runs.
- * Threads that race here compute the same value; relaxed order suffices. */
-static int cpu_facts(void)
-{
-    static atomic_int cached = -2;
-    int v = atomic_load_explicit(&cached, memory_order_relaxed);
-    if (v == -2) {
-        v = cpu_best();
-        atomic_store_explicit(&cached, v, memory_order_relaxed);
-    }
-    return v;
-}
+/* cpu_best of this process, read once at load, before any thread of the
+ * program exists (so no lock and no race): CPU and OS facts do not change
+ * while it runs. A pick from another constructor that runs first asks
+ * the CPU itself. */
+static int cpu_cached = -2;
+
+#if defined(__GNUC__) || defined(__clang__)
+__attribute__((constructor)) static void cpu_init(void) { cpu_cached = cpu_best(); }
+#endif
+
+static int cpu_facts(void) { return cpu_cached == -2 ? cpu_best() : cpu_cached; }
 
 /* The best variant built into this library. */
 static int cpu_built(void)

@@ -7,16 +7,19 @@
  * tree calls the variant it picked when it was created (common/cpu.h).
  *
  * Parameters and their sources (docs/oram.md has the measurements):
- * - Z = 2 slots per bucket and L = 2^ceil(log2(ceil(capacity / 2))) leaves:
- *   the paper's choice (section 5, "Z = 2 suffices"), about 2 * capacity
- *   slots in the tree;
+ * - Z = 2 slots per bucket and L leaves, the smallest power of two with
+ *   capacity <= 2.5 L (nr_log_leaves): the paper's Z (section 5, "Z = 2
+ *   suffices"), 1.6 to 3.2 slots in the tree per block of capacity;
  * - two evictions per access on the next two paths in reverse-
- *   lexicographic order, run when the next access's path is fetched
- *   (nr_settle) (section 3.2; measured: one eviction per access lets
- *   the stash grow without bound at Z = 2, and evicting on the accessed path
- *   instead is much weaker, docs/oram.md);
- * - stash 20 blocks by default: the paper's stash bound (P[stash > R] =
- *   e^-Omega(R)) and our measured histogram (docs/oram.md).
+ *   lexicographic order, three when the tree keeps more than 2 blocks per
+ *   leaf, run when the next access's path is fetched (nr_settle)
+ *   (section 3.2; measured: one eviction per access lets the stash grow
+ *   without bound at Z = 2, two at 2.5 blocks per leaf let it reach 50,
+ *   and evicting on the accessed path instead is much weaker,
+ *   docs/oram.md);
+ * - stash 20 blocks by default (24 at more than 2 blocks per leaf): the
+ *   paper's stash bound (P[stash > R] = e^-Omega(R)) and our measured
+ *   histograms (docs/oram.md).
  */
 #include <string.h>
 
@@ -114,7 +117,14 @@ static obl_err nr_shape(obl_nroram *o, const obl_nroram_params *p, int clear, in
     obl_err err = nr_check(p, &S, &pb, &tagged);
     if (err != OBL_OK)
         return err;
-    const uint32_t logL = nr_log_leaves(p->capacity), P = S + 2, D = logL + 1;
+    const uint32_t logL = nr_log_leaves(p->capacity), D = logL + 1;
+    /* over 2 blocks per leaf (up to NR_LEAF_LOAD2 / 2), two evictions per
+     * access let the stash grow; three keep it small, with a longer tail
+     * (docs/oram.md, "Stash size and overflow") */
+    const uint32_t ev = p->capacity > ((uint64_t)2 << logL) ? 3 : 2;
+    if (ev == 3 && !p->stash_size)
+        S = NR_STASH_LOADED;
+    const uint32_t P = S + 2;
     const size_t vs = p->value_size, msz = pb == 4 ? sizeof(nr_meta32) : sizeof(nr_meta64);
     o->L = (uint64_t)1 << logL;
     o->nbuckets = 2 * o->L - 1;
@@ -141,7 +151,8 @@ static obl_err nr_shape(obl_nroram *o, const obl_nroram_params *p, int clear, in
     o->tree_zero = !clear; /* obl_alloc zeroes */
     o->doff = NR_Z * msz;
     o->pf_lines = (size_t)o->nbuckets * o->bstride > NR_PF_LINES_BYTES;
-    o->pf_lead = 1; /* obl_nroram_create: 2 */
+    o->ev = ev;
+    o->pf_lead = 1; /* obl_nroram_create: o->ev */
     o->pf_k0 = 0;
     while (o->pf_k0 < D && ((((uint64_t)2 << o->pf_k0) - 1) * o->bstride) <= NR_PF_HOT_BYTES)
         o->pf_k0++;
@@ -225,14 +236,14 @@ obl_err obl_nroram_create(obl_nroram **out, const obl_nroram_params *p)
     if (!p || p->pos_bytes == NR_POS_TAGGED) /* tagged trees: the map's only */
         return OBL_ERR_INVALID_ARG;
     obl_err e = nr_create(out, p, 1);
-    /* A tree used alone has its accesses back to back: an access's second
-     * eviction prefetches the path of the next access's second eviction,
-     * not of its first, which would start after only the caller's work and
-     * a ReadAndRemove. The trees of a RORAM or a map keep a lead of one:
-     * their next access comes after the other trees', and two ahead gained
-     * nothing there (docs/oram.md, "NRORAM: Circuit ORAM"). */
+    /* A tree used alone has its accesses back to back: an access's last
+     * eviction prefetches the path of the next access's last eviction (a
+     * lead of o->ev), not of its first, which would start after only the
+     * caller's work and a ReadAndRemove. The trees of a RORAM or a map
+     * keep a lead of one: their next access comes after the other trees',
+     * and two ahead gained nothing there (docs/oram.md, "NRORAM: Circuit ORAM"). */
     if (e == OBL_OK)
-        (*out)->pf_lead = 2;
+        (*out)->pf_lead = (*out)->ev;
     return e;
 }
 
@@ -242,6 +253,13 @@ const char *obl_nroram_variant(const obl_nroram *o) { return o ? obl_isa_name(o-
 #ifdef OBL_TESTING
 /* see nroram_internal.h */
 void nr_set_plan_scalar(obl_nroram *o, int on) { o->plan_scalar = on != 0; }
+
+/* see nroram_internal.h */
+void nr_set_evictions(obl_nroram *o, uint32_t ev)
+{
+    o->pf_lead = o->pf_lead > 1 ? ev : 1;
+    o->ev = ev;
+}
 
 /* see nroram_internal.h */
 int nr_test_scan_max16(const uint16_t in[32], uint16_t out[32])

@@ -1196,8 +1196,9 @@ static inline __attribute__((always_inline)) void NR_F(nr_stash_in)(obl_nroram *
 }
 
 /*
- * The two evictions an access owes (section 3.2), run at the start of the
- * NEXT access of the structure, once that access's path is being fetched
+ * The evictions an access owes (section 3.2; two, or three in a tree of
+ * more than 2 blocks per leaf: docs/oram.md, "Tree and buckets"), run at
+ * the start of the NEXT access of the structure, once that access's path is being fetched
  * (nr_fetch_core), so that the path's cache misses overlap them; or by
  * nr_ready. The sequence of reads, stash insertions and evictions is the
  * paper's, only the call it runs in moves. Then the stash's statistics and
@@ -1210,6 +1211,8 @@ static void NR_F(nr_settle)(obl_nroram *o)
     o->owed = 0;
     NR_F(nr_evict_next)(o);
     NR_F(nr_evict_next)(o);
+    if (o->ev > 2) /* public: over 2 blocks per leaf (nr_shape) */
+        NR_F(nr_evict_next)(o);
 
     uint64_t cnt = NR_F(nr_stash_count)(o);
     o->st.stash_max = obl_ct_max64(o->st.stash_max, cnt);

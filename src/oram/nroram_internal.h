@@ -144,7 +144,9 @@ struct obl_nroram {
                                     eviction's data pass (trees of lead 1;
                                     else both counts stay 0) */
     int full;           /* public: extra evictions could not drain the stash */
-    int owed;           /* public: the last access's two evictions are still
+    uint32_t ev;        /* public: evictions per access: 2, or 3 for a tree
+                           of more than 2 blocks per leaf (nr_shape) */
+    int owed;           /* public: the last access's evictions are still
                            to run (nr_settle) */
     obl_err pend_err;   /* public: an overflow found by nr_settle, reported
                            by the access that ran it */
@@ -188,13 +190,25 @@ static inline uint64_t nr_tag_leaf(const struct obl_nroram *o, uint64_t id, uint
  * empty either way. Internal: no public-argument checks beyond sizes. */
 obl_err nr_create(obl_nroram **out, const obl_nroram_params *p, int clear);
 
-/* log2 of the number of leaves of a tree of `capacity` blocks:
- * L = 2^ceil(log2(ceil(capacity / 2))) (nr_create). Public. */
+/* Twice the most blocks a tree keeps per leaf: L is the smallest power of
+ * two with capacity <= NR_LEAF_LOAD2 / 2 * L, so a capacity just above a
+ * power of two does not double the tree (docs/oram.md, "Tree and
+ * buckets"; the stash measured at that load, "Stash size and overflow"). */
+#define NR_LEAF_LOAD2 5
+
+/* The default stash of a tree of more than 2 blocks per leaf (three
+ * evictions per access): its measured tail is heavier than at 2 per leaf,
+ * and 24 blocks keep overflows at about one per 10^9 accesses, as 20 do
+ * there (docs/oram.md, "Stash size and overflow"). */
+#define NR_STASH_LOADED 24
+
+/* log2 of the number of leaves of a tree of `capacity` blocks: the
+ * smallest power of two L with 2 * capacity <= NR_LEAF_LOAD2 * L
+ * (nr_create); powers of two keep capacity / 2 leaves. Public. */
 static inline uint32_t nr_log_leaves(uint64_t capacity)
 {
-    uint64_t half = (capacity + 1) / 2;
     uint32_t logL = 0;
-    while (((uint64_t)1 << logL) < half)
+    while (((uint64_t)NR_LEAF_LOAD2 << logL) < 2 * capacity)
         logL++;
     return logL;
 }
@@ -353,6 +367,9 @@ void nr_build_set_leaf_mask(uint64_t mask);
  * and ReadAndRemove and the stash insertion slot by slot; 0 restores the
  * default. Both must leave the same tree and stash. */
 void nr_set_plan_scalar(obl_nroram *o, int on);
+/* Tests only: ev evictions per access (2 or 3) in place of nr_shape's
+ * choice, for the stash control at 2.5 blocks per leaf. */
+void nr_set_evictions(obl_nroram *o, uint32_t ev);
 
 /* Tests only: out[i] = max(in[0..i]) by the vector prefix maximum of the
  * AVX-512 metadata passes; returns 0 (out untouched) when the variant a

@@ -849,7 +849,7 @@ static void alloc_fail_test(void)
 /*
  * The quotiented slots' widths (omap_alloc only, no ORAM): the rest of the
  * word in ceil((64 - logM) / 8) bytes, a compact leaf in ceil(logL / 8)
- * bytes (L the value ORAM's leaves), an inline value in its own bytes;
+ * bytes (L the value ORAM's leaves, nr_log_leaves), an inline value in its own bytes;
  * and the bucket sizes docs/omap.md gives.
  */
 static void widths_test(void)
@@ -862,10 +862,12 @@ static void widths_test(void)
         {16, 8, 56, OBL_OMAP_LAYOUT_COMPACT, 8, 1},        /* M = 1 */
         {17, 8, 56, OBL_OMAP_LAYOUT_COMPACT, 8, 1},        /* M = 2, 63 bits */
         {(1u << 16) + 1, 8, 56, OBL_OMAP_LAYOUT_COMPACT, 7, 2},
-        {(1u << 17) + 1, 8, 56, OBL_OMAP_LAYOUT_COMPACT, 7, 3},
+        {(1u << 17) + 1, 8, 56, OBL_OMAP_LAYOUT_COMPACT, 7, 2}, /* L = 2^16 */
+        {(5u << 15) + 1, 8, 56, OBL_OMAP_LAYOUT_COMPACT, 7, 3}, /* 2^17: > 2.5 L */
         {1u << 20, 8, 56, OBL_OMAP_LAYOUT_COMPACT, 6, 3},
         {(1u << 24) + 1, 5, 8, OBL_OMAP_LAYOUT_COMPACT, 6, 3},
-        {(1u << 25) + 1, 32, 8, OBL_OMAP_LAYOUT_COMPACT, 6, 4},
+        {(1u << 25) + 1, 32, 8, OBL_OMAP_LAYOUT_COMPACT, 6, 3},
+        {(5u << 23) + 1, 32, 8, OBL_OMAP_LAYOUT_COMPACT, 6, 4},
         {1u << 30, 8, 8, OBL_OMAP_LAYOUT_COMPACT, 5, 4},
         {1u << 20, 8, 8, OBL_OMAP_LAYOUT_INLINE, 6, 8},
         {1u << 20, 3, 5, OBL_OMAP_LAYOUT_INLINE, 6, 5},
