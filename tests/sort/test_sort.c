@@ -242,7 +242,7 @@ static void test_columns(void)
     for (size_t n = 1; n <= maxn; n *= 2)
         for (size_t kw = 1; kw <= 2; kw++)
             for (int pat = 0; pat < 3; pat++) {
-                size_t nc = kw + 1 + n % 3, words = nc;
+                size_t nc = kw + (n + (size_t)pat) % (9 - kw), words = nc; /* 1 .. 8 */
                 uint64_t *rows = malloc(n * words * 8), *cols[8];
                 fill(rows, n, words, kw, pat);
                 for (size_t c = 0; c < nc; c++) {
