@@ -196,30 +196,13 @@ OBL_SIMD_INLINE(COL_ISA) void col_swap(col_v m, col_v *x, col_v *y)
     *y = col_xor(*y, t);
 }
 
-/* Columns are swapped in groups of at most COL_GROUP, each group a pass
- * of its own over the rows that reads the keys again and stores them only
- * in the last (c0 = 0): with every column of a pass, its store addresses
- * outgrew the registers and were read back from the stack between vector
- * stores of secret data, whose low bits then set the time (docs/timing.md,
- * "Findings"). A pass touches its rows for the trace once, when c0 = 0. */
-#define COL_GROUP ((size_t)4)
-/* Groups g = groups - 1 .. 0 of the columns [g * COL_GROUP, col_gend(g)). */
-#define COL_NGROUPS(nc) (((nc) + COL_GROUP - 1) / COL_GROUP)
-OBL_INLINE size_t col_gend(size_t g, size_t nc)
-{
-    return (g + 1) * COL_GROUP < nc ? (g + 1) * COL_GROUP : nc;
-}
-
 /* Rows a .. a + COL_LANES - 1 against as many from b, all in the direction
- * asc: one key comparison, then a swap of the columns [c0, c1). */
+ * asc: one key comparison, then a swap of every column. */
 OBL_SIMD_INLINE(COL_ISA)
-void col_cev(const col_arr *s, size_t a, size_t b, int asc, size_t c0, size_t c1,
-             const size_t kw)
+void col_cev(const col_arr *s, size_t a, size_t b, int asc, const size_t nc, const size_t kw)
 {
-    if (c0 == 0) {
-        COL_TOUCH(a, COL_LANES);
-        COL_TOUCH(b, COL_LANES);
-    }
+    COL_TOUCH(a, COL_LANES);
+    COL_TOUCH(b, COL_LANES);
     uint64_t *const *c = s->col;
     col_v x0 = col_load(c[0] + a), y0 = col_load(c[0] + b), x1 = x0, y1 = y0;
     if (kw == 2) {
@@ -227,7 +210,7 @@ void col_cev(const col_arr *s, size_t a, size_t b, int asc, size_t c0, size_t c1
         y1 = col_load(c[1] + b);
     }
     col_v m = asc ? col_vgt(x0, x1, y0, y1, kw) : col_vgt(y0, y1, x0, x1, kw);
-    for (size_t k = c0; k < c1; k++) {
+    for (size_t k = 0; k < nc; k++) {
         col_v x = k == 0 ? x0 : k == 1 && kw == 2 ? x1 : col_load(c[k] + a);
         col_v y = k == 0 ? y0 : k == 1 && kw == 2 ? y1 : col_load(c[k] + b);
         col_swap(m, &x, &y);
@@ -236,38 +219,35 @@ void col_cev(const col_arr *s, size_t a, size_t b, int asc, size_t c0, size_t c1
     }
 }
 
-/* The four vectors of rows e, e + q, e + 2q, e + 3q through the steps of
- * spans 2q and q, in registers (col_step2v, col_quads): the keys give the
- * four lane masks, then the columns [c0, c1) go through them one by one. */
+/* Compare-exchange of register rows a and b of the columns X[c][.], in
+ * the direction asc. */
 OBL_SIMD_INLINE(COL_ISA)
-void col_quad4(const col_arr *s, size_t e, size_t q, int asc, size_t c0, size_t c1,
-               const size_t kw)
+void col_ce_reg(col_v X[][4], int a, int b, int asc, const size_t nc, const size_t kw)
 {
-    static const int pa[4] = {0, 1, 0, 2}, pb[4] = {2, 3, 1, 3};
-    col_v K[2][4], m[4];
+    col_v m = asc ? col_vgt(X[0][a], X[1 % nc][a], X[0][b], X[1 % nc][b], kw)
+                  : col_vgt(X[0][b], X[1 % nc][b], X[0][a], X[1 % nc][a], kw);
+    for (size_t c = 0; c < nc; c++)
+        col_swap(m, &X[c][a], &X[c][b]);
+}
+
+/* The four vectors of rows e, e + q, e + 2q, e + 3q through the steps of
+ * spans 2q and q, in registers (col_step2v, col_quads). */
+OBL_SIMD_INLINE(COL_ISA)
+void col_quad4(const col_arr *s, size_t e, size_t q, int asc, const size_t nc, const size_t kw)
+{
+    col_v X[COL_MAXC][4];
     for (int a = 0; a < 4; a++) {
-        if (c0 == 0)
-            COL_TOUCH(e + a * q, COL_LANES);
-        K[0][a] = col_load(s->col[0] + e + a * q);
-        K[1][a] = kw == 2 ? col_load(s->col[1] + e + a * q) : K[0][a];
+        COL_TOUCH(e + a * q, COL_LANES);
+        for (size_t c = 0; c < nc; c++)
+            X[c][a] = col_load(s->col[c] + e + a * q);
     }
-    for (int i = 0; i < 4; i++) {
-        const int a = pa[i], b = pb[i];
-        m[i] = asc ? col_vgt(K[0][a], K[1][a], K[0][b], K[1][b], kw)
-                   : col_vgt(K[0][b], K[1][b], K[0][a], K[1][a], kw);
-        for (size_t c = 0; c < kw; c++)
-            col_swap(m[i], &K[c][a], &K[c][b]);
-    }
-    for (size_t c = c0; c < c1; c++) {
-        col_v X[4];
-        for (int a = 0; a < 4; a++)
-            X[a] = c < kw ? K[c][a] : col_load(s->col[c] + e + a * q);
-        if (c >= kw)
-            for (int i = 0; i < 4; i++)
-                col_swap(m[i], &X[pa[i]], &X[pb[i]]);
-        for (int a = 0; a < 4; a++)
-            col_store(s->col[c] + e + a * q, X[a]);
-    }
+    col_ce_reg(X, 0, 2, asc, nc, kw);
+    col_ce_reg(X, 1, 3, asc, nc, kw);
+    col_ce_reg(X, 0, 1, asc, nc, kw);
+    col_ce_reg(X, 2, 3, asc, nc, kw);
+    for (int a = 0; a < 4; a++)
+        for (size_t c = 0; c < nc; c++)
+            col_store(s->col[c] + e + a * q, X[c][a]);
 }
 
 /* Steps j = jtop .. 1 (jtop < COL_LANES) of stage k on the aligned group
@@ -275,33 +255,28 @@ void col_quad4(const col_arr *s, size_t e, size_t q, int asc, size_t c0, size_t 
  * lane keeps the smaller key where it is the lower of its pair XOR its row
  * descends. */
 OBL_SIMD_INLINE(COL_ISA)
-void col_regv(const col_arr *s, size_t g, size_t k, size_t jtop, size_t c0, size_t c1,
-              const size_t kw)
+void col_regv(const col_arr *s, size_t g, size_t k, size_t jtop, const size_t nc, const size_t kw)
 {
-    if (c0 == 0)
-        COL_TOUCH(g, COL_LANES);
-    col_v K0 = col_load(s->col[0] + g), K1 = kw == 2 ? col_load(s->col[1] + g) : K0;
+    COL_TOUCH(g, COL_LANES);
+    col_v X[COL_MAXC];
+    for (size_t c = 0; c < nc; c++)
+        X[c] = col_load(s->col[c] + g);
     const col_v asc = col_asc_lanes(g, k);
-    col_v m[3]; /* one lane mask per span: jtop < COL_LANES <= 8 */
-    int nj = 0;
-    for (size_t j = jtop; j > 0; j >>= 1, nj++) {
-        col_v p0 = col_partner(K0, j), p1 = kw == 2 ? col_partner(K1, j) : p0;
-        col_v gt = col_vgt(K0, K1, p0, p1, kw), lt = col_vgt(p0, p1, K0, K1, kw);
-        col_v wmin = col_xor(col_upper_lanes(j), asc); /* this lane keeps the smaller key */
-        m[nj] = col_or(col_and(wmin, gt), col_andnot(wmin, lt));
-        K0 = col_xor(K0, col_and(col_xor(K0, p0), m[nj]));
+    for (size_t j = jtop; j > 0; j >>= 1) {
+        col_v p0 = col_partner(X[0], j), p1 = p0;
         if (kw == 2)
-            K1 = col_xor(K1, col_and(col_xor(K1, p1), m[nj]));
-    }
-    for (size_t c = c0; c < c1; c++) {
-        col_v X = c == 0 ? K0 : c == 1 && kw == 2 ? K1 : col_load(s->col[c] + g);
-        if (c >= kw) {
-            size_t j = jtop;
-            for (int i = 0; i < nj; i++, j >>= 1)
-                X = col_xor(X, col_and(col_xor(X, col_partner(X, j)), m[i]));
+            p1 = col_partner(X[1], j);
+        col_v gt = col_vgt(X[0], X[1 % nc], p0, p1, kw);
+        col_v lt = col_vgt(p0, p1, X[0], X[1 % nc], kw);
+        col_v wmin = col_xor(col_upper_lanes(j), asc); /* this lane keeps the smaller key */
+        col_v m = col_or(col_and(wmin, gt), col_andnot(wmin, lt));
+        for (size_t c = 0; c < nc; c++) {
+            col_v p = c == 0 ? p0 : (c == 1 && kw == 2) ? p1 : col_partner(X[c], j);
+            X[c] = col_xor(X[c], col_and(col_xor(X[c], p), m));
         }
-        col_store(s->col[c] + g, X);
     }
+    for (size_t c = 0; c < nc; c++)
+        col_store(s->col[c] + g, X[c]);
 }
 
 /* Steps j and j / 2 of stage k (q = j / 2 >= COL_LANES) in one pass over
@@ -313,12 +288,11 @@ OBL_INLINE void col_step2v(const col_arr *s, size_t lo, size_t hi, size_t k, siz
                            const size_t nc, const size_t kw)
 {
     const size_t q = j / 2;
-    for (size_t g = COL_NGROUPS(nc); g-- > 0;)
-        for (size_t b = lo; b < hi; b += 2 * j) {
-            const int asc = !(b & k);
-            for (size_t r = 0; r < q; r += COL_LANES)
-                col_quad4(s, b + r, q, asc, g * COL_GROUP, col_gend(g, nc), kw);
-        }
+    for (size_t b = lo; b < hi; b += 2 * j) {
+        const int asc = !(b & k);
+        for (size_t r = 0; r < q; r += COL_LANES)
+            col_quad4(s, b + r, q, asc, nc, kw);
+    }
 }
 #endif
 
@@ -333,9 +307,8 @@ __attribute__((unused)) OBL_INLINE void col_step(const col_arr *s, size_t lo, si
         size_t i = 0;
 #ifdef COL_LANES
         if (j >= COL_LANES)
-            for (size_t g = COL_NGROUPS(nc); g-- > 0;)
-                for (i = 0; i < j; i += COL_LANES)
-                    col_cev(s, b + i, b + i + j, asc, g * COL_GROUP, col_gend(g, nc), kw);
+            for (; i < j; i += COL_LANES)
+                col_cev(s, b + i, b + i + j, asc, nc, kw);
 #endif
         (void)nc;
         (void)kw;
@@ -356,9 +329,8 @@ OBL_INLINE void col_steps_nk(const col_arr *s, size_t lo, size_t hi, size_t k, s
             col_step2v(s, lo, hi, k, j, nc, kw);
         for (; j >= COL_LANES; j >>= 1)
             col_step(s, lo, hi, k, j, nc, kw);
-        for (size_t gi = COL_NGROUPS(nc); gi-- > 0;)
-            for (size_t g = lo; g < hi; g += COL_LANES)
-                col_regv(s, g, k, j, gi * COL_GROUP, col_gend(gi, nc), kw);
+        for (size_t g = lo; g < hi; g += COL_LANES)
+            col_regv(s, g, k, j, nc, kw);
         return;
     }
 #endif
@@ -420,11 +392,8 @@ static void col_pairs(void *ctx, size_t lo, size_t hi)
         const int asc = !(b & jb->k);
         size_t i = 0;
 #ifdef COL_LANES
-        const size_t nc = jb->s->ncol, vlen = len / COL_LANES * COL_LANES;
-        for (size_t g = COL_NGROUPS(nc); g-- > 0;)
-            for (i = 0; i < vlen; i += COL_LANES)
-                col_cev(jb->s, b + r + i, b + r + i + j, asc, g * COL_GROUP, col_gend(g, nc),
-                        jb->s->kw);
+        for (; i + COL_LANES <= len; i += COL_LANES)
+            col_cev(jb->s, b + r + i, b + r + i + j, asc, jb->s->ncol, jb->s->kw);
 #endif
         for (; i < len; i++)
             col_ce1(jb->s, b + r + i, b + r + i + j, asc);
@@ -440,11 +409,10 @@ OBL_INLINE void col_quads_nk(const col_job *jb, size_t lo, size_t hi, const size
                              const size_t kw)
 {
     const size_t j = jb->j, q = j / 2;
-    for (size_t g = COL_NGROUPS(nc); g-- > 0;)
-        for (size_t p = lo; p < hi; p += COL_LANES) {
-            size_t e = p / q * 2 * j + p % q;
-            col_quad4(jb->s, e, q, !(e & jb->k), g * COL_GROUP, col_gend(g, nc), kw);
-        }
+    for (size_t p = lo; p < hi; p += COL_LANES) {
+        size_t e = p / q * 2 * j + p % q;
+        col_quad4(jb->s, e, q, !(e & jb->k), nc, kw);
+    }
 }
 
 static void col_quads(void *ctx, size_t lo, size_t hi)
