@@ -342,19 +342,36 @@ OBL_INLINE void col_steps_nk(const col_arr *s, size_t lo, size_t hi, size_t k, s
     (void)kw;
 }
 
-/* col_steps_nk with the column counts the library uses as constants. */
-static void col_steps(const col_arr *sc, size_t lo, size_t hi, size_t k, size_t jtop)
+/* Stage k from span jtop, then the stages 2k .. kend whole, on the rows
+ * [lo, hi): one call for all the stages of a block, so that the column
+ * pointers are read from memory once, not after the last stores of each
+ * stage (docs/timing.md, "Findings"). */
+OBL_INLINE void col_stages_nk(const col_arr *s, size_t lo, size_t hi, size_t k, size_t kend,
+                              size_t jtop, const size_t nc, const size_t kw)
+{
+    for (;;) {
+        col_steps_nk(s, lo, hi, k, jtop, nc, kw);
+        if (k >= kend)
+            break;
+        k <<= 1;
+        jtop = k / 2;
+    }
+}
+
+/* col_stages_nk with the column counts the library uses as constants. */
+static void col_steps(const col_arr *sc, size_t lo, size_t hi, size_t k, size_t kend,
+                      size_t jtop)
 {
     uint64_t *ptr[COL_MAXC];
     const col_arr l = col_local(sc, ptr), *s = &l;
     switch (s->ncol * 4 + s->kw) { /* public */
-    case 2 * 4 + 1: col_steps_nk(s, lo, hi, k, jtop, 2, 1); break;
-    case 3 * 4 + 1: col_steps_nk(s, lo, hi, k, jtop, 3, 1); break;
-    case 3 * 4 + 2: col_steps_nk(s, lo, hi, k, jtop, 3, 2); break;
-    case 4 * 4 + 1: col_steps_nk(s, lo, hi, k, jtop, 4, 1); break;
-    case 4 * 4 + 2: col_steps_nk(s, lo, hi, k, jtop, 4, 2); break;
-    case 8 * 4 + 1: col_steps_nk(s, lo, hi, k, jtop, 8, 1); break; /* a slim 64-byte record */
-    default: col_steps_nk(s, lo, hi, k, jtop, s->ncol, s->kw); break;
+    case 2 * 4 + 1: col_stages_nk(s, lo, hi, k, kend, jtop, 2, 1); break;
+    case 3 * 4 + 1: col_stages_nk(s, lo, hi, k, kend, jtop, 3, 1); break;
+    case 3 * 4 + 2: col_stages_nk(s, lo, hi, k, kend, jtop, 3, 2); break;
+    case 4 * 4 + 1: col_stages_nk(s, lo, hi, k, kend, jtop, 4, 1); break;
+    case 4 * 4 + 2: col_stages_nk(s, lo, hi, k, kend, jtop, 4, 2); break;
+    case 8 * 4 + 1: col_stages_nk(s, lo, hi, k, kend, jtop, 8, 1); break; /* 64-byte record */
+    default: col_stages_nk(s, lo, hi, k, kend, jtop, s->ncol, s->kw); break;
     }
 }
 
@@ -371,10 +388,9 @@ static void col_blocks(void *ctx, size_t lo, size_t hi)
     for (size_t blk = lo; blk < hi; blk++) {
         size_t a = blk * jb->C, e = a + jb->C;
         if (jb->j == 0)
-            for (size_t k = 2; k <= jb->C; k <<= 1)
-                col_steps(jb->s, a, e, k, k / 2);
+            col_steps(jb->s, a, e, 2, jb->C, 1);
         else
-            col_steps(jb->s, a, e, jb->k, jb->j);
+            col_steps(jb->s, a, e, jb->k, jb->k, jb->j);
     }
 }
 
