@@ -34,10 +34,9 @@
 
 #define DD_T_FAIL 10.0
 /* The bound of a finding's coarse check: above the sort's residual (|t| up
- * to 80 in short runs), below a decision leak's (sort_shuffled's tie
+ * to about 20 in short runs), below a decision leak's (sort_shuffled's tie
  * order: 240-800). */
 #define DD_T_COARSE 200.0
-#define DD_VARIANTS "avx512 avx2 portable"
 
 /* Public randomness is drawn by the library per call for both classes
  * (new leaves); what the caller does around a timed call (positions,
@@ -510,12 +509,14 @@ static const dd_case CASES[] = {
     {MAP_OP("map8.access", map_setup8, map_gen_access), DD_CHECK, 1, NULL, NULL, 0},
     {MAP_OP("map8.hit", map_setup8, map_gen_hit), DD_CHECK, 1, NULL, NULL, 0},
     {MAP_OP("map56.access", map_setup56, map_gen_access), DD_CHECK, 1, NULL, NULL, 0},
-    /* findings in every variant (docs/timing.md, "Findings"); sort.ones is
-     * their control: zeros against all-ones records, the same comparisons
-     * and no swap in both classes. The short run still fails a decision
-     * leak (sort_shuffled's gave |t| 240-800) at DD_T_COARSE. */
-    {SORT_OP("sort", sort_setup, sort_measure), DD_CHECK, 1, DD_VARIANTS, NULL, DD_T_COARSE},
-    {SORT_OP("sort.ones", sort_setup_ones, sort_measure), DD_CHECK, 1, DD_VARIANTS, NULL,
+    /* checked in avx512, findings in avx2 and portable (docs/timing.md,
+     * "Findings"); sort.ones is their control: zeros against all-ones
+     * records, the same comparisons and no swap in both classes. The short
+     * run still fails a decision leak (sort_shuffled's gave |t| 240-800) at
+     * DD_T_COARSE. */
+    {SORT_OP("sort", sort_setup, sort_measure), DD_CHECK, 1, "avx2 portable", NULL,
+     DD_T_COARSE},
+    {SORT_OP("sort.ones", sort_setup_ones, sort_measure), DD_CHECK, 1, "avx2 portable", NULL,
      DD_T_COARSE},
     /* the control kernel: the pass as compiled before the fix (a finding
      * while the CPU forwards so), and with the pointers in registers */
