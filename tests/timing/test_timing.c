@@ -33,9 +33,9 @@
 #include "fwd_kernel.h"
 
 #define DD_T_FAIL 10.0
-/* The bound of a finding's coarse check: above the sort's residual (|t| up
- * to about 20 in short runs), below a decision leak's (sort_shuffled's tie
- * order: 240-800). */
+/* The bound of a finding's coarse check: above the sort's residual
+ * (docs/timing.md, "Findings"), below a decision leak's (sort_shuffled's
+ * tie order: 240-800). */
 #define DD_T_COARSE 200.0
 
 /* Public randomness is drawn by the library per call for both classes
