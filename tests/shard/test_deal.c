@@ -23,6 +23,7 @@
 #include "common/trace.h"
 #include "shard/shard_map.h"
 #include "testutil.h"
+#include "trace_check.h"
 
 static test_rng R;
 
@@ -227,11 +228,7 @@ static void trace(void)
         deal_trace(m, k[1], n, &t[3]);
         shard_deal_test_plant(0);
         CHECK(t[0].n > 0 && !t[0].overflow);
-        int eq = obl_trace_equal(&t[0], &t[1]);
-        CHECK(eq);
-        if (!eq)
-            fprintf(stderr, "  S %u: traces differ at event %zu of %zu\n", S,
-                    obl_trace_first_diff(&t[0], &t[1]), t[0].n);
+        CHECK_TRACES_EQUAL(&t[0], &t[1], "S %u", S);
         CHECK(!obl_trace_equal(&t[0], &t[2]));
         CHECK(!obl_trace_equal(&t[1], &t[3]));
         for (int i = 0; i < 4; i++)

@@ -34,6 +34,7 @@
 #include "shard/shard_map.h"
 #include "shard/shard_model.h"
 #include "testutil.h"
+#include "trace_check.h"
 
 #define KS 8
 #define VS 24
@@ -532,11 +533,7 @@ static void map_trace(void)
             trace_batch(&t[1], S, B, kind, 12);     /* other keys, ops, values */
             trace_batch(&t[2], S, B + 1, kind, 11); /* the control */
             CHECK(t[0].n > 0 && !t[0].overflow);
-            int eq = obl_trace_equal(&t[0], &t[1]);
-            CHECK(eq);
-            if (!eq)
-                fprintf(stderr, "  S %u kind %d: traces differ at event %zu of %zu\n", S,
-                        kind, obl_trace_first_diff(&t[0], &t[1]), t[0].n);
+            CHECK_TRACES_EQUAL(&t[0], &t[1], "S %u kind %d", S, kind);
             CHECK(!obl_trace_equal(&t[0], &t[2]));
             for (int i = 0; i < 3; i++)
                 obl_trace_free(&t[i]);

@@ -25,6 +25,7 @@
 #include "shard/shard_map.h"
 #include "shard/shard_model.h"
 #include "testutil.h"
+#include "trace_check.h"
 
 #define VS 32
 #define MAXKS 64
@@ -346,13 +347,8 @@ static void map_trace(void)
             trace_batch(&t[3], S, B, kind, 14, 0);      /* all keys in shard 0 */
             trace_batch(&t[4], S, B + 1, kind, 11, 200); /* the control */
             CHECK(t[0].n > 0 && !t[0].overflow);
-            for (int i = 1; i <= 3; i++) {
-                int eq = obl_trace_equal(&t[0], &t[i]);
-                CHECK(eq);
-                if (!eq)
-                    fprintf(stderr, "  S %u kind %d set %d: traces differ at event %zu of %zu\n",
-                            S, kind, i, obl_trace_first_diff(&t[0], &t[i]), t[0].n);
-            }
+            for (int i = 1; i <= 3; i++)
+                CHECK_TRACES_EQUAL(&t[0], &t[i], "S %u kind %d set %d", S, kind, i);
             CHECK(!obl_trace_equal(&t[0], &t[4]));
             for (int i = 0; i < 5; i++)
                 obl_trace_free(&t[i]);
