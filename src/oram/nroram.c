@@ -8,8 +8,8 @@
  *
  * Parameters and their sources (docs/oram.md has the measurements):
  * - Z = 2 slots per bucket and L leaves, the smallest power of two with
- *   capacity <= 2.5 L (nr_log_leaves): the paper's Z (section 5, "Z = 2
- *   suffices"), 1.6 to 3.2 slots in the tree per block of capacity;
+ *   capacity <= 2.55 L (nr_log_leaves): the paper's Z (section 5, "Z = 2
+ *   suffices"), 1.57 to 3.2 slots in the tree per block of capacity;
  * - two evictions per access on the next two paths in reverse-
  *   lexicographic order, three when the tree keeps more than 2 blocks per
  *   leaf, run when the next access's path is fetched (nr_settle)
@@ -118,7 +118,7 @@ static obl_err nr_shape(obl_nroram *o, const obl_nroram_params *p, int clear, in
     if (err != OBL_OK)
         return err;
     const uint32_t logL = nr_log_leaves(p->capacity), D = logL + 1;
-    /* over 2 blocks per leaf (up to NR_LEAF_LOAD2 / 2), two evictions per
+    /* over 2 blocks per leaf (up to NR_LEAF_LOAD_NUM / _DEN), two evictions per
      * access let the stash grow; three keep it small, with a longer tail
      * (docs/oram.md, "Stash size and overflow") */
     const uint32_t ev = p->capacity > ((uint64_t)2 << logL) ? 3 : 2;
