@@ -1332,8 +1332,8 @@ static void nroram_models(void)
 
 /*
  * Tree shapes around the leaf-load limit (nr_log_leaves: capacity <=
- * 2.55 L; three evictions per access above 2 blocks per leaf): capacities
- * just below, at and above 2L, 2.5L and 2.55L, their leaves and eviction
+ * 2.52 L; three evictions per access above 2 blocks per leaf): capacities
+ * just below, at and above 2L, 2.5L and 2.52L, their leaves and eviction
  * counts, and each against the model; the sharded map's omap capacities at
  * 2^20 (S = 2 and S = 1) keep half the leaves they took at 2.5 L.
  */
@@ -1366,7 +1366,7 @@ static void nroram_leaf_loads(void)
     }
     /* large shapes (no tree built): the shard's per-shard omap at N = 2^20,
      * 5/4 N capacity, S = 2 (659,449 with its routing margin) and S = 1
-     * (1,310,721); 2.5 L and powers of two as before; just over 2.55 L */
+     * (1,310,721); 2.5 L and powers of two as before; just over 2.52 L */
     const uint64_t big = NR_LEAF_LOAD_NUM * ((uint64_t)1 << 50) / NR_LEAF_LOAD_DEN;
     const struct {
         uint64_t cap;
@@ -1376,8 +1376,8 @@ static void nroram_leaf_loads(void)
              {1310720, 19},
              {1u << 20, 19},
              {(1u << 20) + 1, 19},
-             {668467, 18},
-             {668468, 19},
+             {660602, 18},
+             {660603, 19},
              {5u << 23, 24},
              {(uint64_t)1 << 40, 39},
              {(uint64_t)1 << 56, 55},
@@ -1428,11 +1428,12 @@ static long full_load_stash(uint64_t cap, uint32_t ev, long ops, double *mean)
 }
 
 /*
- * The stash at 2.5 blocks per leaf and full load. Healthy: no overflow of
- * the default stash and a mean occupancy under 0.05 blocks (measured 0.004
- * with three evictions per access; docs/oram.md, "Stash size and
- * overflow"). The control, two evictions per access, must fail it (its
- * mean is about 1 block here and grows with time and N). Not under
+ * The stash at the most blocks per leaf (2.52, nr_log_leaves) and full
+ * load. Healthy: no overflow of the default stash and a mean occupancy
+ * under 0.1 blocks (three evictions per access: 0.0004 to 0.043 over
+ * seeds 1-8; docs/oram.md, "Stash size and overflow"). The control, two
+ * evictions per access, must fail it (its mean is 0.55 to 1.6 blocks here
+ * and grows with time and N). Not under
  * memcheck (too slow there).
  */
 static void nroram_leaf_load_stash(void)
@@ -1448,8 +1449,8 @@ static void nroram_leaf_load_stash(void)
     printf("  %ld accesses: 3 evictions: %ld overflows, mean stash %.4f; control, 2: %ld, "
            "%.4f\n",
            ops, o3, m3, o2, m2);
-    CHECK(o3 == 0 && m3 >= 0 && m3 < 0.05);
-    CHECK(!(o2 == 0 && m2 >= 0 && m2 < 0.05));
+    CHECK(o3 == 0 && m3 >= 0 && m3 < 0.1);
+    CHECK(!(o2 == 0 && m2 >= 0 && m2 < 0.1));
 }
 
 /* NRORAM and RORAM models, block sizes moved in vector registers. */
