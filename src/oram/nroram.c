@@ -8,8 +8,8 @@
  *
  * Parameters and their sources (docs/oram.md has the measurements):
  * - Z = 2 slots per bucket and L leaves, the smallest power of two with
- *   capacity <= 2.52 L (nr_log_leaves): the paper's Z (section 5, "Z = 2
- *   suffices"), 1.59 to 3.2 slots in the tree per block of capacity;
+ *   capacity <= 2.5 L (nr_log_leaves): the paper's Z (section 5, "Z = 2
+ *   suffices"), 1.6 to 3.2 slots in the tree per block of capacity;
  * - two evictions per access on the next two paths in reverse-
  *   lexicographic order, three when the tree keeps more than 2 blocks per
  *   leaf, run when the next access's path is fetched (nr_settle)

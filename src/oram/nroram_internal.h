@@ -190,13 +190,13 @@ static inline uint64_t nr_tag_leaf(const struct obl_nroram *o, uint64_t id, uint
  * empty either way. Internal: no public-argument checks beyond sizes. */
 obl_err nr_create(obl_nroram **out, const obl_nroram_params *p, int clear);
 
-/* The most blocks a tree keeps per leaf, NR_LEAF_LOAD_NUM / _DEN (2.52): L
- * is the smallest power of two with capacity <= 2.52 L, so a capacity just
- * above a power of two, or a shard's 2.5 L plus its routing margin, does
- * not double the tree (docs/oram.md, "Tree and buckets"; the stash
- * measured at that load, "Stash size and overflow"). */
-#define NR_LEAF_LOAD_NUM 63
-#define NR_LEAF_LOAD_DEN 25
+/* The most blocks a tree keeps per leaf, NR_LEAF_LOAD_NUM / _DEN (2.5): L
+ * is the smallest power of two with capacity <= 2.5 L, so a capacity just
+ * above a power of two does not double the tree (docs/oram.md, "Tree and
+ * buckets"). Not more: at 2.52 to 2.55 the stash of 24 overflows far more
+ * often ("Stash size and overflow"). */
+#define NR_LEAF_LOAD_NUM 5
+#define NR_LEAF_LOAD_DEN 2
 
 /* The default stash of a tree of more than 2 blocks per leaf (three
  * evictions per access): its measured tail is heavier than at 2 per leaf,
