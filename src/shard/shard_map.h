@@ -114,8 +114,8 @@ obl_err shard_calibrate(obl_shard *m);
 obl_err shard_pick_stores(obl_shard *m, obl_omap **om0);
 
 #ifdef OBL_TESTING
-/* Tests only: the next maps' AUTO choice uses these constants instead of
- * the timed ones (the timing still runs); NULL undoes it. */
+/* Tests only: the next maps' AUTO choice uses these constants and times
+ * nothing (no scratch stores); NULL undoes it. */
 void shard_test_pick_costs(const shard_costs *c);
 #endif
 
