@@ -23,8 +23,9 @@
  *
  * Threat model (as obl/omap.h): secret are the keys, values, operations,
  * whether keys are present, which shard a key belongs to and the number of
- * entries. Public: the parameters, B, b, the engine chosen (a function of
- * public sizes), the thread count and the error codes. Capacity events
+ * entries. Public: the parameters, B, b, the stores kept and the engine
+ * chosen (functions of public sizes and timings), the thread count and the
+ * error codes. Capacity events
  * (public, each of probability at most 2^-40 while the map holds at most
  * `capacity` entries): a shard receiving more than b distinct keys of a batch
  * (the balancer's overflow), a scan table overflow, a scan store bucket
