@@ -368,6 +368,62 @@ void shard_test_pick_costs(const shard_costs *c)
 }
 #endif
 
+/* The model's estimates for a get batch of B, with the b and the
+ * sub-batch count P the batch would take (choose_engine, batch.c): 1 if
+ * the scan's is lower. */
+static int scan_cheaper(obl_shard *m, size_t B, double *pr, double *sc)
+{
+    size_t b = shard_part_b(m, B, 1);
+    unsigned P = m->S > 1 && m->threads > 1 ? shard_choose_parts(m, B) : 1;
+    shard_model_costs(m, B, b, P, pr, sc);
+    return *sc < *pr;
+}
+
+/* The access constant on a scratch omap of shard 0's parameters and
+ * capacity cap; *keep (if not NULL) receives the omap, else it is freed. */
+static obl_err time_scratch_omap(obl_shard *m, uint64_t cap, obl_omap **keep)
+{
+    obl_omap_params op = shard_omap_params(m, 0);
+    op.capacity = cap;
+    obl_omap *om = NULL;
+    obl_err e = obl_omap_create(&om, &op);
+    if (e == OBL_OK)
+        e = calibrate_access(m, om);
+    if (e == OBL_OK && keep)
+        *keep = om;
+    else
+        obl_omap_destroy(om);
+    return e;
+}
+
+/* The small scratch omap's capacity (shard_pick_stores). */
+#define SHARD_PICK_SMALL ((uint64_t)1 << 14)
+
+/* The timed constants of the store policy. An access costs no less on an
+ * omap of more capacity (a deeper tree, more cache misses), so a small
+ * scratch omap's time is a lower bound: when the scan wins against it, no
+ * omap of the shard's capacity (hundreds of MB to zero) is made. */
+static obl_err pick_timed(obl_shard *m, size_t B, obl_omap **om, int *scan, double *pr,
+                          double *sc)
+{
+    costs_unknown(m);
+    obl_err e = m->S > 1 ? calibrate_balance(m) : OBL_OK;
+    if (e == OBL_OK)
+        e = calibrate_scan(m);
+    uint64_t small = m->cap_s < SHARD_PICK_SMALL ? m->cap_s : SHARD_PICK_SMALL;
+    if (e == OBL_OK)
+        e = time_scratch_omap(m, small, small == m->cap_s ? om : NULL);
+    if (e != OBL_OK)
+        return e;
+    *scan = scan_cheaper(m, B, pr, sc);
+    if (*scan || small == m->cap_s)
+        return OBL_OK;
+    e = time_scratch_omap(m, m->cap_s, om);
+    if (e == OBL_OK)
+        *scan = scan_cheaper(m, B, pr, sc);
+    return e;
+}
+
 /* see shard_map.h */
 obl_err shard_pick_stores(obl_shard *m, obl_omap **om0)
 {
@@ -375,35 +431,24 @@ obl_err shard_pick_stores(obl_shard *m, obl_omap **om0)
         return OBL_OK;
     size_t B = (size_t)m->p.expected_batch; /* <= OBL_SHARD_MAX_BATCH */
     obl_omap *om = NULL;
+    int scan = 0;
+    double pr = 0, sc = 0;
 #ifdef OBL_TESTING
-    if (pick_forced)
+    if (pick_forced) {
         m->cost = pick_costs;
-    else
+        scan = scan_cheaper(m, B, &pr, &sc);
+    } else
 #endif
     {
-        costs_unknown(m);
-        obl_err e = m->S > 1 ? calibrate_balance(m) : OBL_OK;
-        if (e == OBL_OK)
-            e = calibrate_scan(m);
-        if (e != OBL_OK)
-            return e;
-        obl_omap_params op = shard_omap_params(m, 0);
-        e = obl_omap_create(&om, &op);
-        if (e == OBL_OK)
-            e = calibrate_access(m, om);
+        obl_err e = pick_timed(m, B, &om, &scan, &pr, &sc);
         if (e != OBL_OK) {
             obl_omap_destroy(om);
             return e;
         }
     }
     m->calibrated = 1;
-    /* as choose_engine (batch.c) would pick for a get batch of B */
-    size_t b = shard_part_b(m, B, 1);
-    unsigned P = m->S > 1 && m->threads > 1 ? shard_choose_parts(m, B) : 1;
-    double pr, sc;
-    shard_model_costs(m, B, b, P, &pr, &sc);
-    m->keep_scan = sc < pr;
-    m->keep_omap = !m->keep_scan;
+    m->keep_scan = scan;
+    m->keep_omap = !scan;
     if (m->keep_omap && om0)
         *om0 = om;
     else
