@@ -104,13 +104,14 @@ obl_err shard_alloc(obl_shard **out, const obl_shard_params *p);
 obl_err shard_calibrate(obl_shard *m);
 
 /* The AUTO policy with a hint (obl/shard.h; nothing for other maps):
- * times the constants on scratch stores of the map's sizes (shard 0's
- * omap parameters, a scan store of 2^14 entries) and keeps the store whose
- * engine the model puts cheaper for get batches of p.expected_batch
+ * times the constants on scratch stores (a scan store of 2^14 entries, an
+ * omap of shard 0's parameters at 2^14 entries and, unless the scan wins
+ * against that lower bound, at the shard's capacity) and keeps the store
+ * whose engine the model puts cheaper for get batches of p.expected_batch
  * (keep_omap, keep_scan; the map calibrated). Before the shards' stores
- * exist; the scratch omap goes to *om0 if the omaps are kept and om0 is
- * not NULL, else it is destroyed. Public: sizes, timings. Errors: NOMEM,
- * STATE, as obl_omap_create. */
+ * exist; the scratch omap of the shard's capacity goes to *om0 if the
+ * omaps are kept and om0 is not NULL, else it is freed. Public: sizes,
+ * timings. Errors: NOMEM, as obl_omap_create. */
 obl_err shard_pick_stores(obl_shard *m, obl_omap **om0);
 
 #ifdef OBL_TESTING
