@@ -349,7 +349,8 @@ static void full_swap(void)
     }
 }
 
-static void bad_batches(void)
+/* Invalid batches: each an INVALID_ARG error, the map unchanged. */
+static void bad_batch_calls(void)
 {
     obl_shard_params p = params(60, 3, OBL_SHARD_ENGINES_BOTH, 2);
     model m;
@@ -386,27 +387,37 @@ static void bad_batches(void)
     obl_shard_stats st;
     obl_shard_get_stats(s, &st);
     CHECK(st.batches == 1); /* check_same's alone */
-    /* ops other than PUT and ERASE behave as GET (obl/omap.h), in every engine */
+    obl_shard_destroy(s);
+    model_free(&m);
+}
+
+/* Ops other than PUT and ERASE behave as GET (obl/omap.h), in every engine. */
+static void odd_ops(void)
+{
     for (unsigned e = 0; e <= 2; e++) {
-        model m2;
-        obl_shard_params p2 = params(60, 2, e, 2);
-        obl_shard *s2 = built(&p2, 20, &m2);
+        model m;
+        obl_shard_params p = params(60, 2, e, 2);
+        obl_shard *s = built(&p, 20, &m);
         req_set q = req_new(6);
         req_fill(&q, 1, 50);
         const uint64_t odd[3] = {3, 7, UINT64_MAX};
         for (size_t i = 0; i < 6; i++)
             q.ops[i] = odd[i % 3];
-        CHECK(s2 && run_req(s2, &m2, &q, 1) == OBL_OK);
-        if (s2)
-            check_same(s2, &m2, 50);
+        CHECK(s && run_req(s, &m, &q, 1) == OBL_OK);
+        if (s)
+            check_same(s, &m, 50);
         req_free(&q);
-        model_free(&m2);
-        obl_shard_destroy(s2);
+        model_free(&m);
+        obl_shard_destroy(s);
     }
-    obl_shard_destroy(s);
-    model_free(&m);
+}
 
-    /* parameters: each bound and one past it */
+/* Parameters: each bound and one past it, in create and build; the out
+ * pointer NULL after each error. */
+static void bad_params(void)
+{
+    uint64_t k[1] = {1};
+    unsigned char v[VS] = {0};
     obl_shard_params q;
     obl_shard *t = NULL;
 #define BAD_PARAM(field, value, err)                                                  \
@@ -431,6 +442,13 @@ static void bad_batches(void)
     CHECK(obl_shard_build(&t, &q, k, NULL, 1) == OBL_ERR_INVALID_ARG && t == NULL);
     CHECK(obl_shard_build(&t, &q, NULL, NULL, 0) == OBL_OK && t != NULL); /* empty */
     obl_shard_destroy(t);
+}
+
+static void bad_batches(void)
+{
+    bad_batch_calls();
+    odd_ops();
+    bad_params();
 }
 
 /* B puts (kind 1) or erases (2) through obl_shard_put / _erase with the
