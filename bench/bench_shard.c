@@ -48,6 +48,7 @@
 #include <obl/shard.h>
 
 #include "bench_hashmap.h"
+#include "common/cores.h"
 
 enum { X_SHARDS, X_BATCH, X_THREADS, X_ENGINE, X_FILL };
 
@@ -295,11 +296,8 @@ static int batched_run(bench_case *c, void *state)
     return sh_run_with(c, state, 1);
 }
 
-static unsigned sh_cores(void)
-{
-    long c = sysconf(_SC_NPROCESSORS_ONLN);
-    return c < 1 ? 1u : (unsigned)c;
-}
+/* The CPUs obl-bench may run on: the library's own count (the pool's T = 0). */
+static unsigned sh_cores(void) { return obl_cores(); }
 
 static void sh_add(bench_plan *pl, const bench_type *t, uint64_t n, uint64_t kb, uint64_t vb,
                    uint64_t S, uint64_t B, uint64_t engines)
