@@ -376,7 +376,8 @@ static void batched_plan(bench_plan *pl, uint64_t n)
 #define SH_FLAGS(S_DEF, S_MIN, S_MAX)                                                     \
     {{"--shards", "Shards", S_DEF, S_MIN, S_MAX, "shards S"},                             \
      {"--batch", "Batch_size", 4096, 1, OBL_SHARD_MAX_BATCH, "requests per batch B"},     \
-     {"--threads", "Threads", 0, 0, 1024, "worker threads T (0: the online cores)"},      \
+     {"--threads", "Threads", 0, 0, 1024,                                                 \
+      "worker threads T (0: the CPUs this process may run on)"},                          \
      {"--engines", "Engines", 0, 0, 3,                                                    \
       "0: the default creation (the store the cost model picks for B); 1: per-request "   \
       "only; 2: scan only; 3: both stores, the cost model chooses per batch"},            \

@@ -89,7 +89,7 @@ typedef struct obl_shard_params {
     size_t key_size;            /* 1 .. OBL_SHARD_MAX_KEY_SIZE */
     size_t value_size;          /* 1 .. OBL_SHARD_MAX_VALUE_SIZE */
     uint32_t shards;            /* S, 1 .. OBL_SHARD_MAX_SHARDS */
-    uint32_t threads;           /* T; 0 = the online cores */
+    uint32_t threads;           /* T; 0 = the CPUs of the process's affinity mask */
     uint32_t engines;           /* OBL_SHARD_ENGINES_*; 0 = AUTO */
     uint64_t expected_batch;    /* public: the usual B, the AUTO policy's hint;
                                  * 0 = not given; <= OBL_SHARD_MAX_BATCH */
