@@ -110,6 +110,7 @@ obl_err obl_shard_create(obl_shard **out, const obl_shard_params *p) OBL_WARN_UN
  * Bulk build from n distinct pairs, n <= capacity, the shards built in
  * parallel. Secret: keys and values. Public: n and the parameters; and by
  * design the number of keys each shard receives (docs/shard.md, "Build").
+ * With AUTO and a hint the store is picked first, as by create.
  * Errors: as create, DUPLICATE_KEY, FULL (a shard's share exceeded its
  * capacity; probability <= 2^-lambda for n <= capacity).
  */
