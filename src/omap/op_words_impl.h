@@ -162,55 +162,28 @@ static void omap_unpack(const obl_omap *m, const unsigned char *bk, uint64_t b,
     }
 }
 
-/* A bit stream written in 64-bit words, in increasing address order: the
- * fields' bits go into acc and each full word is stored once (8-byte
- * read-modify-writes of overlapping fields would wait on each other's
- * stores). Secret: acc. Public: p, n. */
-typedef struct {
-    unsigned char *p;
-    uint64_t acc;
-    uint32_t n; /* bits in acc, < 64 */
-} omap_bitw;
-
-/* Appends the low w bits of v (w <= 64; v has no bits above them).
- * Secret: v. Public: w. */
-static inline void omap_bitw_put(omap_bitw *b, uint64_t v, uint32_t w)
-{
-    b->acc |= v << b->n;
-    uint32_t t = b->n + w;
-    if (t >= 64) { /* public */
-        st64(b->p, b->acc);
-        b->p += 8;
-        b->acc = b->n ? v >> (64 - b->n) : 0;
-        t -= 64;
-    }
-    b->n = t;
-}
-
 /*
  * Packs u back into bk with count cnt: slot i keeps the low wshift bits of
  * its word (its bucket's are the same for every slot) and vb bits of its
- * value; the bits past the last field are zeros. Secret: the contents,
- * cnt. Public: m's sizes, svs.
+ * value; the bits past the last field keep what unpack read. Secret: the
+ * contents, cnt. Public: m's sizes, svs.
  */
 static void omap_pack(const obl_omap *m, unsigned char *bk, uint64_t cnt, omap_unpacked *u,
                       const size_t svs)
 {
     const uint32_t B = m->B, rb = m->rb, vb = m->vb;
-    const uint64_t rmask = omap_bits_mask(rb), vmask = omap_bits_mask(vb);
-    omap_bitw w = {u->raw, cnt & 0xff, 8 * OMAP_WHS};
+    const size_t r0 = 8 * OMAP_WHS, v0 = r0 + (size_t)B * rb;
+    u->raw[0] = (unsigned char)cnt;
     for (uint32_t i = 0; i < B; i++)
-        omap_bitw_put(&w, u->key[i] & rmask, rb);
+        omap_bits_st(u->raw, r0 + (size_t)i * rb, rb, u->key[i]);
     if (svs == 4) { /* public */
         const omap_w32 *sv = (const omap_w32 *)(const void *)u->sv;
         for (uint32_t i = 0; i < B; i++)
-            omap_bitw_put(&w, sv[i] & vmask, vb);
+            omap_bits_st(u->raw, v0 + (size_t)i * vb, vb, sv[i]);
     } else {
         for (uint32_t i = 0; i < B; i++)
-            omap_bitw_put(&w, u->sv[i] & vmask, vb);
+            omap_bits_st(u->raw, v0 + (size_t)i * vb, vb, u->sv[i]);
     }
-    if (w.n) /* public */
-        st64(w.p, w.acc);
     memcpy(bk, u->raw, m->bsz);
 }
 
