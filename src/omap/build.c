@@ -136,7 +136,6 @@ static obl_err bld_alloc(omap_bld *b)
              obl_mul_ok((size_t)nb + 1, sizeof(uint64_t), &b->st_bytes) &&
              obl_mul_ok((size_t)(n ? n : 1), sizeof(uint64_t), &b->own_bytes) &&
              obl_mul_ok((size_t)nb, m->bsz, &b->arr_bytes) &&
-             obl_add_ok(b->arr_bytes, 16, &b->arr_bytes) && /* omap_bits_st's room */
              obl_mul_ok((size_t)(n ? n : 1), 8, &b->fp_bytes) &&
              obl_mul_ok((size_t)(n ? n : 1), ks + vs, &b->kvb_bytes);
     if (!ok)
@@ -383,10 +382,9 @@ static obl_err bld_place(omap_bld *b)
 
 /*
  * The buckets in plain memory, written in input order (the reads in
- * order, the writes where the slots are; a word map's bucket is its count
- * and bit fields: the low wshift bits of each word, vb bits of each slot
- * value, omap_internal.h), then the index ORAM over them. A bucket's
- * entries take its first slots.
+ * order, the writes where the slots are; a word map's slots hold the low
+ * wshift bits of the word in rw bytes and lw bytes of the slot value,
+ * omap_internal.h), then the index ORAM over them.
  */
 static obl_err bld_buckets(omap_bld *b)
 {
@@ -397,12 +395,8 @@ static obl_err bld_buckets(omap_bld *b)
     if (!arr)
         return OBL_ERR_NOMEM;
     for (uint64_t k = 0; k < nb; k++) { /* obl_alloc zeroed the rest */
-        if (m->words) { /* public */
-            arr[k * m->bsz] = (unsigned char)b->fill[k];
-        } else {
-            uint64_t hdr = b->fill[k] >= 64 ? UINT64_MAX : ((uint64_t)1 << b->fill[k]) - 1;
-            memcpy(arr + k * m->bsz, &hdr, OMAP_HS);
-        }
+        uint64_t hdr = b->fill[k] >= 64 ? UINT64_MAX : ((uint64_t)1 << b->fill[k]) - 1;
+        memcpy(arr + k * m->bsz, &hdr, OMAP_HS);
     }
     const uint64_t rmask = omap_rest_mask(m), *own = b->own;
     for (uint64_t i = 0; i < n; i++) {
@@ -411,10 +405,9 @@ static obl_err bld_buckets(omap_bld *b)
         uint64_t k = own[i] / B, s = own[i] % B;
         unsigned char *bp = arr + k * m->bsz;
         if (m->words) { /* public */
-            uint64_t v = 0;
-            memcpy(&v, bld_sv(b, i), svc); /* little-endian */
-            omap_bits_st(bp, 8 * OMAP_WHS + s * m->rb, m->rb, b->fpk[i] & rmask);
-            omap_bits_st(bp, 8 * OMAP_WHS + B * m->rb + s * m->vb, m->vb, v);
+            uint64_t r = b->fpk[i] & rmask;
+            memcpy(bp + OMAP_HS + s * m->rw, &r, m->rw); /* little-endian */
+            memcpy(bp + OMAP_HS + B * m->rw + s * m->lw, bld_sv(b, i), m->lw);
         } else {
             memcpy(bp + OMAP_HS + s * iks, b->IK + i * iks, iks);
             memcpy(bp + OMAP_HS + B * iks + s * svs, bld_sv(b, i), svc);

@@ -151,60 +151,17 @@ static void omap_slots(obl_omap *m, const obl_omap_params *p)
     m->svs = compact ? 4 : p->value_size <= 8 ? 8 : p->value_size;
     m->kv = m->iks + m->svs;
     m->words = m->iks == 8 && m->svs <= 8;
-    m->rb = 64 - m->logM;
-    m->vb = 0;
-    if (m->words && compact) /* the value ORAM's leaves: below its L (nr_create) */
-        m->vb = nr_log_leaves(p->capacity);
-    else if (m->words)
-        m->vb = 8 * (uint32_t)p->value_size;
-}
-
-/* Bytes of a bucket of B slots of the map in m (omap_slots ran). Public. */
-static int omap_bucket_bytes(const obl_omap *m, uint32_t B, size_t *bsz)
-{
-    size_t bits;
-    if (m->words) { /* public; B <= OBL_OMAP_MAX_SLOTS, widths <= 64 + 64 */
-        bits = 8 * OMAP_WHS + (size_t)B * (m->rb + m->vb);
-        *bsz = (bits + 63) / 64 * 8;
-        return 1;
+    m->rw = (64 - m->logM + 7) / 8;
+    m->lw = 0;
+    if (m->words && compact) {
+        /* the value ORAM's leaves are below its L leaves (nr_create) */
+        const uint32_t logL = nr_log_leaves(p->capacity);
+        m->lw = 1;
+        while (m->lw < 4 && 8 * m->lw < logL)
+            m->lw++;
+    } else if (m->words) {
+        m->lw = (uint32_t)p->value_size;
     }
-    return obl_mul_ok(m->kv, B, bsz) && obl_add_ok(*bsz, OMAP_HS + 7, bsz) &&
-           ((*bsz &= ~(size_t)7), 1);
-}
-
-/* Cache lines the index tree's bucket of two blocks of bsz bytes and two
- * 8-byte metadata entries (nroram_internal.h; a tree of at most 2^32
- * blocks) spans, summed over its 64 placements modulo a line: what a
- * path's level costs. Public. */
-static uint64_t omap_tree_lines(size_t bsz)
-{
-    const uint64_t t = (2 * (uint64_t)bsz + 2 * sizeof(nr_meta32) + 7) & ~(uint64_t)7;
-    uint64_t sum = 0;
-    for (uint64_t k = 0; k < 64; k++)
-        sum += (k * t % 64 + t + 63) / 64;
-    return sum;
-}
-
-/*
- * Compact word maps with automatic sizing: one slot fewer than the
- * overflow target asked for when that bucket makes the index tree's
- * buckets span fewer cache lines and its stash bound stays within twice
- * the target (at 2^20 / 0.8: B = 22 instead of 23, 384-byte tree buckets,
- * six lines, instead of 400; docs/omap.md, "Packed buckets"). Public.
- */
-static void omap_fit_lines(obl_omap *m, const obl_omap_params *p, uint64_t target)
-{
-    size_t a, b;
-    if (!m->words || m->layout != OBL_OMAP_LAYOUT_COMPACT || p->slots_per_bucket ||
-        p->overflow_size || m->B < 2 || !omap_bucket_bytes(m, m->B, &a) ||
-        !omap_bucket_bytes(m, m->B - 1, &b) || omap_tree_lines(b) >= omap_tree_lines(a))
-        return;
-    uint64_t s = omap_overflow_bound(p->capacity, m->M, m->B - 1, OBL_OMAP_OVERFLOW_BITS);
-    s = (s + 7) & ~(uint64_t)7;
-    if (s > 2 * target || s > OBL_OMAP_MAX_OVERFLOW)
-        return;
-    m->B--;
-    m->S = (uint32_t)(s < 8 ? 8 : s);
 }
 
 /* The shape of the map of p in m: layout, table size, slots and the
@@ -215,17 +172,18 @@ static obl_err omap_shape(obl_omap *m, const obl_omap_params *p, int isa)
     if (!m->layout)
         return OBL_ERR_TOO_LARGE;
     const int compact = m->layout == OBL_OMAP_LAYOUT_COMPACT;
-    const uint64_t target = compact ? OBL_OMAP_OVERFLOW_TARGET_COMPACT : OBL_OMAP_OVERFLOW_TARGET;
-    m->M = omap_size(p, target, &m->B, &m->S, &m->logM);
+    m->M = omap_size(p, compact ? OBL_OMAP_OVERFLOW_TARGET_COMPACT : OBL_OMAP_OVERFLOW_TARGET,
+                     &m->B, &m->S, &m->logM);
     if (!m->M)
         return OBL_ERR_TOO_LARGE;
     omap_slots(m, p);
-    omap_fit_lines(m, p, target);
     m->ses = OMAP_HS + m->kv;
+    size_t slot = m->words ? (size_t)m->rw + m->lw : m->kv;
     /* fingerprint mode keeps one more stash entry that only the restore of
      * a collision may take (omap_internal.h) */
     m->Sa = m->S + (m->fp ? 1u : 0u);
-    if (!omap_bucket_bytes(m, m->B, &m->bsz) || m->bsz > OBL_ORAM_MAX_VALUE_SIZE ||
+    if (!obl_mul_ok(slot, m->B, &m->bsz) || !obl_add_ok(m->bsz, OMAP_HS + 7, &m->bsz) ||
+        (m->bsz &= ~(size_t)7) > OBL_ORAM_MAX_VALUE_SIZE ||
         !obl_mul_ok(m->ses, m->Sa, &m->stash_bytes))
         return OBL_ERR_TOO_LARGE;
     m->isa = isa;

@@ -20,18 +20,13 @@
  * most 8 bytes or fingerprints; docs/omap.md, "Quotiented index"). The
  * index key k is replaced by its word w = Speck64/128(k) under a per-map
  * secret key (a permutation), and the bucket is the top logM bits of w,
- * so a slot stores only the rest of w, the low rb = 64 - logM bits, and
- * its slot value in vb bits (a leaf of the value ORAM: log2 of its
- * leaves; an inline value: 8 x its bytes). A word map's bucket is a bit
- * string: [count, 1 byte | B rests of rb bits | B values of vb bits], its
- * full slots the first `count` (the passes keep them a prefix: an erase
- * moves the last entry into the hole), so no per-slot valid bit is
- * stored. The stash keeps whole words (skey, 8 bytes) and svs-byte slot
- * values. The passes of op_words_impl.h run on words: a bucket is
- * unpacked into word arrays (w = bucket << (64 - logM) | rest) and packed
- * back (docs/omap.md, "Packed buckets"). Other maps (inline, keys of over
- * 8 bytes) keep whole keys and slot values as described above, and the
- * SipHash bucket.
+ * so a slot stores only the rest of w, the low 64 - logM bits, in rw
+ * bytes, and its slot value in lw bytes: [header | B x rw | B x lw]. The
+ * stash keeps whole words (skey, 8 bytes) and svs-byte slot values. The
+ * passes of op_words_impl.h run on words: a bucket is unpacked into word arrays
+ * (w = bucket << (64 - logM) | rest) and packed back. Other maps (inline,
+ * keys of over 8 bytes) keep whole keys and slot values as described
+ * above, and the SipHash bucket.
  *
  * Layouts (docs/omap.md, "Layouts"). INLINE: sv is the value (svs =
  * value_size, or 8 for values of at most 8 bytes). COMPACT: sv is the
@@ -64,9 +59,6 @@
 
 /* bucket and stash entry header bytes */
 #define OMAP_HS 8u
-
-/* word maps: bucket header bytes (the count of full slots) */
-#define OMAP_WHS 1u
 
 /* Compact layout: the largest capacity whose value ORAM is a tagged tree
  * (NR_POS_TAGGED): a false match, another block with the key's 64 - logL
@@ -102,42 +94,6 @@ static inline uint64_t ld64(const unsigned char *p)
 
 static inline void st64(unsigned char *p, uint64_t w) { memcpy(p, &w, 8); }
 
-/* The mask of a w-bit field, w <= 64. Public. */
-static inline uint64_t omap_bits_mask(uint32_t w)
-{
-    return w >= 64 ? UINT64_MAX : ((uint64_t)1 << w) - 1;
-}
-
-/* The w-bit field (w <= 64) at bit pos of p, little-endian; reads 8 bytes
- * from byte pos / 8 (and one more when the field needs it), so a buffer
- * needs 8 bytes of room after its last field. Secret: the contents.
- * Public: pos, w. */
-static inline uint64_t omap_bits_ld(const unsigned char *p, size_t pos, uint32_t w)
-{
-    const unsigned char *q = p + pos / 8;
-    const unsigned s = (unsigned)(pos % 8);
-    uint64_t v = ld64(q) >> s;
-    if (s && w + s > 64) /* public */
-        v |= (uint64_t)q[8] << (64 - s);
-    return v & omap_bits_mask(w);
-}
-
-/* Stores the low w bits of v (w <= 64) at bit pos of p, keeping the other
- * bits; the same bytes as omap_bits_ld. Secret: v, the contents. Public:
- * pos, w. */
-static inline void omap_bits_st(unsigned char *p, size_t pos, uint32_t w, uint64_t v)
-{
-    unsigned char *q = p + pos / 8;
-    const unsigned s = (unsigned)(pos % 8);
-    const uint64_t mk = omap_bits_mask(w);
-    v &= mk;
-    st64(q, (ld64(q) & ~(mk << s)) | v << s);
-    if (s && w + s > 64) { /* public */
-        const uint64_t hm = mk >> (64 - s);
-        q[8] = (unsigned char)((q[8] & ~hm) | v >> (64 - s));
-    }
-}
-
 struct obl_omap {
     int isa;              /* public: the variant its ORAMs took (common/cpu.h) */
     obl_alloc_ctx ac;
@@ -147,7 +103,7 @@ struct obl_omap {
     obl_speck pk;         /* word maps: the index keys' permutation */
     int words;            /* word map: quotiented index (above) */
     uint32_t wshift;      /* word map: 64 - logM, the rest's bits */
-    uint32_t rb, vb;      /* word map: bits of a slot's rest and value */
+    uint32_t rw, lw;      /* word map: bytes of a slot's rest and value */
     uint64_t capacity;
     uint64_t M;           /* buckets, a power of two */
     uint32_t logM;
@@ -161,8 +117,7 @@ struct obl_omap {
                              8 (inline values of at most 8 bytes), else vs */
     size_t kv;            /* index entry bytes: iks + svs */
     size_t bsz;           /* bucket bytes: OMAP_HS + B * kv (word maps:
-                             OMAP_WHS + B * (rb + vb) bits), rounded up
-                             to 8 */
+                             B * (rw + lw)), rounded up to 8 */
     size_t ses;           /* stash entry bytes: OMAP_HS + kv */
     uint32_t B;           /* slots per bucket */
     uint32_t S;           /* overflow stash entries new keys may take */

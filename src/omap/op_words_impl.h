@@ -122,87 +122,80 @@ typedef struct {
 OMAP_WORD_PASSES(omap_w32, 32)
 OMAP_WORD_PASSES(omap_w64, 64)
 
+/* Bucket headers as word arrays: slot i's valid bit, one word per slot. */
+static void omap_bits_to_words(uint64_t hdr, omap_w64 *restrict w, uint32_t B)
+{
+    for (uint32_t i = 0; i < B; i++)
+        w[i] = (hdr >> i) & 1;
+}
+
 /* A word map's bucket, unpacked: its bytes with room for the 8-byte loads
- * and stores past the last field (omap_bits_ld), the slots' valid bits,
- * words and values (svs bytes each, zero-extended). */
+ * and stores past the last slot, the slots' words and their values
+ * (svs bytes each, zero-extended). */
 typedef struct {
-    _Alignas(64) unsigned char raw[OMAP_WHS + OBL_OMAP_MAX_SLOTS * 16 + 16];
-    _Alignas(64) omap_w64 valid[OBL_OMAP_MAX_SLOTS];
+    _Alignas(64) unsigned char raw[OMAP_HS + OBL_OMAP_MAX_SLOTS * 16 + 8];
     _Alignas(64) omap_w64 key[OBL_OMAP_MAX_SLOTS];
     _Alignas(64) uint64_t sv[OBL_OMAP_MAX_SLOTS]; /* svs x B bytes used */
 } omap_unpacked;
 
 /*
- * Unpacks bucket bk (m->bsz bytes) of bucket number b into u (layout in
- * omap_internal.h): slot i is valid iff i < the stored count, its word is
- * b << wshift | its stored rest, its value the stored vb bits. Every slot,
- * full or empty, the same way. Secret: b, the bucket. Public: m's sizes,
- * svs.
+ * Unpacks bucket bk (m->bsz bytes) of bucket number b into u: slot i's
+ * word is b << wshift | its stored rest, its value the lw stored bytes.
+ * Every slot, full or empty, the same way. Secret: b, the bucket.
+ * Public: m's sizes, svs.
  */
 static void omap_unpack(const obl_omap *m, const unsigned char *bk, uint64_t b,
                         omap_unpacked *u, const size_t svs)
 {
-    const uint32_t B = m->B, rb = m->rb, vb = m->vb;
+    const uint32_t B = m->B, rw = m->rw, lw = m->lw;
     const uint64_t top = m->logM ? b << m->wshift : 0;
-    const size_t r0 = 8 * OMAP_WHS, v0 = r0 + (size_t)B * rb;
+    const uint64_t rmask = omap_rest_mask(m), lmask = UINT64_MAX >> (64 - 8 * lw);
+    const unsigned char *rs = u->raw + OMAP_HS, *ls = rs + (size_t)B * rw;
     memcpy(u->raw, bk, m->bsz);
-    memset(u->raw + m->bsz, 0, 16);
-    const uint64_t cnt = u->raw[0];
-    for (uint32_t i = 0; i < B; i++) {
-        u->valid[i] = obl_ct_lt64(i, cnt);
-        u->key[i] = top | omap_bits_ld(u->raw, r0 + (size_t)i * rb, rb);
-    }
+    memset(u->raw + m->bsz, 0, 8);
+    for (uint32_t i = 0; i < B; i++)
+        u->key[i] = top | (ld64(rs + (size_t)i * rw) & rmask);
     if (svs == 4) { /* public */
         omap_w32 *sv = (omap_w32 *)(void *)u->sv;
         for (uint32_t i = 0; i < B; i++)
-            sv[i] = (uint32_t)omap_bits_ld(u->raw, v0 + (size_t)i * vb, vb);
+            sv[i] = (uint32_t)(ld64(ls + (size_t)i * lw) & lmask);
     } else {
         for (uint32_t i = 0; i < B; i++)
-            u->sv[i] = omap_bits_ld(u->raw, v0 + (size_t)i * vb, vb);
+            u->sv[i] = ld64(ls + (size_t)i * lw) & lmask;
     }
 }
 
 /*
- * Packs u back into bk with count cnt: slot i keeps the low wshift bits of
- * its word (its bucket's are the same for every slot) and vb bits of its
- * value; the bits past the last field keep what unpack read. Secret: the
- * contents, cnt. Public: m's sizes, svs.
+ * Packs u back into bk: slot i keeps the low wshift bits of its word (its
+ * bucket's are the same for every slot) and lw bytes of its value. The
+ * 8-byte stores go in increasing address order, so each one's spill over
+ * the next slot is rewritten by that slot's store; the spills past the
+ * last value are zero bytes (rests and values fit their widths).
+ * Secret: the contents. Public: m's sizes, svs.
  */
-static void omap_pack(const obl_omap *m, unsigned char *bk, uint64_t cnt, omap_unpacked *u,
+static void omap_pack(const obl_omap *m, unsigned char *bk, uint64_t hdr, omap_unpacked *u,
                       const size_t svs)
 {
-    const uint32_t B = m->B, rb = m->rb, vb = m->vb;
-    const size_t r0 = 8 * OMAP_WHS, v0 = r0 + (size_t)B * rb;
-    u->raw[0] = (unsigned char)cnt;
+    const uint32_t B = m->B, rw = m->rw, lw = m->lw;
+    const uint64_t rmask = omap_rest_mask(m), lmask = UINT64_MAX >> (64 - 8 * lw);
+    unsigned char *rs = u->raw + OMAP_HS, *ls = rs + (size_t)B * rw;
+    st64(u->raw, hdr);
     for (uint32_t i = 0; i < B; i++)
-        omap_bits_st(u->raw, r0 + (size_t)i * rb, rb, u->key[i]);
+        st64(rs + (size_t)i * rw, u->key[i] & rmask);
     if (svs == 4) { /* public */
         const omap_w32 *sv = (const omap_w32 *)(const void *)u->sv;
         for (uint32_t i = 0; i < B; i++)
-            omap_bits_st(u->raw, v0 + (size_t)i * vb, vb, sv[i]);
+            st64(ls + (size_t)i * lw, sv[i] & lmask);
     } else {
         for (uint32_t i = 0; i < B; i++)
-            omap_bits_st(u->raw, v0 + (size_t)i * vb, vb, u->sv[i]);
+            st64(ls + (size_t)i * lw, u->sv[i] & lmask);
     }
     memcpy(bk, u->raw, m->bsz);
 }
 
-/* The first free slot of a bucket's valid words (B if none): an erase's
- * hole, which op_words fills with the last entry. Secret: valid and the
- * result. Public: B. */
-static uint64_t omap_first_free(const omap_w64 *valid, uint32_t B)
-{
-    uint64_t h = B;
-    for (uint32_t i = 0; i < B; i++) {
-        uint64_t c = (uint64_t)i | (0 - (valid[i] & 1));
-        h = h < c ? h : c;
-    }
-    return h;
-}
-
 /*
  * op_generic on words: the stash and the bucket go through the same two
- * passes (the bucket's count unpacked into valid words and back).
+ * passes (the bucket's header bits unpacked into words and back).
  * Secret: as op_generic. Public: B, S, svs.
  */
 static inline __attribute__((always_inline)) void op_words(op_ctx *c, unsigned char *bk,
@@ -216,8 +209,10 @@ static inline __attribute__((always_inline)) void op_words(op_ctx *c, unsigned c
     memcpy(&out, c->out, svs);
     omap_unpacked u;
     omap_unpack(m, bk, c->tag >> 1, &u, svs);
-    omap_w64 *bkey = u.key, *bw = u.valid;
+    omap_w64 *bkey = u.key;
     void *bsv = u.sv;
+    omap_w64 bw[OBL_OMAP_MAX_SLOTS];
+    omap_bits_to_words(ld64(bk), bw, B);
     /* the passes for this slot value size (public) */
     void (*const rd)(const omap_w64 *, const omap_w64 *, const void *, size_t, uint64_t,
                      uint64_t, uint64_t, omap_scan *) = svs == 4 ? omap_read_32 : omap_read_64;
@@ -258,16 +253,12 @@ static inline __attribute__((always_inline)) void op_words(op_ctx *c, unsigned c
     uint64_t pk, psv, dk, dv;
     uint64_t occ = wr(m->sh, skey, m->ssv, Sa, s_up, in, s_fill, key, in, c->tag, s_clr, rs.cand,
                       obl_ct_mask(pull_b), &pk, &psv);
-    uint64_t cnt = wr(bw, bkey, bsv, B, b_up, in, b_fill, obl_ct_select64(pull_b, pk, key),
-                      obl_ct_select64(pull_b, psv, in), 1, b_clr, NONE, 0, &dk, &dv);
-    /* the full slots stay a prefix: a hole below cnt (an erase's) takes
-     * entry cnt, the last one, which leaves (two more passes, the same for
-     * every operation) */
-    uint64_t hole = omap_first_free(bw, B), mv = obl_ct_lt64(hole, cnt);
-    wr(bw, bkey, bsv, B, NONE, 0, NONE, 0, 0, 0, NONE, cnt, 0, &dk, &dv);
-    wr(bw, bkey, bsv, B, NONE, 0, obl_ct_select64(mv, hole, NONE), dk, dv, 1,
-       obl_ct_select64(mv, cnt, NONE), NONE, 0, &pk, &psv);
-    omap_pack(m, bk, cnt, &u, svs);
+    wr(bw, bkey, bsv, B, b_up, in, b_fill, obl_ct_select64(pull_b, pk, key),
+       obl_ct_select64(pull_b, psv, in), 1, b_clr, NONE, 0, &dk, &dv);
+    uint64_t hdr = 0;
+    for (uint32_t i = 0; i < B; i++)
+        hdr |= (bw[i] & 1) << i;
+    omap_pack(m, bk, hdr, &u, svs);
     memcpy(c->out, &out, svs);
     c->found = found;
     c->full = newkey & ((c->room & (hfb | hfs)) ^ 1);

@@ -254,21 +254,13 @@ static int g_check_invariant = 1;
 static long index_walk(obl_omap *m, index_fn fn, void *ctx)
 {
     long bad = 0;
-    unsigned char *buf = (unsigned char *)test_xzalloc(m->bsz + 16); /* omap_bits_ld */
+    unsigned char *buf = (unsigned char *)test_xzalloc(m->bsz);
     uint64_t *load = (uint64_t *)test_xzalloc(m->M * sizeof(uint64_t));
     unsigned char *full = (unsigned char *)test_xzalloc(m->M);
     for (uint64_t b = 0; b < m->M; b++) {
         bad += obl_roram_read(m->oram, b, buf) != OBL_OK;
         uint64_t h;
         memcpy(&h, buf, 8);
-        /* word maps: the first buf[0] slots are full (omap_internal.h) */
-        if (m->words)
-            h = buf[0] >= 64 ? UINT64_MAX : ((uint64_t)1 << buf[0]) - 1;
-        bad += m->words && buf[0] > m->B;
-        /* word maps: no bit set past the last field */
-        for (size_t e = 8 * OMAP_WHS + (size_t)m->B * (m->rb + m->vb); m->words && e < 8 * m->bsz;
-             e++)
-            bad += (buf[e / 8] >> (e % 8)) & 1;
         uint32_t n = 0;
         for (uint32_t s = 0; s < m->B; s++) {
             if (!((h >> s) & 1))
@@ -277,10 +269,12 @@ static long index_walk(obl_omap *m, index_fn fn, void *ctx)
             const unsigned char *v = buf + OMAP_HS + m->B * m->iks + s * m->svs;
             uint64_t w = 0, sv = 0;
             if (m->words) {
-                /* the word: the bucket's bits over the stored rest; the
-                 * value zero-extended */
-                uint64_t r = omap_bits_ld(buf, 8 * OMAP_WHS + s * m->rb, m->rb);
-                sv = omap_bits_ld(buf, 8 * OMAP_WHS + m->B * m->rb + s * m->vb, m->vb);
+                /* the word: the bucket's bits over the stored rest, which
+                 * has no bits past its width; the value zero-extended */
+                uint64_t r = 0;
+                memcpy(&r, buf + OMAP_HS + s * m->rw, m->rw);
+                memcpy(&sv, buf + OMAP_HS + m->B * m->rw + s * m->lw, m->lw);
+                bad += m->wshift < 64 && (r >> m->wshift) != 0;
                 w = (m->logM ? b << m->wshift : 0) | r;
                 /* a short key's word inverts to a key with nothing past
                  * its ks bytes (not for fingerprints: they fill 64 bits) */
@@ -863,20 +857,20 @@ static void widths_test(void)
     static const struct {
         uint64_t cap;
         size_t ks, vs;
-        uint32_t layout, rb, vb;
+        uint32_t layout, rw, lw;
     } w[] = {
-        {16, 8, 56, OBL_OMAP_LAYOUT_COMPACT, 64, 3},        /* M = 1 */
-        {17, 8, 56, OBL_OMAP_LAYOUT_COMPACT, 63, 3},        /* M = 2, 63 bits */
-        {(1u << 16) + 1, 8, 56, OBL_OMAP_LAYOUT_COMPACT, 51, 15},
-        {(1u << 17) + 1, 8, 56, OBL_OMAP_LAYOUT_COMPACT, 50, 16}, /* L = 2^16 */
-        {(5u << 15) + 1, 8, 56, OBL_OMAP_LAYOUT_COMPACT, 50, 17}, /* 2^17: > 2.5 L */
-        {1u << 20, 8, 56, OBL_OMAP_LAYOUT_COMPACT, 48, 19},
-        {(1u << 24) + 1, 5, 8, OBL_OMAP_LAYOUT_COMPACT, 43, 23},
-        {(1u << 25) + 1, 32, 8, OBL_OMAP_LAYOUT_COMPACT, 42, 24},
-        {(5u << 23) + 1, 32, 8, OBL_OMAP_LAYOUT_COMPACT, 42, 25},
-        {1u << 30, 8, 8, OBL_OMAP_LAYOUT_COMPACT, 38, 29},
-        {1u << 20, 8, 8, OBL_OMAP_LAYOUT_INLINE, 48, 64},
-        {1u << 20, 3, 5, OBL_OMAP_LAYOUT_INLINE, 48, 40},
+        {16, 8, 56, OBL_OMAP_LAYOUT_COMPACT, 8, 1},        /* M = 1 */
+        {17, 8, 56, OBL_OMAP_LAYOUT_COMPACT, 8, 1},        /* M = 2, 63 bits */
+        {(1u << 16) + 1, 8, 56, OBL_OMAP_LAYOUT_COMPACT, 7, 2},
+        {(1u << 17) + 1, 8, 56, OBL_OMAP_LAYOUT_COMPACT, 7, 2}, /* L = 2^16 */
+        {(5u << 15) + 1, 8, 56, OBL_OMAP_LAYOUT_COMPACT, 7, 3}, /* 2^17: > 2.5 L */
+        {1u << 20, 8, 56, OBL_OMAP_LAYOUT_COMPACT, 6, 3},
+        {(1u << 24) + 1, 5, 8, OBL_OMAP_LAYOUT_COMPACT, 6, 3},
+        {(1u << 25) + 1, 32, 8, OBL_OMAP_LAYOUT_COMPACT, 6, 3},
+        {(5u << 23) + 1, 32, 8, OBL_OMAP_LAYOUT_COMPACT, 6, 4},
+        {1u << 30, 8, 8, OBL_OMAP_LAYOUT_COMPACT, 5, 4},
+        {1u << 20, 8, 8, OBL_OMAP_LAYOUT_INLINE, 6, 8},
+        {1u << 20, 3, 5, OBL_OMAP_LAYOUT_INLINE, 6, 5},
     };
     for (size_t i = 0; i < sizeof(w) / sizeof(w[0]); i++) {
         obl_omap_params p = base_params(w[i].cap, w[i].ks, w[i].vs);
@@ -886,26 +880,11 @@ static void widths_test(void)
         if (!m)
             continue;
         CHECK_EQ_U64(m->words, 1);
-        CHECK_EQ_U64(m->rb, w[i].rb);
-        CHECK_EQ_U64(m->vb, w[i].vb);
-        CHECK_EQ_U64(m->bsz, (8 * OMAP_WHS + m->B * (size_t)(w[i].rb + w[i].vb) + 63) / 64 * 8);
+        CHECK_EQ_U64(m->rw, w[i].rw);
+        CHECK_EQ_U64(m->lw, w[i].lw);
+        CHECK_EQ_U64(m->bsz, (OMAP_HS + m->B * (size_t)(w[i].rw + w[i].lw) + 7) & ~(size_t)7);
         if (w[i].cap == (1u << 20) && w[i].ks == 8) /* docs/omap.md */
-            CHECK_EQ_U64(m->bsz, w[i].vs == 56 ? 264 : 424);
-        if (w[i].cap == (1u << 20) && w[i].ks == 8 && w[i].vs == 56) /* omap_fit_lines */
-            CHECK_EQ_U64(m->B, 31);
-        omap_free(m);
-    }
-    /* the suite's 8/56 map: 2^20 / 0.8, B = 22, 184-byte blocks in 384-byte
-     * (six-line) index tree buckets (docs/omap.md, "Packed buckets") */
-    {
-        obl_omap_params p = base_params(5u << 18, 8, 56);
-        p.layout = OBL_OMAP_LAYOUT_COMPACT;
-        obl_omap *m = NULL;
-        CHECK_EQ_U64(omap_alloc(&m, &p), OBL_OK);
-        if (m) {
-            CHECK_EQ_U64(m->B, 22);
-            CHECK_EQ_U64(m->bsz, 184);
-        }
+            CHECK_EQ_U64(m->bsz, w[i].vs == 56 ? 296 : 432);
         omap_free(m);
     }
     /* maps that keep whole keys */
@@ -1318,14 +1297,12 @@ static void sizing_test(void)
     S = m->S;
     M = m->M;
     CHECK_EQ_U64(M, (uint64_t)1 << 16);
-    /* the compact layout's target: B = 32 the fewest slots that meet it;
-     * one fewer (omap_fit_lines: 544- instead of 560-byte tree buckets),
-     * whose bound is within twice the target */
-    CHECK(omap_overflow_bound((uint64_t)1 << 20, M, B + 1, 40) <= OBL_OMAP_OVERFLOW_TARGET_COMPACT);
-    CHECK(omap_overflow_bound((uint64_t)1 << 20, M, B, 40) > OBL_OMAP_OVERFLOW_TARGET_COMPACT);
-    CHECK(S <= 2 * OBL_OMAP_OVERFLOW_TARGET_COMPACT && S >= 8);
-    CHECK_EQ_U64(B, 31);
-    CHECK(S >= 136 && S <= 144); /* the bound 138, rounded up to 8 */
+    /* the compact layout's target; the fewest slots that meet it */
+    CHECK(S <= OBL_OMAP_OVERFLOW_TARGET_COMPACT + 7 && S >= 8);
+    CHECK(omap_overflow_bound((uint64_t)1 << 20, M, B, 40) <= OBL_OMAP_OVERFLOW_TARGET_COMPACT);
+    CHECK(omap_overflow_bound((uint64_t)1 << 20, M, B - 1, 40) > OBL_OMAP_OVERFLOW_TARGET_COMPACT);
+    CHECK_EQ_U64(B, 32);
+    CHECK(S >= 93 && S <= 104); /* the pinned bound 95 above, rounded up to 8 */
     printf("  sizing: 2^20 entries: M 2^16, B %u, S %u (bound %" PRIu64 "); B 32: %" PRIu64
            " (2^-40), %" PRIu64 " (2^-20)\n",
            B, S, omap_overflow_bound((uint64_t)1 << 20, M, B, 40), s40, s20);
