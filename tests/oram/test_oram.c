@@ -9,8 +9,8 @@
  * memcheck, so any secret-dependent branch or address fails it; sizes
  * shrink there.
  *
- * --long: the stash soak (>= 10^8 NRORAM accesses, histogram printed) for
- * docs/oram.md; not run in CI.
+ * --long [--soak N OPS]: the stash soak (10^8 NRORAM accesses at 2^16 by
+ * default, histogram printed) for docs/oram.md; not run in CI.
  */
 #include <math.h>
 #include <stdint.h>
