@@ -48,26 +48,27 @@ OBL_INLINE col_arr col_local(const col_arr *s, uint64_t *ptr[COL_MAXC])
     return l;
 }
 
-/* 1 if row a's key > row b's. Secret: the keys. Public: kw. */
-OBL_INLINE uint64_t col_gt(const col_arr *s, size_t a, size_t b)
+/* 1 if row a's key > row b's of the columns c. Secret: the keys. Public:
+ * kw. */
+OBL_INLINE uint64_t col_gt(uint64_t *const *c, size_t a, size_t b, const size_t kw)
 {
-    uint64_t *const *c = s->col;
     uint64_t g = obl_ct_gt64(c[0][a], c[0][b]);
-    if (s->kw == 2) /* public */
+    if (kw == 2) /* public */
         g |= obl_ct_eq64(c[0][a], c[0][b]) & obl_ct_gt64(c[1][a], c[1][b]);
     return g;
 }
 
 /* Rows a < b compare-exchanged: ascending (asc) puts the smaller key at a. */
-OBL_INLINE void col_ce1(const col_arr *s, size_t a, size_t b, int asc)
+OBL_INLINE void col_ce1(uint64_t *const *c, size_t a, size_t b, int asc, const size_t nc,
+                        const size_t kw)
 {
     COL_TOUCH(a, 1);
     COL_TOUCH(b, 1);
-    uint64_t m = obl_ct_mask(asc ? col_gt(s, a, b) : col_gt(s, b, a)); /* public: asc */
-    for (size_t k = 0; k < s->ncol; k++) {
-        uint64_t x = s->col[k][a], y = s->col[k][b], t = m & (x ^ y);
-        s->col[k][a] = x ^ t;
-        s->col[k][b] = y ^ t;
+    uint64_t m = obl_ct_mask(asc ? col_gt(c, a, b, kw) : col_gt(c, b, a, kw)); /* public: asc */
+    for (size_t k = 0; k < nc; k++) {
+        uint64_t x = c[k][a], y = c[k][b], t = m & (x ^ y);
+        c[k][a] = x ^ t;
+        c[k][b] = y ^ t;
     }
 }
 
@@ -188,6 +189,17 @@ OBL_SIMD_INLINE(COL_ISA) col_v col_upper_lanes(size_t j)
 #endif
 
 #ifdef COL_LANES
+/* x, which the compiler may not derive from earlier values: a row offset
+ * it cannot fold into one pointer per column and row (the 16 general
+ * registers do not hold the 8 of two columns of col_quad4 and a loop's
+ * indices, and a spilled pointer is read from memory between the stores;
+ * see col_pass). */
+OBL_INLINE size_t col_opaque(size_t x)
+{
+    __asm__("" : "+r"(x));
+    return x;
+}
+
 /* x and y swapped in the lanes where m is all ones: an AND/XOR swap. */
 OBL_SIMD_INLINE(COL_ISA) void col_swap(col_v m, col_v *x, col_v *y)
 {
@@ -199,11 +211,10 @@ OBL_SIMD_INLINE(COL_ISA) void col_swap(col_v m, col_v *x, col_v *y)
 /* Rows a .. a + COL_LANES - 1 against as many from b, all in the direction
  * asc: one key comparison, then a swap of every column. */
 OBL_SIMD_INLINE(COL_ISA)
-void col_cev(const col_arr *s, size_t a, size_t b, int asc, const size_t nc, const size_t kw)
+void col_cev(uint64_t *const *c, size_t a, size_t b, int asc, const size_t nc, const size_t kw)
 {
     COL_TOUCH(a, COL_LANES);
     COL_TOUCH(b, COL_LANES);
-    uint64_t *const *c = s->col;
     col_v x0 = col_load(c[0] + a), y0 = col_load(c[0] + b), x1 = x0, y1 = y0;
     if (kw == 2) {
         x1 = col_load(c[1] + a);
@@ -233,21 +244,24 @@ void col_ce_reg(col_v X[][4], int a, int b, int asc, const size_t nc, const size
 /* The four vectors of rows e, e + q, e + 2q, e + 3q through the steps of
  * spans 2q and q, in registers (col_step2v, col_quads). */
 OBL_SIMD_INLINE(COL_ISA)
-void col_quad4(const col_arr *s, size_t e, size_t q, int asc, const size_t nc, const size_t kw)
+void col_quad4(uint64_t *const *col, size_t e, size_t q, int asc, const size_t nc,
+               const size_t kw)
 {
     col_v X[COL_MAXC][4];
     for (int a = 0; a < 4; a++) {
         COL_TOUCH(e + a * q, COL_LANES);
         for (size_t c = 0; c < nc; c++)
-            X[c][a] = col_load(s->col[c] + e + a * q);
+            X[c][a] = col_load(col[c] + e + a * q);
     }
     col_ce_reg(X, 0, 2, asc, nc, kw);
     col_ce_reg(X, 1, 3, asc, nc, kw);
     col_ce_reg(X, 0, 1, asc, nc, kw);
     col_ce_reg(X, 2, 3, asc, nc, kw);
+    e = col_opaque(e); /* the store addresses computed again: no register */
+    q = col_opaque(q); /* holds one between the loads and the stores */
     for (int a = 0; a < 4; a++)
         for (size_t c = 0; c < nc; c++)
-            col_store(s->col[c] + e + a * q, X[c][a]);
+            col_store(col[c] + e + a * q, X[c][a]);
 }
 
 /* Steps j = jtop .. 1 (jtop < COL_LANES) of stage k on the aligned group
@@ -255,12 +269,13 @@ void col_quad4(const col_arr *s, size_t e, size_t q, int asc, const size_t nc, c
  * lane keeps the smaller key where it is the lower of its pair XOR its row
  * descends. */
 OBL_SIMD_INLINE(COL_ISA)
-void col_regv(const col_arr *s, size_t g, size_t k, size_t jtop, const size_t nc, const size_t kw)
+void col_regv(uint64_t *const *col, size_t g, size_t k, size_t jtop, const size_t nc,
+              const size_t kw)
 {
     COL_TOUCH(g, COL_LANES);
     col_v X[COL_MAXC];
     for (size_t c = 0; c < nc; c++)
-        X[c] = col_load(s->col[c] + g);
+        X[c] = col_load(col[c] + g);
     const col_v asc = col_asc_lanes(g, k);
     for (size_t j = jtop; j > 0; j >>= 1) {
         col_v p0 = col_partner(X[0], j), p1 = p0;
@@ -276,7 +291,7 @@ void col_regv(const col_arr *s, size_t g, size_t k, size_t jtop, const size_t nc
         }
     }
     for (size_t c = 0; c < nc; c++)
-        col_store(s->col[c] + g, X[c]);
+        col_store(col[c] + g, X[c]);
 }
 
 /* Steps j and j / 2 of stage k (q = j / 2 >= COL_LANES) in one pass over
@@ -284,94 +299,107 @@ void col_regv(const col_arr *s, size_t g, size_t k, size_t jtop, const size_t nc
  * so four vectors of rows per column stay in registers through both (half
  * the loads and stores of two passes); the same compare-exchanges in the
  * same order along every row's dependencies. */
-OBL_INLINE void col_step2v(const col_arr *s, size_t lo, size_t hi, size_t k, size_t j,
+OBL_INLINE void col_step2v(uint64_t *const *c, size_t lo, size_t hi, size_t k, size_t j,
                            const size_t nc, const size_t kw)
 {
     const size_t q = j / 2;
-    for (size_t b = lo; b < hi; b += 2 * j) {
-        const int asc = !(b & k);
-        for (size_t r = 0; r < q; r += COL_LANES)
-            col_quad4(s, b + r, q, asc, nc, kw);
+    /* one loop over the first rows e of the quads, the first q of every 2j
+     * rows, so that few indices are live (col_opaque) */
+    for (size_t e = lo; e < hi;) {
+        const size_t qo = col_opaque(q);
+        col_quad4(c, e, qo, !(e & k), nc, kw); /* e & k: that of its 2j rows */
+        e += COL_LANES;
+        e += (e & (qo - 1)) == 0 ? 3 * qo : 0; /* public */
     }
 }
 #endif
 
-/* Step j of stage k on the rows [lo, hi) (aligned to 2j); unused without
- * a vector path (the portable flags). */
-__attribute__((unused)) OBL_INLINE void col_step(const col_arr *s, size_t lo, size_t hi,
-                                                 size_t k, size_t j, const size_t nc,
-                                                 const size_t kw)
+#ifdef COL_LANES
+/* Step j >= COL_LANES of stage k on the rows [lo, hi) (aligned to 2j). */
+OBL_INLINE void col_step(uint64_t *const *c, size_t lo, size_t hi, size_t k, size_t j,
+                         const size_t nc, const size_t kw)
 {
     for (size_t b = lo; b < hi; b += 2 * j) {
         const int asc = !(b & k); /* public; the same for the 2j rows when k > j */
-        size_t i = 0;
-#ifdef COL_LANES
-        if (j >= COL_LANES)
-            for (; i < j; i += COL_LANES)
-                col_cev(s, b + i, b + i + j, asc, nc, kw);
-#endif
-        (void)nc;
-        (void)kw;
-        for (; i < j; i++)
-            col_ce1(s, b + i, b + i + j, asc);
+        for (size_t i = 0; i < j; i += COL_LANES)
+            col_cev(c, b + i, b + i + j, asc, nc, kw);
     }
 }
+#endif
 
-/* Steps jtop, jtop/2, .., 1 of stage k on the rows [lo, hi); nc and kw
- * are s->ncol and s->kw, constants in the specialised copies below. */
-OBL_INLINE void col_steps_nk(const col_arr *s, size_t lo, size_t hi, size_t k, size_t jtop,
-                             const size_t nc, const size_t kw)
+/* One pass of stage k over the rows [lo, hi) from span j: spans j and
+ * j / 2 together, span j alone, or (vector form) all the spans below
+ * COL_LANES in registers. Returns the span the next pass starts from, 0
+ * after the last. c: the nc column pointers; nc and kw are constants in
+ * the specialised copies (col_pass). */
+OBL_INLINE size_t col_pass_nk(uint64_t *const *c, size_t lo, size_t hi, size_t k, size_t j,
+                              const size_t nc, const size_t kw)
 {
-    size_t j = jtop;
 #ifdef COL_LANES
-    if (hi - lo >= COL_LANES) {
-        for (; j >= 2 * COL_LANES; j >>= 2)
-            col_step2v(s, lo, hi, k, j, nc, kw);
-        for (; j >= COL_LANES; j >>= 1)
-            col_step(s, lo, hi, k, j, nc, kw);
+    if (hi - lo >= COL_LANES) { /* public */
+        if (j >= 2 * COL_LANES) {
+            col_step2v(c, lo, hi, k, j, nc, kw);
+            return j >> 2;
+        }
+        if (j >= COL_LANES) {
+            col_step(c, lo, hi, k, j, nc, kw);
+            return j >> 1;
+        }
         for (size_t g = lo; g < hi; g += COL_LANES)
-            col_regv(s, g, k, j, nc, kw);
-        return;
+            col_regv(c, g, k, j, nc, kw);
+        return 0;
     }
 #endif
-    for (; j > 0; j >>= 1)
-        for (size_t b = lo; b < hi; b += 2 * j)
-            for (size_t i = 0; i < j; i++)
-                col_ce1(s, b + i, b + i + j, !((b + i) & k));
-    (void)nc;
-    (void)kw;
+    for (size_t b = lo; b < hi; b += 2 * j)
+        for (size_t i = 0; i < j; i++)
+            col_ce1(c, b + i, b + i + j, !((b + i) & k), nc, kw);
+    return j >> 1;
+}
+
+/* col_pass_nk on the column pointers copied into local variables (an
+ * array of constant length nc that the compiler keeps in registers): a
+ * vector store may alias any memory, so pointers read through s->col would
+ * be read again after every store (see col_pass). */
+OBL_INLINE size_t col_pass_c(const col_arr *s, size_t lo, size_t hi, size_t k, size_t j,
+                             const size_t nc, const size_t kw)
+{
+    uint64_t *c[COL_MAXC];
+    for (size_t i = 0; i < nc; i++)
+        c[i] = s->col[i];
+    return col_pass_nk(c, lo, hi, k, j, nc, kw);
+}
+
+/* One pass (col_pass_nk), a function of its own so that its loop keeps the
+ * column pointers, bounds and indices in registers: a store address read
+ * from memory behind a pending vector store of secret data can be
+ * speculatively forwarded that data, which made the time depend on the
+ * data's low bits (docs/timing.md, "Findings"). */
+static __attribute__((noinline)) size_t col_pass(const col_arr *s, size_t lo, size_t hi,
+                                                 size_t k, size_t j)
+{
+    switch (s->ncol * 4 + s->kw) { /* public */
+    case 2 * 4 + 1: return col_pass_c(s, lo, hi, k, j, 2, 1);
+    case 3 * 4 + 1: return col_pass_c(s, lo, hi, k, j, 3, 1);
+    case 3 * 4 + 2: return col_pass_c(s, lo, hi, k, j, 3, 2);
+    case 4 * 4 + 1: return col_pass_c(s, lo, hi, k, j, 4, 1);
+    case 4 * 4 + 2: return col_pass_c(s, lo, hi, k, j, 4, 2);
+    case 8 * 4 + 1: return col_pass_c(s, lo, hi, k, j, 8, 1); /* 64-byte record */
+    default: return col_pass_c(s, lo, hi, k, j, s->ncol, s->kw);
+    }
 }
 
 /* Stage k from span jtop, then the stages 2k .. kend whole, on the rows
- * [lo, hi): one call for all the stages of a block, so that the column
- * pointers are read from memory once, not after the last stores of each
- * stage (docs/timing.md, "Findings"). */
-OBL_INLINE void col_stages_nk(const col_arr *s, size_t lo, size_t hi, size_t k, size_t kend,
-                              size_t jtop, const size_t nc, const size_t kw)
+ * [lo, hi). */
+static void col_steps(const col_arr *s, size_t lo, size_t hi, size_t k, size_t kend,
+                      size_t jtop)
 {
     for (;;) {
-        col_steps_nk(s, lo, hi, k, jtop, nc, kw);
+        for (size_t j = jtop; j > 0;)
+            j = col_pass(s, lo, hi, k, j);
         if (k >= kend)
             break;
         k <<= 1;
         jtop = k / 2;
-    }
-}
-
-/* col_stages_nk with the column counts the library uses as constants. */
-static void col_steps(const col_arr *sc, size_t lo, size_t hi, size_t k, size_t kend,
-                      size_t jtop)
-{
-    uint64_t *ptr[COL_MAXC];
-    const col_arr l = col_local(sc, ptr), *s = &l;
-    switch (s->ncol * 4 + s->kw) { /* public */
-    case 2 * 4 + 1: col_stages_nk(s, lo, hi, k, kend, jtop, 2, 1); break;
-    case 3 * 4 + 1: col_stages_nk(s, lo, hi, k, kend, jtop, 3, 1); break;
-    case 3 * 4 + 2: col_stages_nk(s, lo, hi, k, kend, jtop, 3, 2); break;
-    case 4 * 4 + 1: col_stages_nk(s, lo, hi, k, kend, jtop, 4, 1); break;
-    case 4 * 4 + 2: col_stages_nk(s, lo, hi, k, kend, jtop, 4, 2); break;
-    case 8 * 4 + 1: col_stages_nk(s, lo, hi, k, kend, jtop, 8, 1); break; /* 64-byte record */
-    default: col_stages_nk(s, lo, hi, k, kend, jtop, s->ncol, s->kw); break;
     }
 }
 
@@ -409,10 +437,10 @@ static void col_pairs(void *ctx, size_t lo, size_t hi)
         size_t i = 0;
 #ifdef COL_LANES
         for (; i + COL_LANES <= len; i += COL_LANES)
-            col_cev(jb->s, b + r + i, b + r + i + j, asc, jb->s->ncol, jb->s->kw);
+            col_cev(l.col, b + r + i, b + r + i + j, asc, l.ncol, l.kw);
 #endif
         for (; i < len; i++)
-            col_ce1(jb->s, b + r + i, b + r + i + j, asc);
+            col_ce1(l.col, b + r + i, b + r + i + j, asc, l.ncol, l.kw);
         p += len;
     }
 }
@@ -427,7 +455,7 @@ OBL_INLINE void col_quads_nk(const col_job *jb, size_t lo, size_t hi, const size
     const size_t j = jb->j, q = j / 2;
     for (size_t p = lo; p < hi; p += COL_LANES) {
         size_t e = p / q * 2 * j + p % q;
-        col_quad4(jb->s, e, q, !(e & jb->k), nc, kw);
+        col_quad4(jb->s->col, e, q, !(e & jb->k), nc, kw);
     }
 }
 

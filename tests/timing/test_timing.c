@@ -11,7 +11,7 @@
  * hit/miss bit.
  *
  *   test_timing [-s SEED] [--long] [--control | --findings] [--only OP]
- *               [--batch N] [--batches N]
+ *               [--variant V] [--batch N] [--batches N]
  * Exit 0 iff no operation shows |t| > 10 (with --control: iff every
  * control does; --findings runs the leaks found and not yet fixed). The
  * short run (the default) is a ctest of the optimised builds; --long
@@ -563,7 +563,7 @@ int main(int argc, char **argv)
 {
     uint64_t seed = 20261206, batch = (uint64_t)1 << 15, batches = 4;
     int kind = DD_CHECK;
-    const char *only = NULL;
+    const char *only = NULL, *variant = NULL;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "-s") && i + 1 < argc)
             seed = strtoull(argv[++i], NULL, 0);
@@ -576,6 +576,8 @@ int main(int argc, char **argv)
             kind = DD_FINDING;
         else if (!strcmp(argv[i], "--only") && i + 1 < argc)
             only = argv[++i];
+        else if (!strcmp(argv[i], "--variant") && i + 1 < argc)
+            variant = argv[++i];
         else if (!strcmp(argv[i], "--batch") && i + 1 < argc)
             batch = strtoull(argv[++i], NULL, 0);
         else if (!strcmp(argv[i], "--batches") && i + 1 < argc)
@@ -591,6 +593,8 @@ int main(int argc, char **argv)
     const char *vars[8];
     int nv = dd_variants(vars, 8), bad = 0;
     for (int v = 0; v < nv; v++) {
+        if (variant && strcmp(variant, vars[v]))
+            continue;
         if (!dd_use_variant(vars[v])) {
             printf("variant %s: cannot be selected\n", vars[v]);
             bad++;
