@@ -33,21 +33,6 @@
 
 #define COL_TOUCH(i, lanes) OBL_TRACE_TOUCH(OBL_TRACE_REGION_SORT, OBL_TRACE_RW, (i), (lanes))
 
-/* s with its column pointers copied into ptr, a local array of the caller:
- * a vector store may alias any memory, so pointers read through s->col are
- * read again after every store, and that load between a vector store and
- * the next made the network slower on nonzero data than on zeros (about 12
- * cycles in 2,400 for a pass of span 8: docs/timing.md, "Findings"); a
- * local array no store can reach keeps them in registers. Public: ncol. */
-OBL_INLINE col_arr col_local(const col_arr *s, uint64_t *ptr[COL_MAXC])
-{
-    for (size_t c = 0; c < s->ncol; c++)
-        ptr[c] = s->col[c];
-    col_arr l = *s;
-    l.col = ptr;
-    return l;
-}
-
 /* 1 if row a's key > row b's of the columns c. Secret: the keys. Public:
  * kw. */
 OBL_INLINE uint64_t col_gt(uint64_t *const *c, size_t a, size_t b, const size_t kw)
@@ -294,8 +279,10 @@ void col_regv(uint64_t *const *col, size_t g, size_t k, size_t jtop, const size_
         col_store(col[c] + g, X[c]);
 }
 
-/* Steps j and j / 2 of stage k (q = j / 2 >= COL_LANES) in one pass over
- * [lo, hi): the rows e, e + q, e + 2q, e + 3q are closed under both steps,
+/* Steps j and j / 2 of stage k (q = j / 2 >= COL_LANES) in one pass, from
+ * the quad of first row lo to that of hi (first rows: the first q of every
+ * 2j, lo and hi among them or at a multiple of 2j): the rows e, e + q,
+ * e + 2q, e + 3q are closed under both steps,
  * so four vectors of rows per column stay in registers through both (half
  * the loads and stores of two passes); the same compare-exchanges in the
  * same order along every row's dependencies. */
@@ -314,18 +301,23 @@ OBL_INLINE void col_step2v(uint64_t *const *c, size_t lo, size_t hi, size_t k, s
 }
 #endif
 
-#ifdef COL_LANES
-/* Step j >= COL_LANES of stage k on the rows [lo, hi) (aligned to 2j). */
+/* Step j of stage k (j >= COL_LANES) from the pair of lower row lo to
+ * that of hi (lower rows: the first j of every 2j, lo and hi among them
+ * or at a multiple of 2j), in one loop, so that few indices are live. */
 OBL_INLINE void col_step(uint64_t *const *c, size_t lo, size_t hi, size_t k, size_t j,
                          const size_t nc, const size_t kw)
 {
-    for (size_t b = lo; b < hi; b += 2 * j) {
-        const int asc = !(b & k); /* public; the same for the 2j rows when k > j */
-        for (size_t i = 0; i < j; i += COL_LANES)
-            col_cev(c, b + i, b + i + j, asc, nc, kw);
+    for (size_t i = lo; i < hi;) {
+#ifdef COL_LANES
+        col_cev(c, i, i + j, !(i & k), nc, kw); /* i & k: that of its 2j rows */
+        i += COL_LANES;
+#else
+        col_ce1(c, i, i + j, !(i & k), nc, kw);
+        i++;
+#endif
+        i += (i & (j - 1)) == 0 ? j : 0; /* public */
     }
 }
-#endif
 
 /* One pass of stage k over the rows [lo, hi) from span j: spans j and
  * j / 2 together, span j alone, or (vector form) all the spans below
@@ -349,23 +341,44 @@ OBL_INLINE size_t col_pass_nk(uint64_t *const *c, size_t lo, size_t hi, size_t k
             col_regv(c, g, k, j, nc, kw);
         return 0;
     }
-#endif
-    for (size_t b = lo; b < hi; b += 2 * j)
+    for (size_t b = lo; b < hi; b += 2 * j) /* fewer rows than lanes */
         for (size_t i = 0; i < j; i++)
             col_ce1(c, b + i, b + i + j, !((b + i) & k), nc, kw);
     return j >> 1;
+#else
+    col_step(c, lo, hi, k, j, nc, kw);
+    return j >> 1;
+#endif
 }
 
-/* col_pass_nk on the column pointers copied into local variables (an
- * array of constant length nc that the compiler keeps in registers): a
- * vector store may alias any memory, so pointers read through s->col would
- * be read again after every store (see col_pass). */
+/* The column pointers of s copied into c, local variables (an array of
+ * constant length nc that the compiler keeps in registers): a vector store
+ * may alias any memory, so pointers read through s->col would be read
+ * again after every store (see col_pass). */
+OBL_INLINE void col_copy(const col_arr *s, uint64_t **c, const size_t nc)
+{
+    for (size_t i = 0; i < nc; i++)
+        c[i] = s->col[i];
+}
+
+/* f(args..., nc, kw) with the column counts the library uses as constants
+ * (specialised copies) and otherwise s->ncol and s->kw. */
+#define COL_SPECIALISE(s, f, ...)                                                    \
+    switch ((s)->ncol * 4 + (s)->kw) { /* public */                                  \
+    case 2 * 4 + 1: f(__VA_ARGS__, 2, 1); break;                                      \
+    case 3 * 4 + 1: f(__VA_ARGS__, 3, 1); break;                                      \
+    case 3 * 4 + 2: f(__VA_ARGS__, 3, 2); break;                                      \
+    case 4 * 4 + 1: f(__VA_ARGS__, 4, 1); break;                                      \
+    case 4 * 4 + 2: f(__VA_ARGS__, 4, 2); break;                                      \
+    case 8 * 4 + 1: f(__VA_ARGS__, 8, 1); break; /* 64-byte record */                 \
+    default: f(__VA_ARGS__, (s)->ncol, (s)->kw); break;                               \
+    }
+
 OBL_INLINE size_t col_pass_c(const col_arr *s, size_t lo, size_t hi, size_t k, size_t j,
                              const size_t nc, const size_t kw)
 {
     uint64_t *c[COL_MAXC];
-    for (size_t i = 0; i < nc; i++)
-        c[i] = s->col[i];
+    col_copy(s, c, nc);
     return col_pass_nk(c, lo, hi, k, j, nc, kw);
 }
 
@@ -377,15 +390,9 @@ OBL_INLINE size_t col_pass_c(const col_arr *s, size_t lo, size_t hi, size_t k, s
 static __attribute__((noinline)) size_t col_pass(const col_arr *s, size_t lo, size_t hi,
                                                  size_t k, size_t j)
 {
-    switch (s->ncol * 4 + s->kw) { /* public */
-    case 2 * 4 + 1: return col_pass_c(s, lo, hi, k, j, 2, 1);
-    case 3 * 4 + 1: return col_pass_c(s, lo, hi, k, j, 3, 1);
-    case 3 * 4 + 2: return col_pass_c(s, lo, hi, k, j, 3, 2);
-    case 4 * 4 + 1: return col_pass_c(s, lo, hi, k, j, 4, 1);
-    case 4 * 4 + 2: return col_pass_c(s, lo, hi, k, j, 4, 2);
-    case 8 * 4 + 1: return col_pass_c(s, lo, hi, k, j, 8, 1); /* 64-byte record */
-    default: return col_pass_c(s, lo, hi, k, j, s->ncol, s->kw);
-    }
+    size_t next = 0;
+    COL_SPECIALISE(s, next = col_pass_c, s, lo, hi, k, j)
+    return next;
 }
 
 /* Stage k from span jtop, then the stages 2k .. kend whole, on the rows
@@ -424,54 +431,38 @@ static void col_blocks(void *ctx, size_t lo, size_t hi)
 
 /* Pairs [lo, hi) of a full pass of span j (pair p: rows i, i + j with
  * i = (p / j) * 2j + p % j; j >= COL_BLOCK, chunks of multiples of 64). */
+OBL_INLINE void col_pairs_c(const col_job *jb, size_t lo, size_t hi, const size_t nc,
+                            const size_t kw)
+{
+    const size_t j = jb->j;
+    uint64_t *c[COL_MAXC];
+    col_copy(jb->s, c, nc);
+    col_step(c, lo / j * 2 * j + lo % j, hi / j * 2 * j + hi % j, jb->k, j, nc, kw);
+}
+
 static void col_pairs(void *ctx, size_t lo, size_t hi)
 {
-    const col_job *jc = ctx;
-    uint64_t *ptr[COL_MAXC];
-    const col_arr l = col_local(jc->s, ptr);
-    const col_job local = {&l, jc->C, jc->k, jc->j}, *jb = &local;
-    const size_t j = jb->j;
-    for (size_t p = lo; p < hi;) {
-        size_t b = p / j * 2 * j, r = p % j, len = j - r < hi - p ? j - r : hi - p;
-        const int asc = !(b & jb->k);
-        size_t i = 0;
-#ifdef COL_LANES
-        for (; i + COL_LANES <= len; i += COL_LANES)
-            col_cev(l.col, b + r + i, b + r + i + j, asc, l.ncol, l.kw);
-#endif
-        for (; i < len; i++)
-            col_ce1(l.col, b + r + i, b + r + i + j, asc, l.ncol, l.kw);
-        p += len;
-    }
+    const col_job *jb = ctx;
+    COL_SPECIALISE(jb->s, col_pairs_c, jb, lo, hi)
 }
 
 #ifdef COL_LANES
 /* Quads [lo, hi) of a full pass of spans j and j / 2 (quad p: rows e +
  * a * q, a = 0 .. 3, q = j / 2, e = (p / q) * 2j + p % q; q >= COL_BLOCK,
  * chunks of multiples of 64). */
-OBL_INLINE void col_quads_nk(const col_job *jb, size_t lo, size_t hi, const size_t nc,
-                             const size_t kw)
+OBL_INLINE void col_quads_c(const col_job *jb, size_t lo, size_t hi, const size_t nc,
+                            const size_t kw)
 {
     const size_t j = jb->j, q = j / 2;
-    for (size_t p = lo; p < hi; p += COL_LANES) {
-        size_t e = p / q * 2 * j + p % q;
-        col_quad4(jb->s->col, e, q, !(e & jb->k), nc, kw);
-    }
+    uint64_t *c[COL_MAXC];
+    col_copy(jb->s, c, nc);
+    col_step2v(c, lo / q * 2 * j + lo % q, hi / q * 2 * j + hi % q, jb->k, j, nc, kw);
 }
 
 static void col_quads(void *ctx, size_t lo, size_t hi)
 {
-    const col_job *jc = ctx;
-    uint64_t *ptr[COL_MAXC];
-    const col_arr l = col_local(jc->s, ptr);
-    const col_job local = {&l, jc->C, jc->k, jc->j}, *jb = &local;
-    switch (jb->s->ncol * 4 + jb->s->kw) { /* public */
-    case 2 * 4 + 1: col_quads_nk(jb, lo, hi, 2, 1); break;
-    case 4 * 4 + 1: col_quads_nk(jb, lo, hi, 4, 1); break;
-    case 4 * 4 + 2: col_quads_nk(jb, lo, hi, 4, 2); break;
-    case 8 * 4 + 1: col_quads_nk(jb, lo, hi, 8, 1); break;
-    default: col_quads_nk(jb, lo, hi, jb->s->ncol, jb->s->kw); break;
-    }
+    const col_job *jb = ctx;
+    COL_SPECIALISE(jb->s, col_quads_c, jb, lo, hi)
 }
 #endif
 
