@@ -374,40 +374,33 @@ OBL_INLINE void col_copy(const col_arr *s, uint64_t **c, const size_t nc)
     default: f(__VA_ARGS__, (s)->ncol, (s)->kw); break;                               \
     }
 
-OBL_INLINE size_t col_pass_c(const col_arr *s, size_t lo, size_t hi, size_t k, size_t j,
-                             const size_t nc, const size_t kw)
+/* Stage k from span jtop, then the stages 2k .. kend whole, on the rows
+ * [lo, hi), pass by pass, in one call with the column pointers in local
+ * variables: every loop keeps the pointers, bounds and indices in
+ * registers, and the pointers are read from memory once, not behind the
+ * stores of each pass. A store address read from memory behind a pending
+ * vector store of secret data can be speculatively forwarded that data,
+ * which made the time depend on the data's low bits (docs/timing.md,
+ * "Findings"). */
+OBL_INLINE void col_stages_c(const col_arr *s, size_t lo, size_t hi, size_t k, size_t kend,
+                             size_t jtop, const size_t nc, const size_t kw)
 {
     uint64_t *c[COL_MAXC];
     col_copy(s, c, nc);
-    return col_pass_nk(c, lo, hi, k, j, nc, kw);
-}
-
-/* One pass (col_pass_nk), a function of its own so that its loop keeps the
- * column pointers, bounds and indices in registers: a store address read
- * from memory behind a pending vector store of secret data can be
- * speculatively forwarded that data, which made the time depend on the
- * data's low bits (docs/timing.md, "Findings"). */
-static __attribute__((noinline)) size_t col_pass(const col_arr *s, size_t lo, size_t hi,
-                                                 size_t k, size_t j)
-{
-    size_t next = 0;
-    COL_SPECIALISE(s, next = col_pass_c, s, lo, hi, k, j)
-    return next;
-}
-
-/* Stage k from span jtop, then the stages 2k .. kend whole, on the rows
- * [lo, hi). */
-static void col_steps(const col_arr *s, size_t lo, size_t hi, size_t k, size_t kend,
-                      size_t jtop)
-{
     for (;;) {
         for (size_t j = jtop; j > 0;)
-            j = col_pass(s, lo, hi, k, j);
+            j = col_pass_nk(c, lo, hi, k, j, nc, kw);
         if (k >= kend)
             break;
         k <<= 1;
         jtop = k / 2;
     }
+}
+
+static void col_steps(const col_arr *s, size_t lo, size_t hi, size_t k, size_t kend,
+                      size_t jtop)
+{
+    COL_SPECIALISE(s, col_stages_c, s, lo, hi, k, kend, jtop)
 }
 
 typedef struct col_job {
