@@ -227,7 +227,7 @@ void col_ce_reg(col_v X[][4], int a, int b, int asc, const size_t nc, const size
 }
 
 /* The four vectors of rows e, e + q, e + 2q, e + 3q through the steps of
- * spans 2q and q, in registers (col_step2v, col_quads). */
+ * spans 2q and q, in registers (col_step2v). */
 OBL_SIMD_INLINE(COL_ISA)
 void col_quad4(uint64_t *const *col, size_t e, size_t q, int asc, const size_t nc,
                const size_t kw)
@@ -406,6 +406,7 @@ static void col_steps(const col_arr *s, size_t lo, size_t hi, size_t k, size_t k
 typedef struct col_job {
     const col_arr *s;
     size_t C, k, j; /* blocks of C rows; stage k from span j (0: stages up to C) */
+    int quads;      /* a full pass of spans j and j / 2 (col_full) */
 } col_job;
 
 /* Blocks [lo, hi) (in block units): the whole network up to stage C, or
@@ -422,42 +423,32 @@ static void col_blocks(void *ctx, size_t lo, size_t hi)
     }
 }
 
-/* Pairs [lo, hi) of a full pass of span j (pair p: rows i, i + j with
- * i = (p / j) * 2j + p % j; j >= COL_BLOCK, chunks of multiples of 64). */
-OBL_INLINE void col_pairs_c(const col_job *jb, size_t lo, size_t hi, const size_t nc,
-                            const size_t kw)
+/* Chunk [lo, hi) of a full pass over the rows (j >= COL_BLOCK, chunks of
+ * multiples of 64): of span j, pairs p of rows i, i + j with i = (p / j)
+ * * 2j + p % j; or of spans j and j / 2 (quads), quads p of rows e + a *
+ * q, a = 0 .. 3, q = j / 2, e = (p / q) * 2j + p % q. */
+OBL_INLINE void col_full_c(const col_job *jb, size_t lo, size_t hi, const size_t nc,
+                           const size_t kw)
 {
-    const size_t j = jb->j;
+    const size_t j = jb->j, q = jb->quads ? j / 2 : j; /* pairs: p as row i */
     uint64_t *c[COL_MAXC];
     col_copy(jb->s, c, nc);
-    col_step(c, lo / j * 2 * j + lo % j, hi / j * 2 * j + hi % j, jb->k, j, nc, kw);
-}
-
-static void col_pairs(void *ctx, size_t lo, size_t hi)
-{
-    const col_job *jb = ctx;
-    COL_SPECIALISE(jb->s, col_pairs_c, jb, lo, hi)
-}
-
+    lo = lo / q * 2 * j + lo % q;
+    hi = hi / q * 2 * j + hi % q;
 #ifdef COL_LANES
-/* Quads [lo, hi) of a full pass of spans j and j / 2 (quad p: rows e +
- * a * q, a = 0 .. 3, q = j / 2, e = (p / q) * 2j + p % q; q >= COL_BLOCK,
- * chunks of multiples of 64). */
-OBL_INLINE void col_quads_c(const col_job *jb, size_t lo, size_t hi, const size_t nc,
-                            const size_t kw)
-{
-    const size_t j = jb->j, q = j / 2;
-    uint64_t *c[COL_MAXC];
-    col_copy(jb->s, c, nc);
-    col_step2v(c, lo / q * 2 * j + lo % q, hi / q * 2 * j + hi % q, jb->k, j, nc, kw);
+    if (jb->quads) { /* public */
+        col_step2v(c, lo, hi, jb->k, j, nc, kw);
+        return;
+    }
+#endif
+    col_step(c, lo, hi, jb->k, j, nc, kw);
 }
 
-static void col_quads(void *ctx, size_t lo, size_t hi)
+static void col_full(void *ctx, size_t lo, size_t hi)
 {
     const col_job *jb = ctx;
-    COL_SPECIALISE(jb->s, col_quads_c, jb, lo, hi)
+    COL_SPECIALISE(jb->s, col_full_c, jb, lo, hi)
 }
-#endif
 
 /* Stage k of the network (spans k/2 .. 1) on the s->n rows, run in blocks
  * of C rows once the span is below C. */
@@ -468,15 +459,15 @@ static void col_stage(const col_arr *s, size_t C, size_t k)
     size_t j = k / 2;
 #ifdef COL_LANES
     for (; j >= 2 * C; j >>= 2) { /* spans j and j / 2 >= C in one pass */
-        col_job qj = {s, C, k, j};
-        obl_par_for(t, n / 4, 64, col_quads, &qj);
+        col_job qj = {s, C, k, j, 1};
+        obl_par_for(t, n / 4, 64, col_full, &qj);
     }
 #endif
     for (; j >= C; j >>= 1) {
-        col_job pj = {s, C, k, j};
-        obl_par_for(t, n / 2, 64, col_pairs, &pj);
+        col_job pj = {s, C, k, j, 0};
+        obl_par_for(t, n / 2, 64, col_full, &pj);
     }
-    col_job bj = {s, C, k, j};
+    col_job bj = {s, C, k, j, 0};
     obl_par_for(t, n / C, 1, col_blocks, &bj);
 }
 
@@ -487,7 +478,7 @@ void col_sort(const col_arr *s)
     if (n < 2)
         return;
     const size_t C = n < COL_BLOCK ? n : COL_BLOCK;
-    col_job jb = {s, C, 0, 0};
+    col_job jb = {s, C, 0, 0, 0};
     obl_par_for(s->threads, n / C, 1, col_blocks, &jb);
     for (size_t k = 2 * C; k <= n; k <<= 1)
         col_stage(s, C, k);
