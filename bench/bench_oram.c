@@ -179,6 +179,32 @@ static int nroram_reads(obl_nroram *o, oram_state *s, size_t vb, const uint64_t 
     return ok;
 }
 
+/* Reads id (moving it to a fresh position): 1 if it holds want. */
+static int nroram_read_is(obl_nroram *o, oram_state *s, uint64_t id, const unsigned char *want,
+                          size_t vb)
+{
+    uint64_t np = obl_nroram_random_pos(o);
+    int ok = obl_nroram_access(o, id, s->pos[id], np, OBL_ORAM_READ, NULL, s->buf, NULL) == OBL_OK;
+    s->pos[id] = np;
+    return ok & !memcmp(s->buf, want, vb);
+}
+
+/* The timed writes: q blocks of the value pool at the write indices,
+ * the caller's position lookup prefetched. 1 if all succeeded. */
+static int nroram_writes(obl_nroram *o, oram_state *s, size_t vb, uint64_t q)
+{
+    const bench_rw_workload *w = s->w;
+    int ok = 1;
+    for (uint64_t i = 0; i < q; i++) {
+        uint64_t id = w->write_idx[i], np = obl_nroram_random_pos(o);
+        pos_prefetch_next(s->pos, w->write_idx, i, q);
+        ok &= obl_nroram_access(o, id, s->pos[id], np, OBL_ORAM_WRITE,
+                                w->pool + (i % BENCH_POOL) * vb, NULL, NULL) == OBL_OK;
+        s->pos[id] = np;
+    }
+    return ok;
+}
+
 static int nroram_run(bench_case *c, void *state)
 {
     oram_state *s = (oram_state *)state;
@@ -187,7 +213,6 @@ static int nroram_run(bench_case *c, void *state)
     size_t vb = (size_t)c->p.value_bytes;
     bench_counter cnt = {0};
     obl_allocator al = bench_counting_allocator(&cnt);
-    unsigned char *buf = s->buf;
     obl_nroram_params p;
     memset(&p, 0, sizeof(p));
     p.capacity = n;
@@ -226,28 +251,15 @@ static int nroram_run(bench_case *c, void *state)
     bench_record(c, "Read_latency_plain_caller_us", (double)(t1 - t0) / 1000.0 / (double)q);
     /* the reads above must have returned the initial values */
     for (uint64_t i = 0; i < 64 && i < q; i++) {
-        uint64_t id = w->read_idx[q - 1 - i], np = obl_nroram_random_pos(o);
-        ok &= obl_nroram_access(o, id, s->pos[id], np, OBL_ORAM_READ, NULL, buf, NULL) == OBL_OK;
-        s->pos[id] = np;
-        ok &= !memcmp(buf, s->init + id * vb, vb);
+        uint64_t id = w->read_idx[q - 1 - i];
+        ok &= nroram_read_is(o, s, id, s->init + id * vb, vb);
     }
 
     t0 = bench_now_ns();
-    for (uint64_t i = 0; i < q; i++) {
-        uint64_t id = w->write_idx[i], np = obl_nroram_random_pos(o);
-        pos_prefetch_next(s->pos, w->write_idx, i, q);
-        ok &= obl_nroram_access(o, id, s->pos[id], np, OBL_ORAM_WRITE,
-                                w->pool + (i % BENCH_POOL) * vb, NULL, NULL) == OBL_OK;
-        s->pos[id] = np;
-    }
+    ok &= nroram_writes(o, s, vb, q);
     t1 = bench_now_ns();
     bench_record_phase(c, "Write_latency_us", "Write_throughput_qps", t0, t1, q);
-    {
-        uint64_t last = q - 1, id = w->write_idx[last], np = obl_nroram_random_pos(o);
-        ok &= obl_nroram_access(o, id, s->pos[id], np, OBL_ORAM_READ, NULL, buf, NULL) == OBL_OK;
-        s->pos[id] = np;
-        ok &= !memcmp(buf, w->pool + (last % BENCH_POOL) * vb, vb);
-    }
+    ok &= nroram_read_is(o, s, w->write_idx[q - 1], w->pool + ((q - 1) % BENCH_POOL) * vb, vb);
     obl_oram_stats st;
     obl_nroram_stats(o, &st);
     bench_record(c, "Stash_max_blocks", (double)st.stash_max);

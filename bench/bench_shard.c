@@ -7,9 +7,12 @@
  * (obl_shard_build), then batches of B gets, each with 80% keys present and
  * 20% absent (ids N .. N * 5/4), in shuffled order and fresh per batch.
  * One repetition:
- *   Initialization_time_us  obl_shard_build (partition, the shards' builds;
- *                           the cost model's calibration runs in the
- *                           untimed first batch, at the map's first get)
+ *   Initialization_time_us  obl_shard_build with the batch size B as the
+ *                           hint (expected_batch): with --engines 0 (AUTO)
+ *                           the cost model's timing and the choice of the
+ *                           store, the partition, the shards' builds; with
+ *                           3 (both stores) the calibration runs in the
+ *                           untimed first batch, at the map's first get
  *   Get_latency_us          per batch (the harness's definition): the mean
  *                           over ceil(Q / B) batches after SH_WARMUP
  *                           untimed ones (the calibration at the first, the
@@ -45,6 +48,7 @@
 #include <obl/shard.h>
 
 #include "bench_hashmap.h"
+#include "common/cores.h"
 
 enum { X_SHARDS, X_BATCH, X_THREADS, X_ENGINE, X_FILL };
 
@@ -249,6 +253,7 @@ static int sh_run_with(bench_case *c, void *state, unsigned shards)
     sp.shards = shards;
     sp.threads = (uint32_t)c->p.extra[X_THREADS];
     sp.engines = (uint32_t)c->p.extra[X_ENGINE];
+    sp.expected_batch = B; /* the hint: AUTO keeps the store for this B */
     sp.use_seed = 1;
     sp.seed = c->p.seed * 31 + c->rep;
     sp.alloc = &al;
@@ -291,11 +296,8 @@ static int batched_run(bench_case *c, void *state)
     return sh_run_with(c, state, 1);
 }
 
-static unsigned sh_cores(void)
-{
-    long c = sysconf(_SC_NPROCESSORS_ONLN);
-    return c < 1 ? 1u : (unsigned)c;
-}
+/* The CPUs obl-bench may run on: the library's own count (the pool's T = 0). */
+static unsigned sh_cores(void) { return obl_cores(); }
 
 static void sh_add(bench_plan *pl, const bench_type *t, uint64_t n, uint64_t kb, uint64_t vb,
                    uint64_t S, uint64_t B, uint64_t engines)
@@ -310,9 +312,10 @@ static void sh_add(bench_plan *pl, const bench_type *t, uint64_t n, uint64_t kb,
 
 /* Default: 8/56 at N = 2^10, 2^12, 2^16, 2^20, B = 1K and 64K (not at
  * 2^10) with S = cores; the peers' S = 15, B = 1K at 2^14, 2^16, 2^18 (and
- * 8/48 at 2^14, 2^16); at 2^20 also S = 15, 8/8 and 32/32; the crossover:
- * both stores and each engine alone against B (1K, 4K, 8K, 64K at 2^20)
- * and against N (B = 4K).
+ * 8/48 at 2^14, 2^16); at 2^20 also S = 15, 8/8 and 32/32. These take the
+ * default creation (engines 0, AUTO, the batch size as the hint: one
+ * store). The crossover: both stores (3) and each engine alone (1, 2)
+ * against B (1K, 4K, 8K, 64K at 2^20) and against N (B = 4K).
  * --large (N = 2^22): B = 1K .. 1M, both S, the three key/value sizes. */
 static void sharded_plan(bench_plan *pl, uint64_t n)
 {
@@ -325,7 +328,7 @@ static void sharded_plan(bench_plan *pl, uint64_t n)
         sh_add(pl, t, n, 8, 56, S, 1024, 0);
         if (n > (1u << 10))
             sh_add(pl, t, n, 8, 56, S, 65536, 0);
-        for (uint64_t e = 0; e <= 2; e++) /* the crossover against N */
+        for (uint64_t e = 1; e <= 3; e++) /* the crossover against N */
             sh_add(pl, t, n, 8, 56, S, 4096, e);
     }
     /* the peers' sharded maps' workload (15 shards, batches of 1K; olabs
@@ -338,9 +341,8 @@ static void sharded_plan(bench_plan *pl, uint64_t n)
         sh_add(pl, t, n, 8, 56, 15, 65536, 0);
         sh_add(pl, t, n, 8, 8, S, 65536, 0);
         sh_add(pl, t, n, 32, 32, S, 65536, 0);
-        for (uint64_t e = 0; e <= 2; e++) /* the crossover against B */
+        for (uint64_t e = 1; e <= 3; e++) { /* the crossover against B */
             sh_add(pl, t, n, 8, 56, S, 8192, e);
-        for (uint64_t e = 1; e <= 2; e++) {
             sh_add(pl, t, n, 8, 56, S, 1024, e);
             sh_add(pl, t, n, 8, 56, S, 65536, e);
         }
@@ -374,9 +376,11 @@ static void batched_plan(bench_plan *pl, uint64_t n)
 #define SH_FLAGS(S_DEF, S_MIN, S_MAX)                                                     \
     {{"--shards", "Shards", S_DEF, S_MIN, S_MAX, "shards S"},                             \
      {"--batch", "Batch_size", 4096, 1, OBL_SHARD_MAX_BATCH, "requests per batch B"},     \
-     {"--threads", "Threads", 0, 0, 1024, "worker threads T (0: the online cores)"},      \
-     {"--engines", "Engines", 0, 0, 2,                                                    \
-      "0: both stores, the cost model chooses; 1: per-request only; 2: scan only"},       \
+     {"--threads", "Threads", 0, 0, 1024,                                                 \
+      "worker threads T (0: the CPUs this process may run on)"},                          \
+     {"--engines", "Engines", 0, 0, 3,                                                    \
+      "0: the default creation (the store the cost model picks for B); 1: per-request "   \
+      "only; 2: scan only; 3: both stores, the cost model chooses per batch"},            \
      {"--fill-pct", "fill", 80, 80, 80, "N entries at capacity N * 5/4 (the only fill)"}}
 
 static const bench_extra_flag sharded_flags[5] = SH_FLAGS(15, 1, OBL_SHARD_MAX_SHARDS);

@@ -313,11 +313,61 @@ static __attribute__((noinline)) uint64_t mb_mem_rmw(unsigned char *base, const 
     return base[8];
 }
 
+/* base's `lines` cache lines as one random cycle (Sattolo's shuffle): each
+ * line's first 8 bytes hold the next line's number. 0, or 1 if out of
+ * memory. */
+static int mb_mem_cycle(unsigned char *base, size_t lines, bench_rng *r)
+{
+    uint32_t *perm = malloc(lines * sizeof(uint32_t));
+    if (!perm)
+        return 1;
+    for (size_t i = 0; i < lines; i++)
+        perm[i] = (uint32_t)i;
+    for (size_t i = lines - 1; i > 0; i--) {
+        size_t j = (size_t)bench_rng_below(r, i);
+        uint32_t t = perm[i];
+        perm[i] = perm[j];
+        perm[j] = t;
+    }
+    for (size_t i = 0; i < lines; i++) {
+        uint64_t next = perm[i];
+        memcpy(base + (size_t)i * 64, &next, 8);
+    }
+    free(perm);
+    return 0;
+}
+
+enum { MB_MEM_NPAT = 5 }; /* chase, load, prefetch, prefetchw, rmw */
+
+/* reps timed runs (after one warm-up) of each access pattern over base:
+ * s[p][rep], ns per line for the chase (qchase lines), lines per us for
+ * the others (q lines of idx). */
+static void mb_mem_time(unsigned char *base, const uint32_t *idx, uint64_t q, uint64_t qchase,
+                        int reps, double s[MB_MEM_NPAT][BENCH_MAX_REPS])
+{
+    uint64_t acc = 0;
+    for (int rep = -1; rep < reps; rep++) {
+        for (int p = 0; p < MB_MEM_NPAT; p++) {
+            uint64_t t0 = bench_now_ns();
+            switch (p) {
+            case 0: acc += mb_mem_chase(base, qchase); break;
+            case 1: acc += mb_mem_load(base, idx, q); break;
+            case 2: acc += mb_mem_prefetch(base, idx, q); break;
+            case 3: acc += mb_mem_prefetchw(base, idx, q); break;
+            default: acc += mb_mem_rmw(base, idx, q); break;
+            }
+            double ns = (double)(bench_now_ns() - t0);
+            if (rep >= 0)
+                s[p][rep] = p == 0 ? ns / (double)qchase : (double)q / ns * 1000.0;
+        }
+    }
+    bench_consume(acc);
+}
+
 static int mb_memory(int reps, size_t max_mib, FILE *json)
 {
     static const size_t mib[] = {1, 2, 4, 8, 16, 32, 48, 64, 128, 256};
-    static const char *names[] = {"chase", "load", "prefetch", "prefetchw", "rmw"};
-    enum { NPAT = 5 };
+    static const char *names[MB_MEM_NPAT] = {"chase", "load", "prefetch", "prefetchw", "rmw"};
     const uint64_t q = UINT64_C(1) << 20, qchase = UINT64_C(1) << 17;
     obl_allocator al = obl_default_allocator();
     uint32_t *idx = malloc(q * sizeof(uint32_t));
@@ -339,53 +389,20 @@ static int mb_memory(int reps, size_t max_mib, FILE *json)
         top = mib[k];
         size_t bytes = mib[k] << 20, lines = bytes / 64;
         unsigned char *base = al.alloc(al.opaque, bytes, 64);
-        if (!base) {
+        if (base)
+            memset(base, 0, bytes);
+        if (!base || mb_mem_cycle(base, lines, &r)) {
+            if (base)
+                al.free(al.opaque, base, bytes);
             free(idx);
             return 1;
         }
-        memset(base, 0, bytes);
-        /* one random cycle through every line (Sattolo's shuffle) */
-        uint32_t *perm = malloc(lines * sizeof(uint32_t));
-        if (!perm) {
-            al.free(al.opaque, base, bytes);
-            free(idx);
-            return 1;
-        }
-        for (size_t i = 0; i < lines; i++)
-            perm[i] = (uint32_t)i;
-        for (size_t i = lines - 1; i > 0; i--) {
-            size_t j = (size_t)bench_rng_below(&r, i);
-            uint32_t t = perm[i];
-            perm[i] = perm[j];
-            perm[j] = t;
-        }
-        for (size_t i = 0; i < lines; i++) {
-            uint64_t next = perm[i];
-            memcpy(base + (size_t)i * 64, &next, 8);
-        }
-        free(perm);
         for (uint64_t i = 0; i < q; i++)
             idx[i] = (uint32_t)bench_rng_below(&r, lines);
-        double s[NPAT][BENCH_MAX_REPS];
-        uint64_t acc = 0;
-        for (int rep = -1; rep < reps; rep++) {
-            for (int p = 0; p < NPAT; p++) {
-                uint64_t t0 = bench_now_ns();
-                switch (p) {
-                case 0: acc += mb_mem_chase(base, qchase); break;
-                case 1: acc += mb_mem_load(base, idx, q); break;
-                case 2: acc += mb_mem_prefetch(base, idx, q); break;
-                case 3: acc += mb_mem_prefetchw(base, idx, q); break;
-                default: acc += mb_mem_rmw(base, idx, q); break;
-                }
-                double ns = (double)(bench_now_ns() - t0);
-                if (rep >= 0)
-                    s[p][rep] = p == 0 ? ns / (double)qchase : (double)q / ns * 1000.0;
-            }
-        }
-        bench_consume(acc);
+        double s[MB_MEM_NPAT][BENCH_MAX_REPS];
+        mb_mem_time(base, idx, q, qchase, reps, s);
         printf("%8zu", mib[k]);
-        for (int p = 0; p < NPAT; p++) {
+        for (int p = 0; p < MB_MEM_NPAT; p++) {
             bench_stats st = bench_summarize(s[p], reps);
             printf(" %7.1f [%.0f-%.0f]", st.median, st.q1, st.q3);
             mb_json_row(json, "memory", names[p], bytes, lines,

@@ -3,12 +3,19 @@
  * Tests of the common layer: error codes and their names, the allocation
  * wrapper (alignment, zeroing, accounting, the caller's allocator and its
  * failure), size-overflow helpers, and the trace recorder's own behaviour
- * (overflow marks a trace incomplete, so it never compares equal).
+ * (overflow marks a trace incomplete, so it never compares equal), and
+ * the one core count (common/cores.h) that a thread count of 0 takes.
  */
+#define _GNU_SOURCE
+#include <sched.h>
+
 #include <obl/obl.h>
 
 #include "common/alloc.h"
+#include "common/cores.h"
 #include "common/trace.h"
+#include "oram/nroram_internal.h"
+#include "pool/pool.h"
 #include "testutil.h"
 
 static void test_errors(void)
@@ -101,11 +108,44 @@ static void test_trace_helpers(void)
     obl_trace_free(&b);
 }
 
+/* The pool's and the tree build's defaults, with obl_cores() = want. */
+static void check_core_users(unsigned want)
+{
+    CHECK_EQ_U64(obl_cores(), want);
+    CHECK_EQ_U64(obl_pool_cores(), want);
+    CHECK_EQ_U64(nr_build_threads(0), want);
+    CHECK_EQ_U64(nr_build_threads(3), 3);
+    obl_pool *p = NULL;
+    CHECK(obl_pool_create(&p, 0, NULL) == OBL_OK);
+    if (p)
+        CHECK_EQ_U64(obl_pool_threads(p), want);
+    obl_pool_destroy(p);
+}
+
+/* obl_cores() counts the affinity mask: all of it, then (the calling
+ * thread pinned to its first CPU, as taskset -c would) one. */
+static void test_cores(void)
+{
+    cpu_set_t all, one;
+    CHECK(sched_getaffinity(0, sizeof all, &all) == 0);
+    check_core_users((unsigned)CPU_COUNT(&all));
+    int first = 0;
+    while (first < CPU_SETSIZE && !CPU_ISSET(first, &all))
+        first++;
+    CPU_ZERO(&one);
+    CPU_SET(first, &one);
+    CHECK(sched_setaffinity(0, sizeof one, &one) == 0);
+    check_core_users(1);
+    CHECK(sched_setaffinity(0, sizeof all, &all) == 0);
+    CHECK_EQ_U64(obl_cores(), (unsigned)CPU_COUNT(&all));
+}
+
 int main(int argc, char **argv)
 {
     test_init(argc, argv, "test_common");
     test_errors();
     test_alloc();
     test_trace_helpers();
+    test_cores();
     return test_done("test_common");
 }

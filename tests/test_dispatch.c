@@ -374,30 +374,20 @@ static void bad_variant_refuses(const char *best)
 }
 #endif
 
-int main(int argc, char **argv)
+/* sizes: 8 (whole buckets with AVX-512), 56 and 64 (registers), 100 (the
+ * generic block moves) */
+static const size_t VSS[] = {8, 56, 64, 100};
+/* the NRORAMs' capacity and operations (few under --ct) */
+#define NR_CAP ((uint64_t)(T.ct ? 60 : 3000))
+#define NR_OPS ((long)(T.ct ? 60 : 6000))
+
+/* Each runnable variant (vars, nv of them) against the reference models;
+ * the load balancer's shard batches equal across variants. */
+static void each_variant_models(const int *vars, int nv)
 {
-    test_start(argc, argv, "test_dispatch", &R);
     const int ct = T.ct;
-    printf("variant for new structures: %s; runnable:", obl_ct_variant());
-    int nv = 0, vars[OBL_ISA_COUNT];
-    for (int v = 0; v < OBL_ISA_COUNT; v++)
-        if (obl_isa_runs(v)) {
-            vars[nv++] = v;
-            printf(" %s", obl_isa_name(v));
-        }
-    printf("\n");
-    CHECK(nv >= 1);
-    CHECK(!strcmp(obl_ct_variant(), obl_isa_name(vars[nv - 1])));
-
-#if defined(OBL_DISPATCH)
-    bad_variant_refuses(obl_isa_name(vars[nv - 1]));
-#endif
-
-    /* sizes: 8 (whole buckets with AVX-512), 56 and 64 (registers), 100
-     * (the generic block moves) */
-    static const size_t vss[] = {8, 56, 64, 100};
-    const uint64_t cap = ct ? 60 : 3000;
-    const long ops = ct ? 60 : 6000;
+    const uint64_t cap = NR_CAP;
+    const long ops = NR_OPS;
     obl_lb_entry *lb_ent = NULL; /* the first variant's shard batches */
     size_t lb_n = 0;
     for (int i = 0; i < nv; i++) {
@@ -407,7 +397,7 @@ int main(int argc, char **argv)
         CHECK(!strcmp(obl_ct_variant(), name));
         for (uint32_t pb = 4; pb <= 8; pb += 4)
             for (size_t v = 0; v < 4; v++)
-                obl_nroram_destroy(nroram_model(cap, vss[v], pb, ops, 1, name));
+                obl_nroram_destroy(nroram_model(cap, VSS[v], pb, ops, 1, name));
         roram_model(ct ? 100 : 5000, 8, ops, name);
         roram_model(ct ? 100 : 5000, 56, ops, name);
         omap_model(ct ? 40 : 2000, 8, 8, ops, name);
@@ -434,7 +424,14 @@ int main(int argc, char **argv)
         }
     }
     free(lb_ent);
+}
 
+/* The same operations on each variant's NRORAM leave the same trees and
+ * stashes. */
+static void variants_same_trees(const int *vars, int nv)
+{
+    const uint64_t cap = NR_CAP;
+    const long ops = NR_OPS;
     printf("variants leave the same trees and stashes\n");
     for (uint32_t pb = 4; pb <= 8; pb += 4)
         for (size_t v = 0; v < 4; v++) {
@@ -443,7 +440,7 @@ int main(int argc, char **argv)
             for (int i = 0; i < nv; i++) {
                 R = saved; /* the same operations */
                 force(obl_isa_name(vars[i]));
-                o[i] = nroram_model(cap, vss[v], pb, ops, 7, obl_isa_name(vars[i]));
+                o[i] = nroram_model(cap, VSS[v], pb, ops, 7, obl_isa_name(vars[i]));
             }
             for (int i = 1; i < nv; i++)
                 if (o[0] && o[i])
@@ -451,6 +448,27 @@ int main(int argc, char **argv)
             for (int i = 0; i < nv; i++)
                 obl_nroram_destroy(o[i]);
         }
+}
+
+int main(int argc, char **argv)
+{
+    test_start(argc, argv, "test_dispatch", &R);
+    printf("variant for new structures: %s; runnable:", obl_ct_variant());
+    int nv = 0, vars[OBL_ISA_COUNT];
+    for (int v = 0; v < OBL_ISA_COUNT; v++)
+        if (obl_isa_runs(v)) {
+            vars[nv++] = v;
+            printf(" %s", obl_isa_name(v));
+        }
+    printf("\n");
+    CHECK(nv >= 1);
+    CHECK(!strcmp(obl_ct_variant(), obl_isa_name(vars[nv - 1])));
+
+#if defined(OBL_DISPATCH)
+    bad_variant_refuses(obl_isa_name(vars[nv - 1]));
+#endif
+    each_variant_models(vars, nv);
+    variants_same_trees(vars, nv);
     unsetenv("OBL_CT_VARIANT");
     return test_done("test_dispatch");
 }

@@ -23,8 +23,9 @@
  *
  * Threat model (as obl/omap.h): secret are the keys, values, operations,
  * whether keys are present, which shard a key belongs to and the number of
- * entries. Public: the parameters, B, b, the engine chosen (a function of
- * public sizes), the thread count and the error codes. Capacity events
+ * entries. Public: the parameters, B, b, the stores kept and the engine
+ * chosen (functions of public sizes and timings), the thread count and the
+ * error codes. Capacity events
  * (public, each of probability at most 2^-40 while the map holds at most
  * `capacity` entries): a shard receiving more than b distinct keys of a batch
  * (the balancer's overflow), a scan table overflow, a scan store bucket
@@ -57,12 +58,25 @@ OBL_API_BEGIN
 #define OBL_SHARD_MAX_SHARDS 4096u
 #define OBL_SHARD_MAX_BATCH ((size_t)1 << 24)
 
-/* Engines a map keeps (obl_shard_params.engines). BOTH keeps the omap and
- * the entry array of every shard (a write updates both) and chooses per get
- * batch; the others keep one storage and always use its engine. */
-#define OBL_SHARD_ENGINES_BOTH 0u
+/*
+ * Stores a map keeps (obl_shard_params.engines; docs/shard.md, "Store
+ * policy"). BOTH keeps the omap and the entry array of every shard (a write
+ * updates both) and chooses per get batch; PER_REQUEST and SCAN keep one
+ * store and always use its engine, which answers batches of every size.
+ * AUTO (0, the default): with expected_batch = 0 both stores, as BOTH;
+ * with expected_batch = E > 0 the one store whose engine the cost model
+ * (constants timed at creation on this machine, on scratch stores of the
+ * map's sizes) puts cheaper for get batches of E. Batches far from E are
+ * still answered, at the kept engine's cost for their size (the other
+ * engine's figures in docs/shard.md: a scan store is several times slower
+ * than the omaps at small batches, the omaps half the scan's rate at large
+ * ones); BOTH serves every size at its cheaper engine, for the memory of
+ * both stores. The choice is public (sizes and timings).
+ */
+#define OBL_SHARD_ENGINES_AUTO 0u
 #define OBL_SHARD_ENGINES_PER_REQUEST 1u
 #define OBL_SHARD_ENGINES_SCAN 2u
+#define OBL_SHARD_ENGINES_BOTH 3u
 
 /* The engine a batch used (obl_shard_stats.last_engine). */
 #define OBL_SHARD_ENGINE_PER_REQUEST 1u
@@ -75,8 +89,10 @@ typedef struct obl_shard_params {
     size_t key_size;            /* 1 .. OBL_SHARD_MAX_KEY_SIZE */
     size_t value_size;          /* 1 .. OBL_SHARD_MAX_VALUE_SIZE */
     uint32_t shards;            /* S, 1 .. OBL_SHARD_MAX_SHARDS */
-    uint32_t threads;           /* T; 0 = the online cores */
-    uint32_t engines;           /* OBL_SHARD_ENGINES_* */
+    uint32_t threads;           /* T; 0 = the CPUs of the process's affinity mask */
+    uint32_t engines;           /* OBL_SHARD_ENGINES_*; 0 = AUTO */
+    uint64_t expected_batch;    /* public: the usual B, the AUTO policy's hint;
+                                 * 0 = not given; <= OBL_SHARD_MAX_BATCH */
     uint32_t lambda;            /* overflow bounds 2^-lambda; 0 = 40 */
     obl_random_fn random;       /* NULL: getrandom(2) */
     void *random_opaque;
@@ -85,13 +101,16 @@ typedef struct obl_shard_params {
     const obl_allocator *alloc; /* NULL: the C library */
 } obl_shard_params;
 
-/* An empty map. Errors: INVALID_ARG, TOO_LARGE, NOMEM, RANDOM, IO (threads). */
+/* An empty map. With AUTO and a hint, the store's cost constants are timed
+ * here (a few ms; docs/shard.md). Errors: INVALID_ARG (also a hint above
+ * OBL_SHARD_MAX_BATCH), TOO_LARGE, NOMEM, RANDOM, IO (threads). */
 obl_err obl_shard_create(obl_shard **out, const obl_shard_params *p) OBL_WARN_UNUSED;
 
 /*
  * Bulk build from n distinct pairs, n <= capacity, the shards built in
  * parallel. Secret: keys and values. Public: n and the parameters; and by
  * design the number of keys each shard receives (docs/shard.md, "Build").
+ * With AUTO and a hint the store is picked first, as by create.
  * Errors: as create, DUPLICATE_KEY, FULL (a shard's share exceeded its
  * capacity; probability <= 2^-lambda for n <= capacity).
  */
@@ -122,7 +141,9 @@ obl_err obl_shard_put(obl_shard *m, size_t B, const void *keys, const void *valu
 obl_err obl_shard_erase(obl_shard *m, size_t B, const void *keys, uint64_t *found);
 
 typedef struct obl_shard_stats {
-    uint32_t shards, threads, engines;
+    uint32_t shards, threads;
+    uint32_t engines;          /* the stores kept: OBL_SHARD_ENGINES_PER_REQUEST,
+                                * SCAN or BOTH (AUTO resolved at creation) */
     uint64_t shard_capacity;   /* entries each shard holds at most */
     uint64_t batches;          /* batches answered */
     uint32_t last_engine;      /* OBL_SHARD_ENGINE_* of the last batch */

@@ -16,7 +16,7 @@ import subprocess
 import tempfile
 import time
 
-from . import stats
+from . import procs, stats
 from .tables import Table, n_label
 
 REPORT_TYPE = "Ramp-UMAP"
@@ -147,35 +147,6 @@ def _read_listen_line(proc, deadline, pid_out=None):
     return None
 
 
-def _stop(proc, sig=signal.SIGTERM, grace=15.0, pid=None):
-    """Signals the process group (or only pid: rank 0 of an MPI deployment,
-    which then stops the others; mpirun would kill every rank on SIGTERM),
-    waits, kills the group if needed; -> exit code."""
-    if proc.poll() is None:
-        try:
-            if pid is not None:
-                os.kill(pid, sig)
-            else:
-                os.killpg(proc.pid, sig)
-        except ProcessLookupError:
-            pass
-        try:
-            proc.wait(timeout=grace)
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait()
-    return proc.returncode
-
-
-def _tail(path, limit=2000):
-    try:
-        with open(path, "rb") as f:
-            data = f.read()
-        return data[-limit:].decode("utf-8", "replace")
-    except OSError:
-        return ""
-
-
 def server_argv(server, case):
     """obl-server's command: itself, or under scripts/mpirun.sh with the
     case's ranks (mpi.ramp_case)."""
@@ -197,10 +168,10 @@ def _run_load(load_bin, port, args, files, deadline, timeout_s):
         try:
             code = load.wait(timeout=max(1.0, deadline - time.monotonic()))
         except subprocess.TimeoutExpired:
-            _stop(load, signal.SIGKILL, 5)
+            procs.stop_group(load, signal.SIGKILL, 5)
             return "timeout", f"timed out after {timeout_s:g} s (killed)", None
     if code != 0:
-        last = [l for l in _tail(err).splitlines() if l.strip()]
+        last = [l for l in procs.tail(err).splitlines() if l.strip()]
         return "failed", f"obl-load exit status {code}" + (f": {last[-1]}" if last else ""), code
     return "ok", "", code
 
@@ -289,15 +260,16 @@ def run_case(bench_bin, case, timeout_s, extra_args=()):
                         if outcome == "ok" and done == 1 and case.get("refine") else None)
                 args = fine_args(case["args"], fine) if fine else None
         finally:
-            srv_code = _stop(server, pid=rank0[0] if rank0 else None)
+            srv_code = procs.stop_group(server, pid=rank0[0] if rank0 else None)
             server.stdout.close()
         if outcome == "ok" and srv_code != 0:
             outcome, reason = "failed", f"obl-server exit status {srv_code} after SIGTERM"
         result["elapsed_s"] = round(time.monotonic() - start, 3)
-        result["stderr_tail"] = (_tail(srv_err, 1000) + "".join(
-            _tail(runs[k][1], 1000) for k in range(done))).strip()
+        result["stderr_tail"] = (procs.tail(srv_err, 1000) + "".join(
+            procs.tail(runs[k][1], 1000) for k in range(done))).strip()
         result["reports"] = [l.strip() for k in range(done)
-                             for l in _tail(runs[k][0], 1 << 20).splitlines() if "REPORT_123" in l]
+                             for l in procs.tail(runs[k][0], 1 << 20).splitlines()
+                             if "REPORT_123" in l]
         result.update(exit_code=code, signal=None)
         if outcome != "ok":
             if outcome == "timeout":

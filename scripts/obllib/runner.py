@@ -27,7 +27,8 @@ import sys
 import tempfile
 import time
 
-from . import mpi, parse, plan, ramp, stats
+from . import mpi, parse, plan, procs, ramp, stats
+from .procs import tail
 from .inputs import ROOT
 
 MEMORY_MARGIN = 0.9   # a case may use at most 90 % of MemAvailable
@@ -155,17 +156,6 @@ def list_types(bench_bin):
         return []
 
 
-def tail(path, limit=2000):
-    try:
-        with open(path, "rb") as f:
-            f.seek(0, 2)
-            size = f.tell()
-            f.seek(max(0, size - limit))
-            return f.read().decode("utf-8", "replace")
-    except OSError:
-        return ""
-
-
 def case_timeout(case, timeout):
     if timeout is not None:
         return float(timeout)
@@ -214,6 +204,65 @@ def unpinned(extra_args, case):
     return args[:i] + args[i + 2:]
 
 
+def case_argv(bench_bin, case, reps, extra_args, plugin, json_path):
+    """The command of one case: an MPI deployment's, a plug-in's run.sh, or
+    obl-bench's subcommand writing its records to json_path."""
+    if case.get("driver") == mpi.DRIVER:
+        return mpi.argv(bench_bin, case)
+    if plugin is not None:
+        return plugin_argv(plugin, case, reps, list(extra_args))
+    argv = [bench_bin, case["bench"]] + [str(a) for a in case["args"]] + unpinned(
+        extra_args, case)
+    argv += ["--json", json_path]
+    if reps is not None:
+        argv += ["--reps", str(reps)]
+    return argv
+
+
+def wait_or_kill(proc, timeout_s):
+    """Waits timeout_s for proc; then SIGTERM to its group, SIGKILL after
+    KILL_GRACE_S. -> (exit code, timed out)."""
+    try:
+        return proc.wait(timeout=timeout_s), False
+    except subprocess.TimeoutExpired:
+        return procs.stop_group(proc, signal.SIGTERM, KILL_GRACE_S), True
+
+
+def case_outcome(result, code, case, by_reports, json_path):
+    """Fills result's outcome from a finished case's exit code and its
+    records (REPORT lines when by_reports, else the JSONL file). -> result."""
+    result["exit_code"] = code if code >= 0 else None
+    result["signal"] = signal_name(-code) if code < 0 else None
+    if code < 0:
+        result.update(outcome="failed", reason=f"killed by {signal_name(-code)}")
+        return result
+    if code != 0:
+        last = [l for l in result["stderr_tail"].splitlines() if l.strip()]
+        why = f": {last[-1].strip()}" if last else ""
+        result.update(outcome="failed", reason=f"exit status {code}{why}")
+        return result
+    if by_reports:
+        records = parse.objects_from_reports(result["reports"], case["bench"])
+        if not records:
+            result.update(outcome="failed", reason="exit status 0 but no REPORT line")
+            return result
+        result.update(outcome="ok", records=records)
+        return result
+    records = []
+    try:
+        if os.path.exists(json_path):
+            with open(json_path, encoding="utf-8") as f:
+                records = [json.loads(l) for l in f if l.strip()]
+    except (json.JSONDecodeError, UnicodeDecodeError) as e:
+        result.update(outcome="failed", reason=f"unreadable JSONL output: {e}")
+        return result
+    if not records:
+        result.update(outcome="failed", reason="exit status 0 but no JSONL record written")
+        return result
+    result.update(outcome="ok", records=records)
+    return result
+
+
 def run_case(bench_bin, case, timeout_s, reps=None, extra_args=(), plugins=None):
     """Run one case in its own process group. -> result dict. A case of a
     plug-in (case["plugin"], not obl-bench's own) runs its run.sh, and its
@@ -225,16 +274,7 @@ def run_case(bench_bin, case, timeout_s, reps=None, extra_args=(), plugins=None)
     with tempfile.TemporaryDirectory(prefix="obl-case-") as tmp:
         json_path = os.path.join(tmp, "case.jsonl")
         out_path, err_path = os.path.join(tmp, "stdout"), os.path.join(tmp, "stderr")
-        if case.get("driver") == mpi.DRIVER:
-            argv = mpi.argv(bench_bin, case)
-        elif plugin is not None:
-            argv = plugin_argv(plugin, case, reps, list(extra_args))
-        else:
-            argv = [bench_bin, case["bench"]] + [str(a) for a in case["args"]] + unpinned(
-                extra_args, case)
-            argv += ["--json", json_path]
-            if reps is not None:
-                argv += ["--reps", str(reps)]
+        argv = case_argv(bench_bin, case, reps, extra_args, plugin, json_path)
         result = {"argv": argv[1:]}
         start = time.monotonic()
         with open(out_path, "wb") as out, open(err_path, "wb") as err:
@@ -249,22 +289,7 @@ def run_case(bench_bin, case, timeout_s, reps=None, extra_args=(), plugins=None)
                 result.update(outcome="failed", reason=f"cannot start: {e}", exit_code=None,
                               signal=None, elapsed_s=0.0, stderr_tail="")
                 return result
-            try:
-                code = proc.wait(timeout=timeout_s)
-                timed_out = False
-            except subprocess.TimeoutExpired:
-                timed_out = True
-                for sig, grace in ((signal.SIGTERM, KILL_GRACE_S), (signal.SIGKILL, None)):
-                    try:
-                        os.killpg(proc.pid, sig)
-                    except ProcessLookupError:
-                        break
-                    try:
-                        proc.wait(timeout=grace)
-                        break
-                    except subprocess.TimeoutExpired:
-                        continue
-                code = proc.wait()
+            code, timed_out = wait_or_kill(proc, timeout_s)
         result["elapsed_s"] = round(time.monotonic() - start, 3)
         stdout_text = tail(out_path, 1 << 20)
         result["stderr_tail"] = tail(err_path)
@@ -273,36 +298,7 @@ def run_case(bench_bin, case, timeout_s, reps=None, extra_args=(), plugins=None)
             result.update(outcome="timeout", timeout_s=timeout_s, exit_code=None,
                           signal=None, reason=f"timed out after {timeout_s:g} s (killed)")
             return result
-        result["exit_code"] = code if code >= 0 else None
-        result["signal"] = signal_name(-code) if code < 0 else None
-        if code < 0:
-            result.update(outcome="failed", reason=f"killed by {signal_name(-code)}")
-            return result
-        if code != 0:
-            last = [l for l in result["stderr_tail"].splitlines() if l.strip()]
-            why = f": {last[-1].strip()}" if last else ""
-            result.update(outcome="failed", reason=f"exit status {code}{why}")
-            return result
-        if by_reports:
-            records = parse.objects_from_reports(result["reports"], case["bench"])
-            if not records:
-                result.update(outcome="failed", reason="exit status 0 but no REPORT line")
-                return result
-            result.update(outcome="ok", records=records)
-            return result
-        records = []
-        try:
-            if os.path.exists(json_path):
-                with open(json_path, encoding="utf-8") as f:
-                    records = [json.loads(l) for l in f if l.strip()]
-        except (json.JSONDecodeError, UnicodeDecodeError) as e:
-            result.update(outcome="failed", reason=f"unreadable JSONL output: {e}")
-            return result
-        if not records:
-            result.update(outcome="failed", reason="exit status 0 but no JSONL record written")
-            return result
-        result.update(outcome="ok", records=records)
-        return result
+        return case_outcome(result, code, case, by_reports, json_path)
 
 
 class EventLog:

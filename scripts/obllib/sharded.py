@@ -67,8 +67,9 @@ def time_split_table(records):
             "per batch (obl_shard_stats: the balancer both ways, the shards' answers, the "
             "writes after the answers; none in a get batch) against the median wall time "
             "of a batch; the rest is the call's own work (engine choice, buffers) and the "
-            "difference of medians, so it may be negative. Engines: the map's stores (0 both, "
-            "the cost model picks; 1 per-request; 2 scan); Engine: the last batch's "
+            "difference of medians, so it may be negative. Engines: the map's stores (0 the "
+            "one the cost model picks for B at creation; 1 per-request; 2 scan; 3 both, "
+            "chosen per batch); Engine: the last batch's "
             "(1 per-request, 2 scan). Shares of the batch time in brackets.")
     return Table("DERIVED sharded time split", "Derived figures", "",
                  "DERIVED: sharded and batched maps, time split per batch", header, rows, note)

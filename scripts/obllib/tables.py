@@ -222,16 +222,22 @@ def baseline_key(impl, rec, names, metric):
     return (impl, rec["params"].get(row), group_text(table_params(rec, names)), metric)
 
 
-def measured_tables(records, spread="minmax"):
-    """records: normalised records with "origin" = "run" or "extra"."""
-    names = grouping_names(records)
-    run_impls = {r["impl"] for r in records if r.get("origin") != "extra"}
-    # baseline index: (baseline impl, N, K, V, metric) -> summary, same run only
+def baseline_index(records, names):
+    """(baseline impl, N, K, V, metric) -> summary, of this run's records
+    alone (origin "run")."""
     base = {}
     for r in records:
         if r["impl"] in BASELINES and r.get("origin") != "extra":
             for m, s in r["metrics"].items():
                 base[baseline_key(r["impl"], r, names, m)] = s
+    return base
+
+
+def table_groups(records, names):
+    """(report type, group text, metric) -> the group of one table: its
+    params, cells {(row value, impl): (summary, record)}, reps, rounds,
+    origins {impl: origin} and row parameter. Ramp types and the impls of
+    own tables are left out."""
     groups = {}
     for r in records:
         row = row_key(r["params"])
@@ -247,6 +253,44 @@ def measured_tables(records, spread="minmax"):
                 g["reps"].add(s["reps"])
             g["rounds"].add(s.get("rounds") or 1)
             g["origins"][r["impl"]] = r.get("origin", "run")
+    return groups
+
+
+def table_note(g, spread, metric, bl, borrowed, has_ratio, has_peer_ratio):
+    """The note under group g's table: what a cell is (median and spread,
+    repetitions, rounds) and what its ratio columns divide by."""
+    reps = sorted(g["reps"])
+    what = {"minmax": "median (min–max)", "iqr": "median (interquartile range)",
+            "none": "median"}[spread]
+    over = (f" over {reps[0]} repetitions" if len(reps) == 1 else
+            f" over {reps[0]}–{reps[-1]} repetitions" if reps else "")
+    rounds = sorted(g["rounds"])
+    if rounds and rounds[-1] > 1:
+        over += (f" in {rounds[0]} rounds" if len(rounds) == 1 else
+                 f" in {rounds[0]}–{rounds[-1]} rounds")
+        over += " spread over the run (docs/suite.md)"
+    note = f"{what}{over}"
+    if has_ratio:
+        note += f"; `÷ {bl}`: ratio of medians to the non-oblivious baseline of the same run"
+        if borrowed:
+            note += f" (the {bl} column is that baseline)"
+    if has_peer_ratio:
+        note += ("; `÷ best peer`: ratio of medians to the best peer of the same run at that "
+                 "size (" + ("the highest" if higher_is_better(metric) else "the lowest")
+                 + "; peers measured with their public driver's method, `"
+                 + PUBLIC_METHOD_SUFFIX + "`, excluded)")
+    if any(o == "extra" for o in g["origins"].values()):
+        extra = sorted(i for i, o in g["origins"].items() if o == "extra")
+        note += f"; {', '.join(extra)}: from other logs (other machine or run)"
+    return note + "."
+
+
+def measured_tables(records, spread="minmax"):
+    """records: normalised records with "origin" = "run" or "extra"."""
+    names = grouping_names(records)
+    run_impls = {r["impl"] for r in records if r.get("origin") != "extra"}
+    base = baseline_index(records, names)
+    groups = table_groups(records, names)
     tables = []
     type_rank = {t: i for i, t in enumerate(TYPE_TITLES)}
     def order(k):
@@ -296,31 +340,9 @@ def measured_tables(records, spread="minmax"):
             if has_peer_ratio:
                 row += best_peer_ratios(g["cells"], n, ours, peers, metric)
             rows.append(row)
-        reps = sorted(g["reps"])
-        what = {"minmax": "median (min–max)", "iqr": "median (interquartile range)",
-                "none": "median"}[spread]
-        over = (f" over {reps[0]} repetitions" if len(reps) == 1 else
-                f" over {reps[0]}–{reps[-1]} repetitions" if reps else "")
-        rounds = sorted(g["rounds"])
-        if rounds and rounds[-1] > 1:
-            over += (f" in {rounds[0]} rounds" if len(rounds) == 1 else
-                     f" in {rounds[0]}–{rounds[-1]} rounds")
-            over += " spread over the run (docs/suite.md)"
-        note = f"{what}{over}"
-        if has_ratio:
-            note += f"; `÷ {bl}`: ratio of medians to the non-oblivious baseline of the same run"
-            if borrowed:
-                note += f" (the {bl} column is that baseline)"
-        if has_peer_ratio:
-            note += ("; `÷ best peer`: ratio of medians to the best peer of the same run at that "
-                     "size (" + ("the highest" if higher_is_better(metric) else "the lowest")
-                     + "; peers measured with their public driver's method, `"
-                     + PUBLIC_METHOD_SUFFIX + "`, excluded)")
-        if any(o == "extra" for o in g["origins"].values()):
-            peers = sorted(i for i, o in g["origins"].items() if o == "extra")
-            note += f"; {', '.join(peers)}: from other logs (other machine or run)"
+        note = table_note(g, spread, metric, bl, borrowed, has_ratio, has_peer_ratio)
         t = Table(f"{rtype} | {gtext} | {metric}", TYPE_TITLES.get(rtype, rtype),
-                  group_title(g["params"]), metric_title(metric), header, rows, note + ".")
+                  group_title(g["params"]), metric_title(metric), header, rows, note)
         t.params = g["params"]
         tables.append(t)
     return tables

@@ -6,9 +6,7 @@
  * unsuffixed names call the tree's variant, and pass a test's setting to
  * every variant's copy of the build's switches.
  */
-#define _GNU_SOURCE
-#include <sched.h>
-
+#include "common/cores.h"
 #include "common/cpu.h"
 #include "oram/nroram_internal.h"
 
@@ -42,13 +40,7 @@ obl_err nr_build_par(obl_nroram *o, uint64_t n, const unsigned char *data, size_
 /* see nroram_internal.h */
 unsigned nr_build_threads(unsigned asked)
 {
-    if (asked)
-        return asked;
-    cpu_set_t set;
-    if (sched_getaffinity(0, sizeof(set), &set) != 0)
-        return 1;
-    int c = CPU_COUNT(&set);
-    return c < 1 ? 1u : (unsigned)c;
+    return asked ? asked : obl_cores();
 }
 
 #ifdef OBL_TESTING

@@ -9,9 +9,9 @@
 #include "pool/pool.h"
 
 #include <pthread.h>
-#include <unistd.h>
 
 #include "common/alloc.h"
+#include "common/cores.h"
 
 struct obl_pool {
     obl_alloc_ctx ac;
@@ -81,8 +81,8 @@ static void *pool_worker(void *vp)
 /* see pool/pool.h */
 unsigned obl_pool_cores(void)
 {
-    long c = sysconf(_SC_NPROCESSORS_ONLN);
-    return c < 1 ? 1u : (c > (long)OBL_POOL_MAX_THREADS ? OBL_POOL_MAX_THREADS : (unsigned)c);
+    unsigned c = obl_cores();
+    return c > OBL_POOL_MAX_THREADS ? OBL_POOL_MAX_THREADS : c;
 }
 
 /* Sets stop, wakes and joins the first `started` workers. */

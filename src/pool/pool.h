@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * A fixed pool of worker threads (POSIX threads) for the batched layer: the
- * caller chooses the number of threads T at creation (0 = the online cores);
+ * caller chooses the number of threads T at creation (0 = obl_pool_cores());
  * obl_pool_run hands out the tasks 0 .. n-1 of one job to the T threads (the
  * calling thread is one of them) and returns when all have finished. No
  * global state: each structure owns its pool. A pool serves one job at a
@@ -29,7 +29,7 @@ typedef struct obl_pool obl_pool;
  * job's result is the error of the lowest-numbered failed task. */
 typedef obl_err (*obl_pool_fn)(void *arg, size_t task);
 
-/* Starts threads - 1 workers (threads = 0: the online cores). Errors:
+/* Starts threads - 1 workers (threads = 0: obl_pool_cores()). Errors:
  * INVALID_ARG (out NULL, threads > OBL_POOL_MAX_THREADS), NOMEM, IO (a
  * thread could not be started; nothing is left running). */
 obl_err obl_pool_create(obl_pool **out, unsigned threads, const obl_allocator *alloc)
@@ -41,7 +41,8 @@ obl_err obl_pool_run(obl_pool *p, size_t n, obl_pool_fn fn, void *arg);
 /* The number of threads that run a job (workers + the caller). */
 unsigned obl_pool_threads(const obl_pool *p);
 
-/* The online cores (at least 1). */
+/* The CPUs this process may run on (obl_cores, common/cores.h: its
+ * affinity mask), at most OBL_POOL_MAX_THREADS. */
 unsigned obl_pool_cores(void);
 
 /* Stops and joins the workers, frees the pool. NULL is fine. */

@@ -6,6 +6,8 @@
  * Every step's work depends on B, S, b and the sizes alone; a failure
  * before the write-back leaves every shard unchanged.
  */
+#include <math.h>
+
 #include "shard/shard_map.h"
 
 #include "common/secret.h"
@@ -163,11 +165,10 @@ static uint64_t per_request_fits(const sb_job *j, uint64_t *next)
 static void shard_estimates(obl_shard *m, size_t B, size_t b, unsigned P, double *per_request,
                             double *scan)
 {
-    double r = shard_observed(m, B, OBL_SHARD_ENGINE_PER_REQUEST);
-    double s = shard_observed(m, B, OBL_SHARD_ENGINE_SCAN);
-    shard_model_costs(m, B, b, P, per_request, scan);
-    *per_request = r >= 0 ? r : *per_request;
-    *scan = s >= 0 ? s : *scan;
+    *per_request = shard_observed(m, B, OBL_SHARD_ENGINE_PER_REQUEST);
+    *scan = shard_observed(m, B, OBL_SHARD_ENGINE_SCAN);
+    shard_model_costs(m, B, b, P, *per_request < 0 ? per_request : NULL,
+                      *scan < 0 ? scan : NULL); /* only the unmeasured */
 }
 
 /* The engine of a batch and its sub-batch count: a writing batch uses the
@@ -334,9 +335,13 @@ static obl_err run_batch(obl_shard *m, sb_job *j, size_t B, const uint64_t *ops,
     if (both && !j->writes) { /* the estimates it was chosen by, then its time */
         shard_estimates(m, B, j->b, parts, &m->st.est_per_request_us, &m->st.est_scan_us);
         shard_observe(m, B, engine, t[0] + t[1] + t[2]);
-    } else {
-        m->st.est_per_request_us = m->calibrated ? shard_est_per_request(m, B, j->b, parts) : 0;
-        m->st.est_scan_us = m->calibrated && m->keep_scan ? shard_est_scan(m, j->b) : 0;
+    } else { /* the model's, of each engine whose constants were timed */
+        int pr = m->calibrated && isfinite(m->cost.access_us);
+        int sc = m->calibrated && isfinite(m->cost.entry_us);
+        m->st.est_per_request_us = 0;
+        m->st.est_scan_us = 0;
+        shard_model_costs(m, B, j->b, parts, pr ? &m->st.est_per_request_us : NULL,
+                          sc ? &m->st.est_scan_us : NULL);
     }
     m->st.last_balance_us = t[0] + t[2];
     m->st.last_shard_us = t[1];

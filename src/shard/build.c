@@ -163,7 +163,9 @@ obl_err obl_shard_build(obl_shard **out, const obl_shard_params *p, const void *
     obl_shard *m = NULL;
     if ((e = shard_alloc(&m, p)) != OBL_OK)
         return e;
-    e = build_shards(m, (const unsigned char *)keys, (const unsigned char *)values, n);
+    e = shard_pick_stores(m, NULL); /* AUTO with a hint: one store */
+    if (e == OBL_OK)
+        e = build_shards(m, (const unsigned char *)keys, (const unsigned char *)values, n);
     if (e != OBL_OK) {
         obl_shard_destroy(m);
         return e;

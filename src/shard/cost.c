@@ -117,9 +117,10 @@ double shard_observed(const obl_shard *m, size_t B, unsigned engine)
 /* see shard_map.h */
 void shard_model_costs(obl_shard *m, size_t B, size_t b, unsigned P, double *pr, double *sc)
 {
-    double bal = m->S == 1 ? shard_est_balance(m, B, b) : 0;
-    *sc = shard_est_scan(m, b) + bal;
-    *pr = shard_est_per_request(m, B, b, P);
+    if (sc)
+        *sc = shard_est_scan(m, b) + (m->S == 1 ? shard_est_balance(m, B, b) : 0);
+    if (pr)
+        *pr = shard_est_per_request(m, B, b, P);
 }
 
 /* see shard_map.h */
@@ -314,29 +315,145 @@ static obl_err calibrate_balance(obl_shard *m)
     return e;
 }
 
-/* see shard_map.h */
-obl_err shard_calibrate(obl_shard *m)
+/* The omap access constant on om (a shard's omap, or a scratch one of the
+ * same capacity: an access's work does not depend on what it holds), as
+ * the engine runs them (shard_omap_requests): 16 single gets to warm the
+ * caches, then 32 in one batched access, timed. */
+static obl_err calibrate_access(obl_shard *m, obl_omap *om)
+{
+    unsigned char keys[32 * OBL_SHARD_MAX_KEY_SIZE] = {0}, val[OBL_SHARD_MAX_VALUE_SIZE];
+    uint64_t found[32];
+    obl_err errs[32];
+    obl_err e = OBL_OK;
+    for (int i = 0; i < 16 && e == OBL_OK; i++)
+        e = obl_omap_get(om, keys, val, found);
+    double t0 = cpu_now_us();
+    if (e == OBL_OK)
+        e = obl_omap_access_batch(om, 32, NULL, keys, NULL, NULL, found, errs);
+    m->cost.access_us = (cpu_now_us() - t0) / 32;
+    return e;
+}
+
+static void costs_unknown(obl_shard *m)
 {
     m->cost.access_us = INFINITY;
     m->cost.entry_us = m->cost.slot_us = m->cost.ce_us = m->cost.bal_us = INFINITY;
+}
+
+/* see shard_map.h */
+obl_err shard_calibrate(obl_shard *m)
+{
+    costs_unknown(m);
     if (m->S > 1) {
         obl_err e = calibrate_balance(m);
         if (e != OBL_OK)
             return e;
     }
     if (m->keep_omap) {
-        /* as the engine runs them (shard_omap_requests): 16 single gets to
-         * warm the caches, then 32 in one batched access, timed */
-        unsigned char keys[32 * OBL_SHARD_MAX_KEY_SIZE] = {0}, val[OBL_SHARD_MAX_VALUE_SIZE];
-        uint64_t found[32];
-        obl_err errs[32];
-        for (int i = 0; i < 16; i++)
-            if (obl_omap_get(m->om[0], keys, val, found) != OBL_OK)
-                return OBL_ERR_STATE;
-        double t0 = cpu_now_us();
-        if (obl_omap_access_batch(m->om[0], 32, NULL, keys, NULL, NULL, found, errs) != OBL_OK)
-            return OBL_ERR_STATE;
-        m->cost.access_us = (cpu_now_us() - t0) / 32;
+        obl_err e = calibrate_access(m, m->om[0]);
+        if (e != OBL_OK)
+            return e;
     }
     return m->keep_scan && m->keep_omap ? calibrate_scan(m) : OBL_OK;
+}
+
+#ifdef OBL_TESTING
+static shard_costs pick_costs; /* shard_test_pick_costs */
+static int pick_forced;
+void shard_test_pick_costs(const shard_costs *c)
+{
+    pick_forced = c != NULL;
+    if (c)
+        pick_costs = *c;
+}
+#endif
+
+/* The model's estimates for a get batch of B, with the b and the
+ * sub-batch count P the batch would take (choose_engine, batch.c): 1 if
+ * the scan's is lower. */
+static int scan_cheaper(obl_shard *m, size_t B, double *pr, double *sc)
+{
+    size_t b = shard_part_b(m, B, 1);
+    unsigned P = m->S > 1 && m->threads > 1 ? shard_choose_parts(m, B) : 1;
+    shard_model_costs(m, B, b, P, pr, sc);
+    return *sc < *pr;
+}
+
+/* The access constant on a scratch omap of shard 0's parameters and
+ * capacity cap; *keep (if not NULL) receives the omap, else it is freed. */
+static obl_err time_scratch_omap(obl_shard *m, uint64_t cap, obl_omap **keep)
+{
+    obl_omap_params op = shard_omap_params(m, 0);
+    op.capacity = cap;
+    obl_omap *om = NULL;
+    obl_err e = obl_omap_create(&om, &op);
+    if (e == OBL_OK)
+        e = calibrate_access(m, om);
+    if (e == OBL_OK && keep)
+        *keep = om;
+    else
+        obl_omap_destroy(om);
+    return e;
+}
+
+/* The small scratch omap's capacity (shard_pick_stores). */
+#define SHARD_PICK_SMALL ((uint64_t)1 << 14)
+
+/* The timed constants of the store policy. An access costs no less on an
+ * omap of more capacity (a deeper tree, more cache misses), so a small
+ * scratch omap's time is a lower bound: when the scan wins against it, no
+ * omap of the shard's capacity (hundreds of MB to zero) is made. */
+static obl_err pick_timed(obl_shard *m, size_t B, obl_omap **om, int *scan, double *pr,
+                          double *sc)
+{
+    costs_unknown(m);
+    obl_err e = m->S > 1 ? calibrate_balance(m) : OBL_OK;
+    if (e == OBL_OK)
+        e = calibrate_scan(m);
+    uint64_t small = m->cap_s < SHARD_PICK_SMALL ? m->cap_s : SHARD_PICK_SMALL;
+    if (e == OBL_OK)
+        e = time_scratch_omap(m, small, small == m->cap_s ? om : NULL);
+    if (e != OBL_OK)
+        return e;
+    *scan = scan_cheaper(m, B, pr, sc);
+    if (*scan || small == m->cap_s)
+        return OBL_OK;
+    e = time_scratch_omap(m, m->cap_s, om);
+    if (e == OBL_OK)
+        *scan = scan_cheaper(m, B, pr, sc);
+    return e;
+}
+
+/* see shard_map.h */
+obl_err shard_pick_stores(obl_shard *m, obl_omap **om0)
+{
+    if (m->p.engines != OBL_SHARD_ENGINES_AUTO || !m->p.expected_batch)
+        return OBL_OK;
+    size_t B = (size_t)m->p.expected_batch; /* <= OBL_SHARD_MAX_BATCH */
+    obl_omap *om = NULL;
+    int scan = 0;
+    double pr = 0, sc = 0;
+#ifdef OBL_TESTING
+    if (pick_forced) {
+        m->cost = pick_costs;
+        scan = scan_cheaper(m, B, &pr, &sc);
+    } else
+#endif
+    {
+        obl_err e = pick_timed(m, B, &om, &scan, &pr, &sc);
+        if (e != OBL_OK) {
+            obl_omap_destroy(om);
+            return e;
+        }
+    }
+    m->calibrated = 1;
+    m->keep_scan = scan;
+    m->keep_omap = !scan;
+    if (m->keep_omap && om0)
+        *om0 = om;
+    else
+        obl_omap_destroy(om);
+    m->st.est_per_request_us = pr; /* reported until the first batch */
+    m->st.est_scan_us = sc;
+    return OBL_OK;
 }

@@ -30,8 +30,8 @@ obl_err shard_check_params(const obl_shard_params *p)
     if (!p || p->shards == 0 || p->shards > OBL_SHARD_MAX_SHARDS || p->key_size == 0 ||
         p->key_size > OBL_SHARD_MAX_KEY_SIZE || p->value_size == 0 ||
         p->value_size > OBL_SHARD_MAX_VALUE_SIZE || p->capacity < p->shards ||
-        p->engines > OBL_SHARD_ENGINES_SCAN || p->lambda > 200 ||
-        p->threads > OBL_POOL_MAX_THREADS)
+        p->engines > OBL_SHARD_ENGINES_BOTH || p->expected_batch > OBL_SHARD_MAX_BATCH ||
+        p->lambda > 200 || p->threads > OBL_POOL_MAX_THREADS)
         return OBL_ERR_INVALID_ARG;
     if (p->capacity > ((uint64_t)1 << 40))
         return OBL_ERR_TOO_LARGE;
@@ -134,8 +134,8 @@ obl_err shard_alloc(obl_shard **out, const obl_shard_params *p)
     return OBL_OK;
 }
 
-/* The parameters of shard j's omap. */
-static obl_omap_params omap_params(obl_shard *m, unsigned j)
+/* see shard_map.h */
+obl_omap_params shard_omap_params(obl_shard *m, unsigned j)
 {
     obl_omap_params op = {0};
     op.capacity = m->cap_s;
@@ -160,9 +160,10 @@ obl_err obl_shard_create(obl_shard **out, const obl_shard_params *p)
     obl_shard *m = NULL;
     if ((e = shard_alloc(&m, p)) != OBL_OK)
         return e;
+    e = shard_pick_stores(m, &m->om[0]); /* AUTO with a hint: one store */
     for (unsigned j = 0; j < m->S && e == OBL_OK; j++) {
-        if (m->keep_omap) {
-            obl_omap_params op = omap_params(m, j);
+        if (m->keep_omap && !m->om[j]) {
+            obl_omap_params op = shard_omap_params(m, j);
             e = obl_omap_create(&m->om[j], &op);
         }
         if (e == OBL_OK && m->keep_scan)
@@ -198,6 +199,8 @@ void obl_shard_get_stats(const obl_shard *m, obl_shard_stats *st)
     *st = m->st;
     st->shards = m->S;
     st->threads = m->threads;
-    st->engines = m->p.engines;
+    st->engines = !m->keep_scan  ? OBL_SHARD_ENGINES_PER_REQUEST
+                  : !m->keep_omap ? OBL_SHARD_ENGINES_SCAN
+                                  : OBL_SHARD_ENGINES_BOTH;
     st->shard_capacity = m->cap_s;
 }

@@ -103,6 +103,26 @@ obl_err shard_alloc(obl_shard **out, const obl_shard_params *p);
 /* Measures the cost model's constants on the map's own stores (both kept). */
 obl_err shard_calibrate(obl_shard *m);
 
+/* The AUTO policy with a hint (obl/shard.h; nothing for other maps):
+ * times the constants on scratch stores (a scan store of 2^14 entries, an
+ * omap of shard 0's parameters at 2^14 entries and, unless the scan wins
+ * against that lower bound, at the shard's capacity) and keeps the store
+ * whose engine the model puts cheaper for get batches of p.expected_batch
+ * (keep_omap, keep_scan; the map calibrated). Before the shards' stores
+ * exist; the scratch omap of the shard's capacity goes to *om0 if the
+ * omaps are kept and om0 is not NULL, else it is freed. Public: sizes,
+ * timings. Errors: NOMEM, as obl_omap_create. */
+obl_err shard_pick_stores(obl_shard *m, obl_omap **om0);
+
+#ifdef OBL_TESTING
+/* Tests only: the next maps' AUTO choice uses these constants and times
+ * nothing (no scratch stores); NULL undoes it. */
+void shard_test_pick_costs(const shard_costs *c);
+#endif
+
+/* The parameters of shard j's omap (a seed drawn from the map's PRG). */
+obl_omap_params shard_omap_params(obl_shard *m, unsigned j);
+
 /* The model's estimates (us) for a get batch of B, b per shard: the
  * omaps' in P sub-batches (P = 1: the shards' work alone; P > 1: plus the
  * difference of the P balancers from one), and the scan's. */
@@ -110,7 +130,8 @@ double shard_est_per_request(obl_shard *m, size_t B, size_t b, unsigned P);
 double shard_est_scan(obl_shard *m, size_t b);
 /* The model's estimates of the two engines for a get batch (us): the
  * omaps' (P sub-batches) and the scan's, which with one shard is charged
- * the balancer (the omaps' get batch needs none). */
+ * the balancer (the omaps' get batch needs none). Either pointer may be
+ * NULL: that estimate is not computed. */
 void shard_model_costs(obl_shard *m, size_t B, size_t b, unsigned P, double *per_request,
                        double *scan);
 

@@ -248,9 +248,10 @@ static void rebuild_cb(void *ctx, uint64_t id, const void *value, uint64_t prese
         c->pos[i] = OBL_DECLASSIFY_VAL(p);
 }
 
-static void export_blocks(void)
+/* A tree past its capacity (8 blocks, stash 2, inserts until refused)
+ * exports every block it stored, which rebuild a tree with room for them. */
+static void export_past_capacity(void)
 {
-    /* past capacity: 8 blocks, stash 2; insert until refused */
     enum { N = 64 };
     obl_nroram *o = nr_new(8, 0, 2);
     if (!o)
@@ -296,11 +297,17 @@ static void export_blocks(void)
     CHECK_EQ_U64(obl_nroram_export(NULL, export_cb, &v), OBL_ERR_INVALID_ARG);
     CHECK_EQ_U64(obl_nroram_export(o, NULL, &v), OBL_ERR_INVALID_ARG);
     obl_nroram_destroy(o);
+}
 
-    /* a healthy tree against a model, both id widths */
+/* A healthy tree's export against a model, both id widths. */
+static void export_healthy(void)
+{
+    uint64_t out;
+    obl_err e;
+    export_view v;
     for (uint32_t pb = 4; pb <= 8; pb += 4) {
         enum { U = 48 };
-        o = nr_new(64, pb, 0);
+        obl_nroram *o = nr_new(64, pb, 0);
         if (!o)
             continue;
         uint64_t pos[U], val[U], has[U] = {0};
@@ -330,6 +337,12 @@ static void export_blocks(void)
         export_free(&v);
         obl_nroram_destroy(o);
     }
+}
+
+static void export_blocks(void)
+{
+    export_past_capacity();
+    export_healthy();
 }
 
 /* --------------------------------------------------------------- small */

@@ -392,8 +392,8 @@ static void alloc_failure_st(unsigned engines, unsigned S, unsigned threads)
 static void alloc_failure(unsigned engines)
 {
     alloc_failure_st(engines, 2, 1);
-    if (engines == OBL_SHARD_ENGINES_BOTH)
-        alloc_failure_st(engines, 1, 2);
+    if (engines != OBL_SHARD_ENGINES_PER_REQUEST && engines != OBL_SHARD_ENGINES_SCAN)
+        alloc_failure_st(engines, 1, 2); /* both stores: AUTO without a hint, BOTH */
 }
 
 /* The engine choice corrected by measured times: with both estimates of

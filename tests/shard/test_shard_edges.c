@@ -33,8 +33,8 @@
 #include "common/trace.h"
 #include "shard/shard_map.h"
 #include "shard/shard_model.h"
+#include "shard/shard_trace.h"
 #include "testutil.h"
-#include "trace_check.h"
 
 #define KS 8
 #define VS 24
@@ -349,7 +349,8 @@ static void full_swap(void)
     }
 }
 
-static void bad_batches(void)
+/* Invalid batches: each an INVALID_ARG error, the map unchanged. */
+static void bad_batch_calls(void)
 {
     obl_shard_params p = params(60, 3, OBL_SHARD_ENGINES_BOTH, 2);
     model m;
@@ -386,27 +387,37 @@ static void bad_batches(void)
     obl_shard_stats st;
     obl_shard_get_stats(s, &st);
     CHECK(st.batches == 1); /* check_same's alone */
-    /* ops other than PUT and ERASE behave as GET (obl/omap.h), in every engine */
+    obl_shard_destroy(s);
+    model_free(&m);
+}
+
+/* Ops other than PUT and ERASE behave as GET (obl/omap.h), in every engine. */
+static void odd_ops(void)
+{
     for (unsigned e = 0; e <= 2; e++) {
-        model m2;
-        obl_shard_params p2 = params(60, 2, e, 2);
-        obl_shard *s2 = built(&p2, 20, &m2);
+        model m;
+        obl_shard_params p = params(60, 2, e, 2);
+        obl_shard *s = built(&p, 20, &m);
         req_set q = req_new(6);
         req_fill(&q, 1, 50);
         const uint64_t odd[3] = {3, 7, UINT64_MAX};
         for (size_t i = 0; i < 6; i++)
             q.ops[i] = odd[i % 3];
-        CHECK(s2 && run_req(s2, &m2, &q, 1) == OBL_OK);
-        if (s2)
-            check_same(s2, &m2, 50);
+        CHECK(s && run_req(s, &m, &q, 1) == OBL_OK);
+        if (s)
+            check_same(s, &m, 50);
         req_free(&q);
-        model_free(&m2);
-        obl_shard_destroy(s2);
+        model_free(&m);
+        obl_shard_destroy(s);
     }
-    obl_shard_destroy(s);
-    model_free(&m);
+}
 
-    /* parameters: each bound and one past it */
+/* Parameters: each bound and one past it, in create and build; the out
+ * pointer NULL after each error. */
+static void bad_params(void)
+{
+    uint64_t k[1] = {1};
+    unsigned char v[VS] = {0};
     obl_shard_params q;
     obl_shard *t = NULL;
 #define BAD_PARAM(field, value, err)                                                  \
@@ -431,6 +442,13 @@ static void bad_batches(void)
     CHECK(obl_shard_build(&t, &q, k, NULL, 1) == OBL_ERR_INVALID_ARG && t == NULL);
     CHECK(obl_shard_build(&t, &q, NULL, NULL, 0) == OBL_OK && t != NULL); /* empty */
     obl_shard_destroy(t);
+}
+
+static void bad_batches(void)
+{
+    bad_batch_calls();
+    odd_ops();
+    bad_params();
 }
 
 /* B puts (kind 1) or erases (2) through obl_shard_put / _erase with the
@@ -494,8 +512,8 @@ static void alloc_puts(void)
 
 /* The trace of one batch (kind 0 get, 3 mixed) of B on a fresh map with
  * the scan store alone, T = 1, built from the same pairs; requests from
- * seed rs. Returns the trace through t (initialised by the caller). */
-static void trace_batch(obl_trace *t, unsigned S, size_t B, int kind, uint64_t rs)
+ * seed 11 + set (shard_trace.h). */
+static void trace_batch(obl_trace *t, unsigned S, size_t B, int kind, int set)
 {
     obl_shard_params p = params(128, S, OBL_SHARD_ENGINES_SCAN, 1);
     p.threads = 1; /* the trace sink is the calling thread's */
@@ -503,7 +521,7 @@ static void trace_batch(obl_trace *t, unsigned S, size_t B, int kind, uint64_t r
     test_rng_seed(&R, 5); /* the same stored pairs in every map */
     model m;
     obl_shard *s = built(&p, 70, &m);
-    test_rng_seed(&R, rs);
+    test_rng_seed(&R, 11 + (uint64_t)set);
     req_set q = req_new(B);
     req_fill(&q, kind, 200);
     R = keep;
@@ -517,28 +535,8 @@ static void trace_batch(obl_trace *t, unsigned S, size_t B, int kind, uint64_t r
     obl_shard_destroy(s);
 }
 
-static void map_trace(void)
-{
-    if (!obl_trace_enabled()) {
-        test_skip("the library was built without OBL_TRACE");
-        return;
-    }
-    size_t B = T.ct ? 9 : 40;
-    for (unsigned S = 1; S <= 3; S++)
-        for (int kind = 0; kind <= 3; kind += 3) {
-            obl_trace t[3];
-            for (int i = 0; i < 3; i++)
-                CHECK(obl_trace_init(&t[i], 1u << 22));
-            trace_batch(&t[0], S, B, kind, 11);
-            trace_batch(&t[1], S, B, kind, 12);     /* other keys, ops, values */
-            trace_batch(&t[2], S, B + 1, kind, 11); /* the control */
-            CHECK(t[0].n > 0 && !t[0].overflow);
-            CHECK_TRACES_EQUAL(&t[0], &t[1], "S %u kind %d", S, kind);
-            CHECK(!obl_trace_equal(&t[0], &t[2]));
-            for (int i = 0; i < 3; i++)
-                obl_trace_free(&t[i]);
-        }
-}
+/* Set 1: other keys, ops and values than set 0. */
+static void map_trace(void) { shard_trace_check(trace_batch, 2, T.ct ? 9 : 40); }
 
 static void threads(void)
 {

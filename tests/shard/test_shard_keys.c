@@ -24,8 +24,8 @@
 #include "common/trace.h"
 #include "shard/shard_map.h"
 #include "shard/shard_model.h"
+#include "shard/shard_trace.h"
 #include "testutil.h"
-#include "trace_check.h"
 
 #define VS 32
 #define MAXKS 64
@@ -300,18 +300,24 @@ static void collide(void)
 
 /* The trace of one batch (kind 0 get, 3 mixed) of B with 32-byte keys on
  * a fresh map with the scan store alone, T = 1, built from the same
- * pairs; requests from seed rs over `universe` ids, or (universe 0) ids
- * of shard 0 alone. */
-static void trace_batch(obl_trace *t, unsigned S, size_t B, int kind, uint64_t rs,
-                        uint64_t universe)
+ * pairs; requests from seed 11 + set (shard_trace.h) over the ids of
+ * TRACE_UNIVERSE[set], or (0) ids of shard 0 alone. */
+static const uint64_t TRACE_UNIVERSE[4] = {
+    200, 200, /* set 1: other keys, ops, values */
+    3,        /* set 2: duplicates, 3 ids */
+    0,        /* set 3: all keys in shard 0 */
+};
+
+static void trace_batch(obl_trace *t, unsigned S, size_t B, int kind, int set)
 {
+    uint64_t universe = TRACE_UNIVERSE[set];
     obl_shard_params p = params(128, 32, S, OBL_SHARD_ENGINES_SCAN);
     p.threads = 1; /* the trace sink is the calling thread's */
     test_rng keep = R;
     test_rng_seed(&R, 5); /* the same stored pairs in every map */
     model m;
     obl_shard *s = built(&p, 70, &m);
-    test_rng_seed(&R, rs);
+    test_rng_seed(&R, 11 + (uint64_t)set);
     req_set q = req_new(B, 32);
     uint64_t pool[6] = {0};
     size_t np = s && !universe ? ids_of_shard0(s, 32, pool, 6) : 0;
@@ -329,31 +335,7 @@ static void trace_batch(obl_trace *t, unsigned S, size_t B, int kind, uint64_t r
     obl_shard_destroy(s);
 }
 
-static void map_trace(void)
-{
-    if (!obl_trace_enabled()) {
-        test_skip("the library was built without OBL_TRACE");
-        return;
-    }
-    size_t B = T.ct ? 9 : 40;
-    for (unsigned S = 1; S <= 3; S++)
-        for (int kind = 0; kind <= 3; kind += 3) {
-            obl_trace t[5];
-            for (int i = 0; i < 5; i++)
-                CHECK(obl_trace_init(&t[i], 1u << 22));
-            trace_batch(&t[0], S, B, kind, 11, 200);
-            trace_batch(&t[1], S, B, kind, 12, 200);    /* other keys, ops, values */
-            trace_batch(&t[2], S, B, kind, 13, 3);      /* duplicates: 3 ids */
-            trace_batch(&t[3], S, B, kind, 14, 0);      /* all keys in shard 0 */
-            trace_batch(&t[4], S, B + 1, kind, 11, 200); /* the control */
-            CHECK(t[0].n > 0 && !t[0].overflow);
-            for (int i = 1; i <= 3; i++)
-                CHECK_TRACES_EQUAL(&t[0], &t[i], "S %u kind %d set %d", S, kind, i);
-            CHECK(!obl_trace_equal(&t[0], &t[4]));
-            for (int i = 0; i < 5; i++)
-                obl_trace_free(&t[i]);
-        }
-}
+static void map_trace(void) { shard_trace_check(trace_batch, 4, T.ct ? 9 : 40); }
 
 int main(int argc, char **argv)
 {

@@ -25,7 +25,7 @@ if(TARGET obl-bench)
   set(b $<TARGET_FILE:obl-bench>)
   set(args --n 1024 --batch 100 --threads 2 --reps 1 --warmup 0 --queries 300 --value-bytes 56)
   string(REPLACE ";" " " args "${args}")
-  foreach(e 0 1 2)
+  foreach(e 0 1 2 3)
     string(REPLACE "E [|]" "${e} [|]" r1 "${re1}")
     string(REPLACE "E [|]" "${e} [|]" r2 "${re2}")
     add_test(NAME test_bench_sharded_${e}
@@ -75,3 +75,8 @@ obl_add_test(test_shard_keys shard/test_shard_keys.c SUBTESTS TIMEOUT 300)
 # the longer keys' fingerprints must make memcheck report it.
 obl_add_planted_leak(shard_fp OBL_TEST_PLANT_FP_BRANCH map_trace shard/test_shard_keys.c
                      ${PROJECT_SOURCE_DIR}/src/shard/route.c)
+
+# The store policy (engines AUTO with a hint): the store kept for given
+# hints and cost constants, every batch size answered with either store,
+# bad hints, allocation failures of create and build.
+obl_add_test(test_shard_policy shard/test_shard_policy.c SUBTESTS TIMEOUT 300)
