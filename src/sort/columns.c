@@ -178,7 +178,7 @@ OBL_SIMD_INLINE(COL_ISA) col_v col_upper_lanes(size_t j)
  * it cannot fold into one pointer per column and row (the 16 general
  * registers do not hold the 8 of two columns of col_quad4 and a loop's
  * indices, and a spilled pointer is read from memory between the stores;
- * see col_pass). */
+ * see col_stages_c). */
 OBL_INLINE size_t col_opaque(size_t x)
 {
     __asm__("" : "+r"(x));
@@ -323,7 +323,7 @@ OBL_INLINE void col_step(uint64_t *const *c, size_t lo, size_t hi, size_t k, siz
  * j / 2 together, span j alone, or (vector form) all the spans below
  * COL_LANES in registers. Returns the span the next pass starts from, 0
  * after the last. c: the nc column pointers; nc and kw are constants in
- * the specialised copies (col_pass). */
+ * the specialised copies (COL_SPECIALISE). */
 OBL_INLINE size_t col_pass_nk(uint64_t *const *c, size_t lo, size_t hi, size_t k, size_t j,
                               const size_t nc, const size_t kw)
 {
@@ -354,7 +354,7 @@ OBL_INLINE size_t col_pass_nk(uint64_t *const *c, size_t lo, size_t hi, size_t k
 /* The column pointers of s copied into c, local variables (an array of
  * constant length nc that the compiler keeps in registers): a vector store
  * may alias any memory, so pointers read through s->col would be read
- * again after every store (see col_pass). */
+ * again after every store (see col_stages_c). */
 OBL_INLINE void col_copy(const col_arr *s, uint64_t **c, const size_t nc)
 {
     for (size_t i = 0; i < nc; i++)
