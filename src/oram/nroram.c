@@ -118,7 +118,7 @@ static obl_err nr_shape(obl_nroram *o, const obl_nroram_params *p, int clear, in
     if (err != OBL_OK)
         return err;
     const uint32_t logL = nr_log_leaves(p->capacity), D = logL + 1;
-    /* over 2 blocks per leaf (up to NR_LEAF_LOAD2 / 2), two evictions per
+    /* over 2 blocks per leaf (up to NR_LEAF_LOAD_NUM / _DEN), two evictions per
      * access let the stash grow; three keep it small, with a longer tail
      * (docs/oram.md, "Stash size and overflow") */
     const uint32_t ev = p->capacity > ((uint64_t)2 << logL) ? 3 : 2;

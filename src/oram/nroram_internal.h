@@ -190,11 +190,13 @@ static inline uint64_t nr_tag_leaf(const struct obl_nroram *o, uint64_t id, uint
  * empty either way. Internal: no public-argument checks beyond sizes. */
 obl_err nr_create(obl_nroram **out, const obl_nroram_params *p, int clear);
 
-/* Twice the most blocks a tree keeps per leaf: L is the smallest power of
- * two with capacity <= NR_LEAF_LOAD2 / 2 * L, so a capacity just above a
- * power of two does not double the tree (docs/oram.md, "Tree and
- * buckets"; the stash measured at that load, "Stash size and overflow"). */
-#define NR_LEAF_LOAD2 5
+/* The most blocks a tree keeps per leaf, NR_LEAF_LOAD_NUM / _DEN (2.5): L
+ * is the smallest power of two with capacity <= 2.5 L, so a capacity just
+ * above a power of two does not double the tree (docs/oram.md, "Tree and
+ * buckets"). Not more: at 2.52 to 2.55 the stash of 24 overflows far more
+ * often ("Stash size and overflow"). */
+#define NR_LEAF_LOAD_NUM 5
+#define NR_LEAF_LOAD_DEN 2
 
 /* The default stash of a tree of more than 2 blocks per leaf (three
  * evictions per access): its measured tail is heavier than at 2 per leaf,
@@ -203,12 +205,13 @@ obl_err nr_create(obl_nroram **out, const obl_nroram_params *p, int clear);
 #define NR_STASH_LOADED 24
 
 /* log2 of the number of leaves of a tree of `capacity` blocks: the
- * smallest power of two L with 2 * capacity <= NR_LEAF_LOAD2 * L
- * (nr_create); powers of two keep capacity / 2 leaves. Public. */
+ * smallest power of two L with capacity * DEN <= NUM * L (no overflow:
+ * capacity <= 2^56, nr_check); powers of two keep capacity / 2 leaves.
+ * Public. */
 static inline uint32_t nr_log_leaves(uint64_t capacity)
 {
     uint32_t logL = 0;
-    while (((uint64_t)NR_LEAF_LOAD2 << logL) < 2 * capacity)
+    while (((uint64_t)NR_LEAF_LOAD_NUM << logL) < NR_LEAF_LOAD_DEN * capacity)
         logL++;
     return logL;
 }

@@ -9,8 +9,8 @@
  * memcheck, so any secret-dependent branch or address fails it; sizes
  * shrink there.
  *
- * --long: the stash soak (>= 10^8 NRORAM accesses, histogram printed) for
- * docs/oram.md; not run in CI.
+ * --long [--soak N OPS]: the stash soak (10^8 NRORAM accesses at 2^16 by
+ * default, histogram printed) for docs/oram.md; not run in CI.
  */
 #include <math.h>
 #include <stdint.h>
@@ -1180,18 +1180,26 @@ static void alloc_failure(void)
 /* ------------------------------------------------------------ stash soak -- */
 
 /*
- * >= 10^8 accesses on one NRORAM of 2^16 blocks with random ids, printing
- * the stash histogram (docs/oram.md). --long only.
+ * `ops` accesses with random ids on one NRORAM of `cap` blocks, all stored
+ * (the library's shape: nr_log_leaves, its evictions per access), stash
+ * limit 64, printing the stash histogram, mean and tail (docs/oram.md,
+ * "Stash size and overflow"). --long only: `test_oram --long [--soak N
+ * OPS] [-s SEED]`, by default 10^8 accesses at N = 2^16.
  */
-static void stash_soak(void)
+static void stash_soak(uint64_t cap, long ops)
 {
-    const uint64_t cap = (uint64_t)1 << 16;
-    const long ops = 100000000L;
     /* stash 64: measure the distribution, not the default's bound */
     obl_nroram *o = nr_tree8(cap, 64, T.seed, 1);
+    if (!o)
+        return;
     uint64_t *pos = (uint64_t *)xmalloc(cap * sizeof(uint64_t));
     for (uint64_t i = 0; i < cap; i++)
         CHECK_EQ_U64(obl_nroram_insert(o, i, &i, &pos[i]), OBL_OK);
+    obl_oram_stats st;
+    obl_nroram_stats(o, &st);
+    const uint64_t a0 = st.accesses; /* the inserts' share of the histogram */
+    uint64_t hin[65], max = 0;
+    memcpy(hin, st.hist, sizeof(hin));
     time_t t0 = time(NULL);
     for (long t = 0; t < ops; t++) {
         uint64_t id = test_rng_below(&R, cap), v;
@@ -1203,21 +1211,30 @@ static void stash_soak(void)
         }
         pos[id] = np;
         if ((t + 1) % 10000000 == 0) {
-            obl_oram_stats st;
             obl_nroram_stats(o, &st);
             printf("  %ld accesses (%lds): stash max %" PRIu64 "\n", t + 1,
                    (long)(time(NULL) - t0), st.stash_max);
             fflush(stdout);
         }
     }
-    obl_oram_stats st;
     obl_nroram_stats(o, &st);
-    printf("  stash soak: N=%" PRIu64 ", %" PRIu64 " accesses, 2 evictions each, max %" PRIu64
-           "\n  histogram (occupancy after an access: count):\n",
-           cap, st.accesses, st.stash_max);
+    double sum = 0, n = 0, ge10 = 0;
+    for (int k = 0; k <= 64; k++) {
+        double c = (double)(st.hist[k] - hin[k]);
+        sum += k * c;
+        n += c;
+        ge10 += k >= 10 ? c : 0;
+        max = c > 0 ? (uint64_t)k : max;
+    }
+    printf("  stash soak: N=%" PRIu64 " in %" PRIu64 " leaves (%.4f per leaf), %u evictions "
+           "per access, %" PRIu64 " accesses after the inserts, seed %" PRIu64 ", %lds\n"
+           "  mean %.5f, max %" PRIu64 ", P[>=10] %.2e\n"
+           "  histogram (occupancy after an access: count):\n",
+           cap, obl_nroram_num_leaves(o), (double)cap / (double)obl_nroram_num_leaves(o), o->ev,
+           st.accesses - a0, T.seed, (long)(time(NULL) - t0), sum / n, max, ge10 / n);
     for (int k = 0; k <= 64; k++)
-        if (st.hist[k])
-            printf("    %2d: %" PRIu64 "\n", k, st.hist[k]);
+        if (st.hist[k] - hin[k])
+            printf("    %2d: %" PRIu64 "\n", k, st.hist[k] - hin[k]);
     free(pos);
     obl_nroram_destroy(o);
 }
@@ -1314,20 +1331,20 @@ static void nroram_models(void)
 }
 
 /*
- * Tree shapes around the leaf-load limit (nr_log_leaves: capacity <= 2.5 L;
- * three evictions per access above 2 blocks per leaf): capacities just
- * below, at and above 2L and 2.5L, their leaves and eviction counts, and
- * each against the model.
+ * Tree shapes around the leaf-load limit (nr_log_leaves: capacity <=
+ * 2.5 L; three evictions per access above 2 blocks per leaf): capacities
+ * just below, at and above 2L and the limit, their leaves and eviction
+ * counts, and each against the model; the leaves of large capacities.
  */
 static void nroram_leaf_loads(void)
 {
     const int ct = T.ct;
-    const uint64_t L = ct ? 16 : 2048;
+    const uint64_t L = ct ? 16 : 2048, top = NR_LEAF_LOAD_NUM * L / NR_LEAF_LOAD_DEN;
     const struct {
         uint64_t cap, L;
         uint32_t ev;
-    } s[] = {{2 * L - 1, L, 2}, {2 * L, L, 2},         {2 * L + 1, L, 3},
-             {5 * L / 2, L, 3}, {5 * L / 2 + 1, 2 * L, 2}, {5 * L / 4 + 1, L, 2}};
+    } s[] = {{2 * L - 1, L, 2}, {2 * L, L, 2},       {2 * L + 1, L, 3},   {5 * L / 2, L, 3},
+             {top, L, 3},       {top + 1, 2 * L, 2}, {top / 2, L / 2, 3}, {top / 2 + 1, L, 2}};
     for (size_t i = 0; i < sizeof(s) / sizeof(s[0]); i++) {
         CHECK_EQ_U64(nr_log_leaves(s[i].cap), (uint64_t)__builtin_ctzll(s[i].L));
         obl_nroram_params p;
@@ -1346,9 +1363,32 @@ static void nroram_leaf_loads(void)
         nroram_model(s[i].cap, 8, ct ? 60 : 8000 / SAN_DIV, 0, 0);
         nroram_model(s[i].cap, 56, ct ? 40 : 4000 / SAN_DIV, 0, 0);
     }
+    /* large shapes (no tree built): at and just over the limit, powers of
+     * two; the sharded map's per-shard omaps at N = 2^20, 5/4 N capacity,
+     * S = 2 (659,449 with its routing margin) and S = 1 (1,310,721) take
+     * twice the leaves of 5/4 N / S (docs/oram.md, "Stash size and
+     * overflow": why the limit stays) */
+    const uint64_t big = NR_LEAF_LOAD_NUM * ((uint64_t)1 << 50) / NR_LEAF_LOAD_DEN;
+    const struct {
+        uint64_t cap;
+        uint32_t logL;
+    } b[] = {{659449, 19},
+             {1310721, 20},
+             {1310720, 19},
+             {1u << 20, 19},
+             {(1u << 20) + 1, 19},
+             {655360, 18},
+             {655361, 19},
+             {5u << 23, 24},
+             {(uint64_t)1 << 40, 39},
+             {(uint64_t)1 << 56, 55},
+             {big, 50},
+             {big + 1, 51}};
+    for (size_t i = 0; i < sizeof(b) / sizeof(b[0]); i++)
+        CHECK_EQ_U64(nr_log_leaves(b[i].cap), b[i].logL);
 }
 
-/* A tree of 2.5 blocks per leaf, every block stored, default stash (20),
+/* A tree of `cap` blocks, every block stored, its default stash (24),
  * `ops` random reads with ev evictions per access: the overflows, and the
  * mean stash occupancy after an access in *mean. */
 static long full_load_stash(uint64_t cap, uint32_t ev, long ops, double *mean)
@@ -1402,7 +1442,7 @@ static void nroram_leaf_load_stash(void)
         test_skip("10^5 accesses at full load: too slow under memcheck");
         return;
     }
-    const uint64_t cap = 5 * 8192 / 2;
+    const uint64_t cap = NR_LEAF_LOAD_NUM * 8192 / NR_LEAF_LOAD_DEN;
     const long ops = 100000 / SAN_DIV;
     double m3, m2;
     long o3 = full_load_stash(cap, 3, ops, &m3), o2 = full_load_stash(cap, 2, ops, &m2);
@@ -1670,8 +1710,15 @@ int main(int argc, char **argv)
 {
     test_init(argc, argv, "test_oram");
     if (T.long_run) {
+        uint64_t cap = (uint64_t)1 << 16;
+        long ops = 100000000L;
+        for (int i = 1; i + 2 < argc; i++)
+            if (!strcmp(argv[i], "--soak")) {
+                cap = strtoull(argv[i + 1], NULL, 0);
+                ops = strtol(argv[i + 2], NULL, 0);
+            }
         test_rng_seed(&R, T.seed);
-        stash_soak();
+        stash_soak(cap, ops);
         return test_done("test_oram");
     }
     return test_run("test_oram", cases, sizeof(cases) / sizeof(cases[0]), &R);
