@@ -33,41 +33,27 @@
 
 #define COL_TOUCH(i, lanes) OBL_TRACE_TOUCH(OBL_TRACE_REGION_SORT, OBL_TRACE_RW, (i), (lanes))
 
-/* s with its column pointers copied into ptr, a local array of the caller:
- * a vector store may alias any memory, so pointers read through s->col are
- * read again after every store, and that load between a vector store and
- * the next made the network slower on nonzero data than on zeros (about 12
- * cycles in 2,400 for a pass of span 8: docs/timing.md, "Findings"); a
- * local array no store can reach keeps them in registers. Public: ncol. */
-OBL_INLINE col_arr col_local(const col_arr *s, uint64_t *ptr[COL_MAXC])
+/* 1 if row a's key > row b's of the columns c. Secret: the keys. Public:
+ * kw. */
+OBL_INLINE uint64_t col_gt(uint64_t *const *c, size_t a, size_t b, const size_t kw)
 {
-    for (size_t c = 0; c < s->ncol; c++)
-        ptr[c] = s->col[c];
-    col_arr l = *s;
-    l.col = ptr;
-    return l;
-}
-
-/* 1 if row a's key > row b's. Secret: the keys. Public: kw. */
-OBL_INLINE uint64_t col_gt(const col_arr *s, size_t a, size_t b)
-{
-    uint64_t *const *c = s->col;
     uint64_t g = obl_ct_gt64(c[0][a], c[0][b]);
-    if (s->kw == 2) /* public */
+    if (kw == 2) /* public */
         g |= obl_ct_eq64(c[0][a], c[0][b]) & obl_ct_gt64(c[1][a], c[1][b]);
     return g;
 }
 
 /* Rows a < b compare-exchanged: ascending (asc) puts the smaller key at a. */
-OBL_INLINE void col_ce1(const col_arr *s, size_t a, size_t b, int asc)
+OBL_INLINE void col_ce1(uint64_t *const *c, size_t a, size_t b, int asc, const size_t nc,
+                        const size_t kw)
 {
     COL_TOUCH(a, 1);
     COL_TOUCH(b, 1);
-    uint64_t m = obl_ct_mask(asc ? col_gt(s, a, b) : col_gt(s, b, a)); /* public: asc */
-    for (size_t k = 0; k < s->ncol; k++) {
-        uint64_t x = s->col[k][a], y = s->col[k][b], t = m & (x ^ y);
-        s->col[k][a] = x ^ t;
-        s->col[k][b] = y ^ t;
+    uint64_t m = obl_ct_mask(asc ? col_gt(c, a, b, kw) : col_gt(c, b, a, kw)); /* public: asc */
+    for (size_t k = 0; k < nc; k++) {
+        uint64_t x = c[k][a], y = c[k][b], t = m & (x ^ y);
+        c[k][a] = x ^ t;
+        c[k][b] = y ^ t;
     }
 }
 
@@ -188,6 +174,17 @@ OBL_SIMD_INLINE(COL_ISA) col_v col_upper_lanes(size_t j)
 #endif
 
 #ifdef COL_LANES
+/* x, which the compiler may not derive from earlier values: a row offset
+ * it cannot fold into one pointer per column and row (the 16 general
+ * registers do not hold the 8 of two columns of col_quad4 and a loop's
+ * indices, and a spilled pointer is read from memory between the stores;
+ * see col_stages_c). */
+OBL_INLINE size_t col_opaque(size_t x)
+{
+    __asm__("" : "+r"(x));
+    return x;
+}
+
 /* x and y swapped in the lanes where m is all ones: an AND/XOR swap. */
 OBL_SIMD_INLINE(COL_ISA) void col_swap(col_v m, col_v *x, col_v *y)
 {
@@ -199,11 +196,10 @@ OBL_SIMD_INLINE(COL_ISA) void col_swap(col_v m, col_v *x, col_v *y)
 /* Rows a .. a + COL_LANES - 1 against as many from b, all in the direction
  * asc: one key comparison, then a swap of every column. */
 OBL_SIMD_INLINE(COL_ISA)
-void col_cev(const col_arr *s, size_t a, size_t b, int asc, const size_t nc, const size_t kw)
+void col_cev(uint64_t *const *c, size_t a, size_t b, int asc, const size_t nc, const size_t kw)
 {
     COL_TOUCH(a, COL_LANES);
     COL_TOUCH(b, COL_LANES);
-    uint64_t *const *c = s->col;
     col_v x0 = col_load(c[0] + a), y0 = col_load(c[0] + b), x1 = x0, y1 = y0;
     if (kw == 2) {
         x1 = col_load(c[1] + a);
@@ -231,23 +227,26 @@ void col_ce_reg(col_v X[][4], int a, int b, int asc, const size_t nc, const size
 }
 
 /* The four vectors of rows e, e + q, e + 2q, e + 3q through the steps of
- * spans 2q and q, in registers (col_step2v, col_quads). */
+ * spans 2q and q, in registers (col_step2v). */
 OBL_SIMD_INLINE(COL_ISA)
-void col_quad4(const col_arr *s, size_t e, size_t q, int asc, const size_t nc, const size_t kw)
+void col_quad4(uint64_t *const *col, size_t e, size_t q, int asc, const size_t nc,
+               const size_t kw)
 {
     col_v X[COL_MAXC][4];
     for (int a = 0; a < 4; a++) {
         COL_TOUCH(e + a * q, COL_LANES);
         for (size_t c = 0; c < nc; c++)
-            X[c][a] = col_load(s->col[c] + e + a * q);
+            X[c][a] = col_load(col[c] + e + a * q);
     }
     col_ce_reg(X, 0, 2, asc, nc, kw);
     col_ce_reg(X, 1, 3, asc, nc, kw);
     col_ce_reg(X, 0, 1, asc, nc, kw);
     col_ce_reg(X, 2, 3, asc, nc, kw);
+    e = col_opaque(e); /* the store addresses computed again: no register */
+    q = col_opaque(q); /* holds one between the loads and the stores */
     for (int a = 0; a < 4; a++)
         for (size_t c = 0; c < nc; c++)
-            col_store(s->col[c] + e + a * q, X[c][a]);
+            col_store(col[c] + e + a * q, X[c][a]);
 }
 
 /* Steps j = jtop .. 1 (jtop < COL_LANES) of stage k on the aligned group
@@ -255,12 +254,13 @@ void col_quad4(const col_arr *s, size_t e, size_t q, int asc, const size_t nc, c
  * lane keeps the smaller key where it is the lower of its pair XOR its row
  * descends. */
 OBL_SIMD_INLINE(COL_ISA)
-void col_regv(const col_arr *s, size_t g, size_t k, size_t jtop, const size_t nc, const size_t kw)
+void col_regv(uint64_t *const *col, size_t g, size_t k, size_t jtop, const size_t nc,
+              const size_t kw)
 {
     COL_TOUCH(g, COL_LANES);
     col_v X[COL_MAXC];
     for (size_t c = 0; c < nc; c++)
-        X[c] = col_load(s->col[c] + g);
+        X[c] = col_load(col[c] + g);
     const col_v asc = col_asc_lanes(g, k);
     for (size_t j = jtop; j > 0; j >>= 1) {
         col_v p0 = col_partner(X[0], j), p1 = p0;
@@ -276,81 +276,120 @@ void col_regv(const col_arr *s, size_t g, size_t k, size_t jtop, const size_t nc
         }
     }
     for (size_t c = 0; c < nc; c++)
-        col_store(s->col[c] + g, X[c]);
+        col_store(col[c] + g, X[c]);
 }
 
-/* Steps j and j / 2 of stage k (q = j / 2 >= COL_LANES) in one pass over
- * [lo, hi): the rows e, e + q, e + 2q, e + 3q are closed under both steps,
+/* Steps j and j / 2 of stage k (q = j / 2 >= COL_LANES) in one pass, from
+ * the quad of first row lo to that of hi (first rows: the first q of every
+ * 2j, lo and hi among them or at a multiple of 2j): the rows e, e + q,
+ * e + 2q, e + 3q are closed under both steps,
  * so four vectors of rows per column stay in registers through both (half
  * the loads and stores of two passes); the same compare-exchanges in the
  * same order along every row's dependencies. */
-OBL_INLINE void col_step2v(const col_arr *s, size_t lo, size_t hi, size_t k, size_t j,
+OBL_INLINE void col_step2v(uint64_t *const *c, size_t lo, size_t hi, size_t k, size_t j,
                            const size_t nc, const size_t kw)
 {
     const size_t q = j / 2;
-    for (size_t b = lo; b < hi; b += 2 * j) {
-        const int asc = !(b & k);
-        for (size_t r = 0; r < q; r += COL_LANES)
-            col_quad4(s, b + r, q, asc, nc, kw);
+    /* one loop over the first rows e of the quads, the first q of every 2j
+     * rows, so that few indices are live (col_opaque) */
+    for (size_t e = lo; e < hi;) {
+        const size_t qo = col_opaque(q);
+        col_quad4(c, e, qo, !(e & k), nc, kw); /* e & k: that of its 2j rows */
+        e += COL_LANES;
+        e += (e & (qo - 1)) == 0 ? 3 * qo : 0; /* public */
     }
 }
 #endif
 
-/* Step j of stage k on the rows [lo, hi) (aligned to 2j); unused without
- * a vector path (the portable flags). */
-__attribute__((unused)) OBL_INLINE void col_step(const col_arr *s, size_t lo, size_t hi,
-                                                 size_t k, size_t j, const size_t nc,
-                                                 const size_t kw)
+/* Step j of stage k (j >= COL_LANES) from the pair of lower row lo to
+ * that of hi (lower rows: the first j of every 2j, lo and hi among them
+ * or at a multiple of 2j), in one loop, so that few indices are live. */
+OBL_INLINE void col_step(uint64_t *const *c, size_t lo, size_t hi, size_t k, size_t j,
+                         const size_t nc, const size_t kw)
 {
-    for (size_t b = lo; b < hi; b += 2 * j) {
-        const int asc = !(b & k); /* public; the same for the 2j rows when k > j */
-        size_t i = 0;
+    for (size_t i = lo; i < hi;) {
 #ifdef COL_LANES
-        if (j >= COL_LANES)
-            for (; i < j; i += COL_LANES)
-                col_cev(s, b + i, b + i + j, asc, nc, kw);
+        col_cev(c, i, i + j, !(i & k), nc, kw); /* i & k: that of its 2j rows */
+        i += COL_LANES;
+#else
+        col_ce1(c, i, i + j, !(i & k), nc, kw);
+        i++;
 #endif
-        (void)nc;
-        (void)kw;
-        for (; i < j; i++)
-            col_ce1(s, b + i, b + i + j, asc);
+        i += (i & (j - 1)) == 0 ? j : 0; /* public */
     }
 }
 
-/* Steps jtop, jtop/2, .., 1 of stage k on the rows [lo, hi); nc and kw
- * are s->ncol and s->kw, constants in the specialised copies below. */
-OBL_INLINE void col_steps_nk(const col_arr *s, size_t lo, size_t hi, size_t k, size_t jtop,
-                             const size_t nc, const size_t kw)
+/* One pass of stage k over the rows [lo, hi) from span j: spans j and
+ * j / 2 together, span j alone, or (vector form) all the spans below
+ * COL_LANES in registers. Returns the span the next pass starts from, 0
+ * after the last. c: the nc column pointers; nc and kw are constants in
+ * the specialised copies (COL_SPECIALISE). */
+OBL_INLINE size_t col_pass_nk(uint64_t *const *c, size_t lo, size_t hi, size_t k, size_t j,
+                              const size_t nc, const size_t kw)
 {
-    size_t j = jtop;
 #ifdef COL_LANES
-    if (hi - lo >= COL_LANES) {
-        for (; j >= 2 * COL_LANES; j >>= 2)
-            col_step2v(s, lo, hi, k, j, nc, kw);
-        for (; j >= COL_LANES; j >>= 1)
-            col_step(s, lo, hi, k, j, nc, kw);
+    if (hi - lo >= COL_LANES) { /* public */
+        if (j >= 2 * COL_LANES) {
+            col_step2v(c, lo, hi, k, j, nc, kw);
+            return j >> 2;
+        }
+        if (j >= COL_LANES) {
+            col_step(c, lo, hi, k, j, nc, kw);
+            return j >> 1;
+        }
         for (size_t g = lo; g < hi; g += COL_LANES)
-            col_regv(s, g, k, j, nc, kw);
-        return;
+            col_regv(c, g, k, j, nc, kw);
+        return 0;
     }
+    for (size_t b = lo; b < hi; b += 2 * j) /* fewer rows than lanes */
+        for (size_t i = 0; i < j; i++)
+            col_ce1(c, b + i, b + i + j, !((b + i) & k), nc, kw);
+    return j >> 1;
+#else
+    col_step(c, lo, hi, k, j, nc, kw);
+    return j >> 1;
 #endif
-    for (; j > 0; j >>= 1)
-        for (size_t b = lo; b < hi; b += 2 * j)
-            for (size_t i = 0; i < j; i++)
-                col_ce1(s, b + i, b + i + j, !((b + i) & k));
-    (void)nc;
-    (void)kw;
 }
+
+/* The column pointers of s copied into c, local variables (an array of
+ * constant length nc that the compiler keeps in registers): a vector store
+ * may alias any memory, so pointers read through s->col would be read
+ * again after every store (see col_stages_c). */
+OBL_INLINE void col_copy(const col_arr *s, uint64_t **c, const size_t nc)
+{
+    for (size_t i = 0; i < nc; i++)
+        c[i] = s->col[i];
+}
+
+/* f(args..., nc, kw) with the column counts the library uses as constants
+ * (specialised copies) and otherwise s->ncol and s->kw. */
+#define COL_SPECIALISE(s, f, ...)                                                    \
+    switch ((s)->ncol * 4 + (s)->kw) { /* public */                                  \
+    case 2 * 4 + 1: f(__VA_ARGS__, 2, 1); break;                                      \
+    case 3 * 4 + 1: f(__VA_ARGS__, 3, 1); break;                                      \
+    case 3 * 4 + 2: f(__VA_ARGS__, 3, 2); break;                                      \
+    case 4 * 4 + 1: f(__VA_ARGS__, 4, 1); break;                                      \
+    case 4 * 4 + 2: f(__VA_ARGS__, 4, 2); break;                                      \
+    case 8 * 4 + 1: f(__VA_ARGS__, 8, 1); break; /* 64-byte record */                 \
+    default: f(__VA_ARGS__, (s)->ncol, (s)->kw); break;                               \
+    }
 
 /* Stage k from span jtop, then the stages 2k .. kend whole, on the rows
- * [lo, hi): one call for all the stages of a block, so that the column
- * pointers are read from memory once, not after the last stores of each
- * stage (docs/timing.md, "Findings"). */
-OBL_INLINE void col_stages_nk(const col_arr *s, size_t lo, size_t hi, size_t k, size_t kend,
-                              size_t jtop, const size_t nc, const size_t kw)
+ * [lo, hi), pass by pass, in one call with the column pointers in local
+ * variables: every loop keeps the pointers, bounds and indices in
+ * registers, and the pointers are read from memory once, not behind the
+ * stores of each pass. A store address read from memory behind a pending
+ * vector store of secret data can be speculatively forwarded that data,
+ * which made the time depend on the data's low bits (docs/timing.md,
+ * "Findings"). */
+OBL_INLINE void col_stages_c(const col_arr *s, size_t lo, size_t hi, size_t k, size_t kend,
+                             size_t jtop, const size_t nc, const size_t kw)
 {
+    uint64_t *c[COL_MAXC];
+    col_copy(s, c, nc);
     for (;;) {
-        col_steps_nk(s, lo, hi, k, jtop, nc, kw);
+        for (size_t j = jtop; j > 0;)
+            j = col_pass_nk(c, lo, hi, k, j, nc, kw);
         if (k >= kend)
             break;
         k <<= 1;
@@ -358,26 +397,16 @@ OBL_INLINE void col_stages_nk(const col_arr *s, size_t lo, size_t hi, size_t k, 
     }
 }
 
-/* col_stages_nk with the column counts the library uses as constants. */
-static void col_steps(const col_arr *sc, size_t lo, size_t hi, size_t k, size_t kend,
+static void col_steps(const col_arr *s, size_t lo, size_t hi, size_t k, size_t kend,
                       size_t jtop)
 {
-    uint64_t *ptr[COL_MAXC];
-    const col_arr l = col_local(sc, ptr), *s = &l;
-    switch (s->ncol * 4 + s->kw) { /* public */
-    case 2 * 4 + 1: col_stages_nk(s, lo, hi, k, kend, jtop, 2, 1); break;
-    case 3 * 4 + 1: col_stages_nk(s, lo, hi, k, kend, jtop, 3, 1); break;
-    case 3 * 4 + 2: col_stages_nk(s, lo, hi, k, kend, jtop, 3, 2); break;
-    case 4 * 4 + 1: col_stages_nk(s, lo, hi, k, kend, jtop, 4, 1); break;
-    case 4 * 4 + 2: col_stages_nk(s, lo, hi, k, kend, jtop, 4, 2); break;
-    case 8 * 4 + 1: col_stages_nk(s, lo, hi, k, kend, jtop, 8, 1); break; /* 64-byte record */
-    default: col_stages_nk(s, lo, hi, k, kend, jtop, s->ncol, s->kw); break;
-    }
+    COL_SPECIALISE(s, col_stages_c, s, lo, hi, k, kend, jtop)
 }
 
 typedef struct col_job {
     const col_arr *s;
     size_t C, k, j; /* blocks of C rows; stage k from span j (0: stages up to C) */
+    int quads;      /* a full pass of spans j and j / 2 (col_full) */
 } col_job;
 
 /* Blocks [lo, hi) (in block units): the whole network up to stage C, or
@@ -394,58 +423,32 @@ static void col_blocks(void *ctx, size_t lo, size_t hi)
     }
 }
 
-/* Pairs [lo, hi) of a full pass of span j (pair p: rows i, i + j with
- * i = (p / j) * 2j + p % j; j >= COL_BLOCK, chunks of multiples of 64). */
-static void col_pairs(void *ctx, size_t lo, size_t hi)
+/* Chunk [lo, hi) of a full pass over the rows (j >= COL_BLOCK, chunks of
+ * multiples of 64): of span j, pairs p of rows i, i + j with i = (p / j)
+ * * 2j + p % j; or of spans j and j / 2 (quads), quads p of rows e + a *
+ * q, a = 0 .. 3, q = j / 2, e = (p / q) * 2j + p % q. */
+OBL_INLINE void col_full_c(const col_job *jb, size_t lo, size_t hi, const size_t nc,
+                           const size_t kw)
 {
-    const col_job *jc = ctx;
-    uint64_t *ptr[COL_MAXC];
-    const col_arr l = col_local(jc->s, ptr);
-    const col_job local = {&l, jc->C, jc->k, jc->j}, *jb = &local;
-    const size_t j = jb->j;
-    for (size_t p = lo; p < hi;) {
-        size_t b = p / j * 2 * j, r = p % j, len = j - r < hi - p ? j - r : hi - p;
-        const int asc = !(b & jb->k);
-        size_t i = 0;
+    const size_t j = jb->j, q = jb->quads ? j / 2 : j; /* pairs: p as row i */
+    uint64_t *c[COL_MAXC];
+    col_copy(jb->s, c, nc);
+    lo = lo / q * 2 * j + lo % q;
+    hi = hi / q * 2 * j + hi % q;
 #ifdef COL_LANES
-        for (; i + COL_LANES <= len; i += COL_LANES)
-            col_cev(jb->s, b + r + i, b + r + i + j, asc, jb->s->ncol, jb->s->kw);
-#endif
-        for (; i < len; i++)
-            col_ce1(jb->s, b + r + i, b + r + i + j, asc);
-        p += len;
+    if (jb->quads) { /* public */
+        col_step2v(c, lo, hi, jb->k, j, nc, kw);
+        return;
     }
+#endif
+    col_step(c, lo, hi, jb->k, j, nc, kw);
 }
 
-#ifdef COL_LANES
-/* Quads [lo, hi) of a full pass of spans j and j / 2 (quad p: rows e +
- * a * q, a = 0 .. 3, q = j / 2, e = (p / q) * 2j + p % q; q >= COL_BLOCK,
- * chunks of multiples of 64). */
-OBL_INLINE void col_quads_nk(const col_job *jb, size_t lo, size_t hi, const size_t nc,
-                             const size_t kw)
+static void col_full(void *ctx, size_t lo, size_t hi)
 {
-    const size_t j = jb->j, q = j / 2;
-    for (size_t p = lo; p < hi; p += COL_LANES) {
-        size_t e = p / q * 2 * j + p % q;
-        col_quad4(jb->s, e, q, !(e & jb->k), nc, kw);
-    }
+    const col_job *jb = ctx;
+    COL_SPECIALISE(jb->s, col_full_c, jb, lo, hi)
 }
-
-static void col_quads(void *ctx, size_t lo, size_t hi)
-{
-    const col_job *jc = ctx;
-    uint64_t *ptr[COL_MAXC];
-    const col_arr l = col_local(jc->s, ptr);
-    const col_job local = {&l, jc->C, jc->k, jc->j}, *jb = &local;
-    switch (jb->s->ncol * 4 + jb->s->kw) { /* public */
-    case 2 * 4 + 1: col_quads_nk(jb, lo, hi, 2, 1); break;
-    case 4 * 4 + 1: col_quads_nk(jb, lo, hi, 4, 1); break;
-    case 4 * 4 + 2: col_quads_nk(jb, lo, hi, 4, 2); break;
-    case 8 * 4 + 1: col_quads_nk(jb, lo, hi, 8, 1); break;
-    default: col_quads_nk(jb, lo, hi, jb->s->ncol, jb->s->kw); break;
-    }
-}
-#endif
 
 /* Stage k of the network (spans k/2 .. 1) on the s->n rows, run in blocks
  * of C rows once the span is below C. */
@@ -456,15 +459,15 @@ static void col_stage(const col_arr *s, size_t C, size_t k)
     size_t j = k / 2;
 #ifdef COL_LANES
     for (; j >= 2 * C; j >>= 2) { /* spans j and j / 2 >= C in one pass */
-        col_job qj = {s, C, k, j};
-        obl_par_for(t, n / 4, 64, col_quads, &qj);
+        col_job qj = {s, C, k, j, 1};
+        obl_par_for(t, n / 4, 64, col_full, &qj);
     }
 #endif
     for (; j >= C; j >>= 1) {
-        col_job pj = {s, C, k, j};
-        obl_par_for(t, n / 2, 64, col_pairs, &pj);
+        col_job pj = {s, C, k, j, 0};
+        obl_par_for(t, n / 2, 64, col_full, &pj);
     }
-    col_job bj = {s, C, k, j};
+    col_job bj = {s, C, k, j, 0};
     obl_par_for(t, n / C, 1, col_blocks, &bj);
 }
 
@@ -475,7 +478,7 @@ void col_sort(const col_arr *s)
     if (n < 2)
         return;
     const size_t C = n < COL_BLOCK ? n : COL_BLOCK;
-    col_job jb = {s, C, 0, 0};
+    col_job jb = {s, C, 0, 0, 0};
     obl_par_for(s->threads, n / C, 1, col_blocks, &jb);
     for (size_t k = 2 * C; k <= n; k <<= 1)
         col_stage(s, C, k);

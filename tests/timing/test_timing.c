@@ -11,7 +11,7 @@
  * hit/miss bit.
  *
  *   test_timing [-s SEED] [--long] [--control | --findings] [--only OP]
- *               [--batch N] [--batches N]
+ *               [--variant V] [--batch N] [--batches N]
  * Exit 0 iff no operation shows |t| > 10 (with --control: iff every
  * control does; --findings runs the leaks found and not yet fixed). The
  * short run (the default) is a ctest of the optimised builds; --long
@@ -33,10 +33,6 @@
 #include "fwd_kernel.h"
 
 #define DD_T_FAIL 10.0
-/* The bound of a finding's coarse check: above the sort's residual
- * (docs/timing.md, "Findings"), below a decision leak's (sort_shuffled's
- * tie order: 240-800). */
-#define DD_T_COARSE 200.0
 
 /* Public randomness is drawn by the library per call for both classes
  * (new leaves); what the caller does around a timed call (positions,
@@ -462,8 +458,7 @@ static uint64_t compact_measure(void *st, void *in)
 /* Kinds of case: what a run selects (--control, --findings) and what
  * passes. */
 enum {
-    DD_CHECK = 0,   /* the short and long runs: passes at |t| <= DD_T_FAIL (a
-                       finding's coarse check: at |t| <= its coarse bound) */
+    DD_CHECK = 0,   /* the short and long runs: passes at |t| <= DD_T_FAIL */
     DD_CONTROL = 1, /* --control, a negative control: passes at |t| > DD_T_FAIL */
     DD_FINDING = 2  /* --findings: a leak this test found and that is not
                        fixed yet (docs/timing.md); passes once it is, and
@@ -477,8 +472,6 @@ typedef struct {
     const char *finding; /* the variants (names and spaces) in which it is a
                             DD_FINDING, or NULL */
     const char *only;    /* the variants it runs in, or NULL: all */
-    double coarse;       /* > 0: where it is a finding, the short and long runs
-                            still check it against |t| <= coarse */
 } dd_case;
 
 /* 1 if the space-separated list names variant v. */
@@ -503,32 +496,28 @@ static int dd_listed(const char *list, const char *v)
     {name, sizeof(map_input), setup, gen, map_measure, map_errors, map_teardown}
 
 static const dd_case CASES[] = {
-    {NR_OP("nroram.access", nr_gen_access, nr_measure), DD_CHECK, 1, NULL, NULL, 0},
-    {NR_OP("nroram.hit", nr_gen_hit, nr_measure), DD_CHECK, 1, NULL, NULL, 0},
-    {RO_OP("roram.access"), DD_CHECK, 1, NULL, NULL, 0},
-    {MAP_OP("map8.access", map_setup8, map_gen_access), DD_CHECK, 1, NULL, NULL, 0},
-    {MAP_OP("map8.hit", map_setup8, map_gen_hit), DD_CHECK, 1, NULL, NULL, 0},
-    {MAP_OP("map56.access", map_setup56, map_gen_access), DD_CHECK, 1, NULL, NULL, 0},
-    /* checked in avx512, findings in avx2 and portable (docs/timing.md,
-     * "Findings"); sort.ones is their control: zeros against all-ones
-     * records, the same comparisons and no swap in both classes. The short
-     * run still fails a decision leak (sort_shuffled's gave |t| 240-800) at
-     * DD_T_COARSE. */
-    {SORT_OP("sort", sort_setup, sort_measure), DD_CHECK, 1, "avx2 portable", NULL,
-     DD_T_COARSE},
-    {SORT_OP("sort.ones", sort_setup_ones, sort_measure), DD_CHECK, 1, "avx2 portable", NULL,
-     DD_T_COARSE},
+    {NR_OP("nroram.access", nr_gen_access, nr_measure), DD_CHECK, 1, NULL, NULL},
+    {NR_OP("nroram.hit", nr_gen_hit, nr_measure), DD_CHECK, 1, NULL, NULL},
+    {RO_OP("roram.access"), DD_CHECK, 1, NULL, NULL},
+    {MAP_OP("map8.access", map_setup8, map_gen_access), DD_CHECK, 1, NULL, NULL},
+    {MAP_OP("map8.hit", map_setup8, map_gen_hit), DD_CHECK, 1, NULL, NULL},
+    {MAP_OP("map56.access", map_setup56, map_gen_access), DD_CHECK, 1, NULL, NULL},
+    /* sort.ones is the control of the column sort's finding (docs/timing.md,
+     * "Findings"): zeros against all-ones records, the same comparisons
+     * and no swap in both classes */
+    {SORT_OP("sort", sort_setup, sort_measure), DD_CHECK, 1, NULL, NULL},
+    {SORT_OP("sort.ones", sort_setup_ones, sort_measure), DD_CHECK, 1, NULL, NULL},
     /* the control kernel: the pass as compiled before the fix (a finding
      * while the CPU forwards so), and with the pointers in registers */
     {SORT_OP("fwd.reload", sort_setup_ones, fwd_measure_reload), DD_CHECK, 1, "avx512",
-     "avx512", 0},
+     "avx512"},
     {SORT_OP("fwd.registers", sort_setup_ones, fwd_measure_registers), DD_CHECK, 1, NULL,
-     "avx512", 0},
-    {SORT_OP("compact", sort_setup, compact_measure), DD_CHECK, 1, NULL, NULL, 0},
+     "avx512"},
+    {SORT_OP("compact", sort_setup, compact_measure), DD_CHECK, 1, NULL, NULL},
     /* ten times the cycles of sort; the leak it had showed |t| > 200 at
      * the full batch size, so a quarter of it still catches that */
-    {SORT_OP("sort_shuffled", sort_setup, shuf_measure), DD_CHECK, 4, NULL, NULL, 0},
-    {NR_OP("control.hit_branch", nr_gen_hit, nr_measure_control), DD_CONTROL, 1, NULL, NULL, 0},
+    {SORT_OP("sort_shuffled", sort_setup, shuf_measure), DD_CHECK, 4, NULL, NULL},
+    {NR_OP("control.hit_branch", nr_gen_hit, nr_measure_control), DD_CONTROL, 1, NULL, NULL},
 };
 
 /*
@@ -563,7 +552,7 @@ int main(int argc, char **argv)
 {
     uint64_t seed = 20261206, batch = (uint64_t)1 << 15, batches = 4;
     int kind = DD_CHECK;
-    const char *only = NULL;
+    const char *only = NULL, *variant = NULL;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "-s") && i + 1 < argc)
             seed = strtoull(argv[++i], NULL, 0);
@@ -576,6 +565,8 @@ int main(int argc, char **argv)
             kind = DD_FINDING;
         else if (!strcmp(argv[i], "--only") && i + 1 < argc)
             only = argv[++i];
+        else if (!strcmp(argv[i], "--variant") && i + 1 < argc)
+            variant = argv[++i];
         else if (!strcmp(argv[i], "--batch") && i + 1 < argc)
             batch = strtoull(argv[++i], NULL, 0);
         else if (!strcmp(argv[i], "--batches") && i + 1 < argc)
@@ -591,6 +582,8 @@ int main(int argc, char **argv)
     const char *vars[8];
     int nv = dd_variants(vars, 8), bad = 0;
     for (int v = 0; v < nv; v++) {
+        if (variant && strcmp(variant, vars[v]))
+            continue;
         if (!dd_use_variant(vars[v])) {
             printf("variant %s: cannot be selected\n", vars[v]);
             bad++;
@@ -599,23 +592,17 @@ int main(int argc, char **argv)
         for (size_t c = 0; c < sizeof(CASES) / sizeof(CASES[0]); c++) {
             const dd_case *k = &CASES[c];
             int ck = dd_listed(k->finding, vars[v]) ? DD_FINDING : k->kind;
-            double bound = DD_T_FAIL;
-            if (ck == DD_FINDING && kind == DD_CHECK && k->coarse > 0) {
-                ck = DD_CHECK; /* the coarse check of a finding */
-                bound = k->coarse;
-            }
             if (ck != kind || (only && strcmp(only, k->op.name)) ||
                 (k->only && (!dd_listed(k->only, vars[v]) || !dd_fwd_available())))
                 continue;
             uint64_t b = batch / k->shrink;
             dd_result r = dd_run(&k->op, seed + c, b, batches);
-            int leak = r.max_t > bound;
+            int leak = r.max_t > DD_T_FAIL;
             int ok = !r.failed_setup && !r.errors && (kind == DD_CONTROL ? leak : !leak);
             printf("timing: %-7s %-19s |t| = %7.2f (%s%d) n = %" PRIu64 "/%" PRIu64
-                   " mean cycles %.0f/%.0f%s%s: %s\n",
+                   " mean cycles %.0f/%.0f%s: %s\n",
                    vars[v], k->op.name, r.max_t, r.max_test ? "crop " : "all ", r.max_test,
                    r.n[0], r.n[1], r.mean[0], r.mean[1], r.errors ? " (errors)" : "",
-                   bound > DD_T_FAIL ? " (finding; coarse bound)" : "",
                    ok ? "ok" : kind == DD_CONTROL ? "NOT DETECTED" : "LEAK");
             fflush(stdout);
             bad += !ok;
