@@ -991,80 +991,68 @@ static void short_ones_test(void)
 
 /* ------------------------------------------------------ compact layout -- */
 
-/*
- * The compact layout's own cases: the all-ones 8-byte key (the value
- * ORAM's dummy id) through every operation and through the build, and the
- * capacity limit (FULL at `capacity` entries, the map unchanged, updates
- * and erases still working).
- */
-static void compact_test(void)
+/* The compact cases' value width, and their two values and zeros. */
+#define CT_VS 24
+typedef struct {
+    unsigned char ones[8], v1[CT_VS], v2[CT_VS], zero[CT_VS];
+} compact_vals;
+
+/* Every operation on the all-ones key (the literal one first, then the one
+ * whose word is all ones), ending with the map empty. */
+static void compact_ones_ops(obl_omap *m, const compact_vals *cv)
 {
-    const size_t vs = 24;
-    unsigned char ones[8], v1[24], v2[24], out[24], zero[24];
-    memset(ones, 0xff, 8);
-    memset(zero, 0, vs);
-    test_rng_fill(&R, v1, vs);
-    test_rng_fill(&R, v2, vs);
-    obl_omap_params p = base_params(50, 8, vs);
-    p.layout = OBL_OMAP_LAYOUT_COMPACT;
-    obl_omap *m = NULL;
+    const size_t vs = CT_VS;
+    unsigned char out[CT_VS];
     uint64_t f = 7;
-    CHECK_EQ_U64(obl_omap_create(&m, &p), OBL_OK);
-    if (!m)
-        return;
-    /* the key whose word is all ones (the dummy id); maps of the same seed
-     * share the permutation, so it serves the build below too */
-    uint64_t okey = obl_speck_dec(&m->pk, UINT64_MAX);
-    OBL_DECLASSIFY(&okey, sizeof(okey));
-    memcpy(ones, &okey, 8);
-    uint64_t ow = omap_word(m, ones);
-    CHECK_EQ_U64(OBL_DECLASSIFY_VAL(ow), UINT64_MAX);
-    obl_omap_stats st;
-    obl_omap_get_stats(m, &st);
-    CHECK_EQ_U64(st.layout, OBL_OMAP_LAYOUT_COMPACT);
     /* the all-ones key itself is an ordinary key */
     {
         unsigned char lit[8];
         memset(lit, 0xff, 8);
-        CHECK_EQ_U64(obl_omap_put(m, lit, v2, &f), OBL_OK);
+        CHECK_EQ_U64(obl_omap_put(m, lit, cv->v2, &f), OBL_OK);
         CHECK_EQ_U64(obl_omap_get(m, lit, out, &f), OBL_OK);
         CHECK_EQ_U64(OBL_DECLASSIFY_VAL(f), 1);
         OBL_DECLASSIFY(out, vs);
-        CHECK(memcmp(out, v2, vs) == 0);
+        CHECK(memcmp(out, cv->v2, vs) == 0);
         CHECK_EQ_U64(compact_sync_check(m), 0);
         CHECK_EQ_U64(obl_omap_erase(m, lit, &f), OBL_OK);
         CHECK_EQ_U64(OBL_DECLASSIFY_VAL(f), 1);
     }
-    CHECK_EQ_U64(obl_omap_get(m, ones, out, &f), OBL_OK);
+    CHECK_EQ_U64(obl_omap_get(m, cv->ones, out, &f), OBL_OK);
     CHECK_EQ_U64(OBL_DECLASSIFY_VAL(f), 0);
-    CHECK_EQ_U64(obl_omap_put(m, ones, v1, &f), OBL_OK);
+    CHECK_EQ_U64(obl_omap_put(m, cv->ones, cv->v1, &f), OBL_OK);
     CHECK_EQ_U64(OBL_DECLASSIFY_VAL(f), 0);
-    CHECK_EQ_U64(obl_omap_access(m, OBL_OMAP_PUT, ones, v2, out, &f), OBL_OK);
+    CHECK_EQ_U64(obl_omap_access(m, OBL_OMAP_PUT, cv->ones, cv->v2, out, &f), OBL_OK);
     CHECK_EQ_U64(OBL_DECLASSIFY_VAL(f), 1);
     OBL_DECLASSIFY(out, vs);
-    CHECK(memcmp(out, v1, vs) == 0);
-    CHECK_EQ_U64(obl_omap_get(m, ones, out, &f), OBL_OK);
+    CHECK(memcmp(out, cv->v1, vs) == 0);
+    CHECK_EQ_U64(obl_omap_get(m, cv->ones, out, &f), OBL_OK);
     OBL_DECLASSIFY(out, vs);
     CHECK_EQ_U64(OBL_DECLASSIFY_VAL(f), 1);
-    CHECK(memcmp(out, v2, vs) == 0);
-    CHECK_EQ_U64(obl_omap_erase(m, ones, &f), OBL_OK);
+    CHECK(memcmp(out, cv->v2, vs) == 0);
+    CHECK_EQ_U64(obl_omap_erase(m, cv->ones, &f), OBL_OK);
     CHECK_EQ_U64(OBL_DECLASSIFY_VAL(f), 1);
-    CHECK_EQ_U64(obl_omap_get(m, ones, out, &f), OBL_OK);
+    CHECK_EQ_U64(obl_omap_get(m, cv->ones, out, &f), OBL_OK);
     OBL_DECLASSIFY(out, vs);
     CHECK_EQ_U64(OBL_DECLASSIFY_VAL(f), 0);
-    CHECK(memcmp(out, zero, vs) == 0);
+    CHECK(memcmp(out, cv->zero, vs) == 0);
+}
 
-    /* capacity 50: the 51st new key is refused, nothing changes */
-    uint64_t k, full = 0;
+/* Capacity 50 on an empty map: the 51st new key is refused and nothing
+ * changes; updates work at the limit; an erase makes room for one. */
+static void compact_capacity_limit(obl_omap *m, const compact_vals *cv)
+{
+    const size_t vs = CT_VS;
+    unsigned char out[CT_VS];
+    uint64_t k, f = 7, full = 0;
     for (k = 1; k <= 60; k++) {
-        obl_err e = obl_omap_put(m, &k, v1, &f);
+        obl_err e = obl_omap_put(m, &k, cv->v1, &f);
         CHECK(e == OBL_OK || e == OBL_ERR_FULL);
         full += e == OBL_ERR_FULL;
         CHECK_EQ_U64(e == OBL_ERR_FULL, k > 50);
     }
     CHECK_EQ_U64(full, 10);
     k = 7; /* an update at the limit works */
-    CHECK_EQ_U64(obl_omap_put(m, &k, v2, &f), OBL_OK);
+    CHECK_EQ_U64(obl_omap_put(m, &k, cv->v2, &f), OBL_OK);
     CHECK_EQ_U64(OBL_DECLASSIFY_VAL(f), 1);
     k = 55;
     CHECK_EQ_U64(obl_omap_get(m, &k, out, &f), OBL_OK);
@@ -1072,45 +1060,51 @@ static void compact_test(void)
     k = 3; /* an erase makes room for one */
     CHECK_EQ_U64(obl_omap_erase(m, &k, &f), OBL_OK);
     k = 55;
-    CHECK_EQ_U64(obl_omap_put(m, &k, v2, &f), OBL_OK);
+    CHECK_EQ_U64(obl_omap_put(m, &k, cv->v2, &f), OBL_OK);
     k = 56;
-    CHECK_EQ_U64(obl_omap_put(m, &k, v2, &f), OBL_ERR_FULL);
+    CHECK_EQ_U64(obl_omap_put(m, &k, cv->v2, &f), OBL_ERR_FULL);
     for (k = 1; k <= 60; k++) {
         CHECK_EQ_U64(obl_omap_get(m, &k, out, &f), OBL_OK);
         OBL_DECLASSIFY(out, vs);
         uint64_t want = (k <= 50 && k != 3) || k == 55;
         CHECK_EQ_U64(OBL_DECLASSIFY_VAL(f), want);
-        CHECK(memcmp(out, !want ? zero : (k == 7 || k == 55) ? v2 : v1, vs) == 0);
+        CHECK(memcmp(out, !want ? cv->zero : (k == 7 || k == 55) ? cv->v2 : cv->v1, vs) == 0);
     }
     k = 100; /* an erase of an absent key makes no room */
     CHECK_EQ_U64(obl_omap_erase(m, &k, &f), OBL_OK);
     CHECK_EQ_U64(OBL_DECLASSIFY_VAL(f), 0);
     k = 57;
-    CHECK_EQ_U64(obl_omap_put(m, &k, v1, &f), OBL_ERR_FULL);
+    CHECK_EQ_U64(obl_omap_put(m, &k, cv->v1, &f), OBL_ERR_FULL);
     /* the all-ones key counts like any other */
-    CHECK_EQ_U64(obl_omap_put(m, ones, v1, &f), OBL_ERR_FULL);
+    CHECK_EQ_U64(obl_omap_put(m, cv->ones, cv->v1, &f), OBL_ERR_FULL);
     CHECK_EQ_U64(compact_sync_check(m), 0);
+    obl_omap_stats st;
     obl_omap_get_stats(m, &st);
     CHECK_EQ_U64(st.full_errors, 13);
     /* every call: 1 index access, + 1 value access unless FULL */
     CHECK_EQ_U64(st.oram_accesses, st.operations + (st.operations - st.full_errors));
-    obl_omap_destroy(m);
+}
 
-    /* the build: the all-ones key among the inputs */
-    p.capacity = 16; /* built full */
-    m = build_with_key(&p, okey, 16, 9);
+/* The build with the all-ones key (word okey) among 16 inputs, built full. */
+static void compact_build_ones(obl_omap_params p, uint64_t okey, const compact_vals *cv)
+{
+    p.capacity = 16;
+    obl_omap *m = build_with_key(&p, okey, 16, 9);
     if (!m)
         return;
-    k = 12345;
-    CHECK_EQ_U64(obl_omap_put(m, &k, v1, &f), OBL_ERR_FULL);
-    CHECK_EQ_U64(obl_omap_erase(m, ones, &f), OBL_OK); /* input 9 */
+    uint64_t k = 12345, f = 7;
+    CHECK_EQ_U64(obl_omap_put(m, &k, cv->v1, &f), OBL_ERR_FULL);
+    CHECK_EQ_U64(obl_omap_erase(m, cv->ones, &f), OBL_OK); /* input 9 */
     CHECK_EQ_U64(OBL_DECLASSIFY_VAL(f), 1);
-    CHECK_EQ_U64(obl_omap_put(m, &k, v1, &f), OBL_OK);
-    CHECK_EQ_U64(obl_omap_put(m, ones, v1, &f), OBL_ERR_FULL);
+    CHECK_EQ_U64(obl_omap_put(m, &k, cv->v1, &f), OBL_OK);
+    CHECK_EQ_U64(obl_omap_put(m, cv->ones, cv->v1, &f), OBL_ERR_FULL);
     CHECK_EQ_U64(compact_sync_check(m), 0);
     obl_omap_destroy(m);
+}
 
-    /* which layout AUTO picks; COMPACT's limits */
+/* Which layout AUTO picks; COMPACT's capacity limit at create. */
+static void compact_layout_choice(void)
+{
     static const struct {
         size_t ks, vs;
         uint32_t want;
@@ -1120,6 +1114,8 @@ static void compact_test(void)
                 {16, 100, OBL_OMAP_LAYOUT_COMPACT}, {32, 32, OBL_OMAP_LAYOUT_COMPACT},
                 {16, 16, OBL_OMAP_LAYOUT_COMPACT}, {9, 1, OBL_OMAP_LAYOUT_COMPACT},
                 {4, 8, OBL_OMAP_LAYOUT_INLINE},    {1, 1, OBL_OMAP_LAYOUT_INLINE}};
+    obl_omap *m = NULL;
+    obl_omap_stats st;
     for (size_t i = 0; i < sizeof(pick) / sizeof(pick[0]); i++) {
         obl_omap_params a = base_params(20, pick[i].ks, pick[i].vs);
         a.layout = OBL_OMAP_LAYOUT_AUTO;
@@ -1128,12 +1124,45 @@ static void compact_test(void)
         CHECK_EQ_U64(st.layout, pick[i].want);
         obl_omap_destroy(m);
     }
-    {
-        obl_omap_params a = base_params(((uint64_t)1 << 30) + 1, 8, 32);
-        a.layout = OBL_OMAP_LAYOUT_COMPACT; /* refused before any allocation */
-        CHECK_EQ_U64(obl_omap_create(&m, &a), OBL_ERR_TOO_LARGE);
-        CHECK(m == NULL);
-    }
+    obl_omap_params a = base_params(((uint64_t)1 << 30) + 1, 8, 32);
+    a.layout = OBL_OMAP_LAYOUT_COMPACT; /* refused before any allocation */
+    CHECK_EQ_U64(obl_omap_create(&m, &a), OBL_ERR_TOO_LARGE);
+    CHECK(m == NULL);
+}
+
+/*
+ * The compact layout's own cases: the all-ones 8-byte key (the value
+ * ORAM's dummy id) through every operation and through the build, and the
+ * capacity limit (FULL at `capacity` entries, the map unchanged, updates
+ * and erases still working).
+ */
+static void compact_test(void)
+{
+    compact_vals cv;
+    memset(cv.zero, 0, CT_VS);
+    test_rng_fill(&R, cv.v1, CT_VS);
+    test_rng_fill(&R, cv.v2, CT_VS);
+    obl_omap_params p = base_params(50, 8, CT_VS);
+    p.layout = OBL_OMAP_LAYOUT_COMPACT;
+    obl_omap *m = NULL;
+    CHECK_EQ_U64(obl_omap_create(&m, &p), OBL_OK);
+    if (!m)
+        return;
+    /* the key whose word is all ones (the dummy id); maps of the same seed
+     * share the permutation, so it serves the build too */
+    uint64_t okey = obl_speck_dec(&m->pk, UINT64_MAX);
+    OBL_DECLASSIFY(&okey, sizeof(okey));
+    memcpy(cv.ones, &okey, 8);
+    uint64_t ow = omap_word(m, cv.ones);
+    CHECK_EQ_U64(OBL_DECLASSIFY_VAL(ow), UINT64_MAX);
+    obl_omap_stats st;
+    obl_omap_get_stats(m, &st);
+    CHECK_EQ_U64(st.layout, OBL_OMAP_LAYOUT_COMPACT);
+    compact_ones_ops(m, &cv);
+    compact_capacity_limit(m, &cv);
+    obl_omap_destroy(m);
+    compact_build_ones(p, okey, &cv);
+    compact_layout_choice();
     printf("  compact: all-ones key, capacity limit, build, layout choice: ok\n");
 }
 
@@ -1350,39 +1379,63 @@ static void compact_alloc_fail(void)
     g_layout = OBL_OMAP_LAYOUT_AUTO;
 }
 
+/* One call of a layout sub-test's table: a stream against the model, one
+ * with small buckets, a bulk build, or fingerprint collisions. */
+typedef struct {
+    enum { RUN_END_KIND, RUN_STREAM_KIND, RUN_SMALL_KIND, RUN_BUILD_KIND, RUN_FP_KIND } kind;
+    uint64_t cap, n;
+    size_t ks, vs;
+    double fill;
+    long ops;
+    int adv;
+} layout_run;
+#define RUN_STREAM(cap, ks, vs, fill, ops, adv) {RUN_STREAM_KIND, cap, 0, ks, vs, fill, ops, adv}
+#define RUN_SMALL(cap, ks, vs, ops) {RUN_SMALL_KIND, cap, 0, ks, vs, 1.0, ops, 0}
+#define RUN_BUILD(cap, ks, vs, n, ops) {RUN_BUILD_KIND, cap, n, ks, vs, 1.0, ops, 0}
+#define RUN_FP(ks, vs, ops) {RUN_FP_KIND, 0, 0, ks, vs, 1.0, ops, 0}
+#define RUN_END RUN_END_KIND
+
+/* Runs the table `ct` under memcheck, else `full`, in the given layout;
+ * leaves g_layout at AUTO. Each table ends with {RUN_END}. */
+static void run_layout(uint32_t layout, const layout_run *ct, const layout_run *full)
+{
+    g_layout = layout;
+    for (const layout_run *r = T.ct ? ct : full; r->kind != RUN_END_KIND; r++) {
+        if (r->kind == RUN_STREAM_KIND)
+            stream_test(r->cap, r->ks, r->vs, r->fill, r->ops, r->adv, NULL);
+        else if (r->kind == RUN_SMALL_KIND)
+            small_bucket_stream(r->cap, r->ks, r->vs, r->ops);
+        else if (r->kind == RUN_BUILD_KIND)
+            build_test(r->cap, r->ks, r->vs, r->n, r->ops);
+        else
+            fp_collision_test(r->ks, r->vs, r->ops);
+    }
+    g_layout = OBL_OMAP_LAYOUT_AUTO;
+}
+
 /* Compact layout, keys of at most 8 bytes: streams against the model. */
 static void compact_streams(void)
 {
-    g_layout = OBL_OMAP_LAYOUT_COMPACT;
-    if (T.ct) {
-        stream_test(40, 8, 8, 1.0, 300, 0, NULL);
-        stream_test(24, 8, 32, 1.0, 200, 0, NULL);
-        stream_test(20, 5, 3, 1.0, 100, 1, NULL);
-    } else {
-        stream_test(1, 8, 8, 1.0, 500, 0, NULL);
-        stream_test(3, 4, 1, 1.0, 500, 0, NULL);
-        stream_test(1000, 8, 56, 1.0, 10000, 0, NULL);
-        stream_test(1000, 8, 8, 1.0, 10000, 0, NULL);
-        stream_test(2000, 8, 8, 1.0, 10000, 1, NULL);
+    static const layout_run ct[] = {RUN_STREAM(40, 8, 8, 1.0, 300, 0),
+                                    RUN_STREAM(24, 8, 32, 1.0, 200, 0),
+                                    RUN_STREAM(20, 5, 3, 1.0, 100, 1), {RUN_END}};
+    static const layout_run full[] = {
+        RUN_STREAM(1, 8, 8, 1.0, 500, 0),        RUN_STREAM(3, 4, 1, 1.0, 500, 0),
+        RUN_STREAM(1000, 8, 56, 1.0, 10000, 0),  RUN_STREAM(1000, 8, 8, 1.0, 10000, 0),
+        RUN_STREAM(2000, 8, 8, 1.0, 10000, 1),
         /* 3-byte leaves (the value ORAM has 2^17 leaves) and 7-byte rests */
-        stream_test((1u << 17) + 1, 8, 8, 0.25, 6000, 0, NULL);
-        small_bucket_stream(500, 8, 40, 6000);
-    }
-    g_layout = OBL_OMAP_LAYOUT_AUTO;
+        RUN_STREAM((1u << 17) + 1, 8, 8, 0.25, 6000, 0), RUN_SMALL(500, 8, 40, 6000), {RUN_END}};
+    run_layout(OBL_OMAP_LAYOUT_COMPACT, ct, full);
 }
 
 /* Compact layout, keys of at most 8 bytes: bulk builds. */
 static void compact_builds(void)
 {
-    g_layout = OBL_OMAP_LAYOUT_COMPACT;
-    if (T.ct) {
-        build_test(40, 8, 32, 40, 100);
-    } else {
-        build_test(4096, 8, 56, 4096, 2000);
-        build_test(1000, 3, 100, 700, 2000);
-        build_test(10, 8, 32, 0, 100);
-    }
-    g_layout = OBL_OMAP_LAYOUT_AUTO;
+    static const layout_run ct[] = {RUN_BUILD(40, 8, 32, 40, 100), {RUN_END}};
+    static const layout_run full[] = {RUN_BUILD(4096, 8, 56, 4096, 2000),
+                                      RUN_BUILD(1000, 3, 100, 700, 2000),
+                                      RUN_BUILD(10, 8, 32, 0, 100), {RUN_END}};
+    run_layout(OBL_OMAP_LAYOUT_COMPACT, ct, full);
 }
 
 /* 1 if the two trees hold the same bytes (plain runs: reads secrets). */
@@ -1505,36 +1558,23 @@ static void build_threads_test(void)
  * keys): streams against the model. */
 static void compact_fingerprint_streams(void)
 {
-    g_layout = OBL_OMAP_LAYOUT_COMPACT;
-    if (T.ct) {
-        stream_test(24, 32, 32, 1.0, 200, 0, NULL);
-        stream_test(20, 9, 3, 1.0, 100, 1, NULL);
-    } else {
-        static const struct {
-            uint64_t cap;
-            size_t ks, vs;
-            long ops;
-        } fps[] = {{1, 32, 32, 500},  {1000, 32, 32, 10000}, {1000, 16, 16, 10000},
-                   {2000, 9, 20, 10000}, {300, 100, 1, 3000}};
-        for (size_t i = 0; i < sizeof(fps) / sizeof(fps[0]); i++)
-            stream_test(fps[i].cap, fps[i].ks, fps[i].vs, 1.0, fps[i].ops, fps[i].ks == 9, NULL);
-        small_bucket_stream(500, 32, 32, 6000);
-    }
-    g_layout = OBL_OMAP_LAYOUT_AUTO;
+    static const layout_run ct[] = {RUN_STREAM(24, 32, 32, 1.0, 200, 0),
+                                    RUN_STREAM(20, 9, 3, 1.0, 100, 1), {RUN_END}};
+    static const layout_run full[] = {
+        RUN_STREAM(1, 32, 32, 1.0, 500, 0),     RUN_STREAM(1000, 32, 32, 1.0, 10000, 0),
+        RUN_STREAM(1000, 16, 16, 1.0, 10000, 0), RUN_STREAM(2000, 9, 20, 1.0, 10000, 1),
+        RUN_STREAM(300, 100, 1, 1.0, 3000, 0),  RUN_SMALL(500, 32, 32, 6000), {RUN_END}};
+    run_layout(OBL_OMAP_LAYOUT_COMPACT, ct, full);
 }
 
 /* Compact layout, fingerprint mode: bulk builds. */
 static void compact_fingerprint_builds(void)
 {
-    g_layout = OBL_OMAP_LAYOUT_COMPACT;
-    if (T.ct) {
-        build_test(30, 16, 16, 30, 100);
-    } else {
-        build_test(4096, 32, 32, 4096, 2000);
-        build_test(1000, 20, 100, 700, 2000);
-        build_test(10, 32, 32, 0, 100);
-    }
-    g_layout = OBL_OMAP_LAYOUT_AUTO;
+    static const layout_run ct[] = {RUN_BUILD(30, 16, 16, 30, 100), {RUN_END}};
+    static const layout_run full[] = {RUN_BUILD(4096, 32, 32, 4096, 2000),
+                                      RUN_BUILD(1000, 20, 100, 700, 2000),
+                                      RUN_BUILD(10, 32, 32, 0, 100), {RUN_END}};
+    run_layout(OBL_OMAP_LAYOUT_COMPACT, ct, full);
 }
 
 /* The value ORAM's build with its first fit in two words (only builds of
@@ -1557,51 +1597,34 @@ static void compact_builds_two_words(void)
 /* Compact layout: keys whose fingerprints collide. */
 static void fingerprint_collisions(void)
 {
-    g_layout = OBL_OMAP_LAYOUT_COMPACT;
-    if (T.ct) {
-        fp_collision_test(32, 8, 150);
-    } else {
-        fp_collision_test(32, 32, 3000);
-        fp_collision_test(16, 8, 3000);
-    }
-    g_layout = OBL_OMAP_LAYOUT_AUTO;
+    static const layout_run ct[] = {RUN_FP(32, 8, 150), {RUN_END}};
+    static const layout_run full[] = {RUN_FP(32, 32, 3000), RUN_FP(16, 8, 3000), {RUN_END}};
+    run_layout(OBL_OMAP_LAYOUT_COMPACT, ct, full);
 }
 
 /* Inline layout: streams against the model. */
 static void inline_streams(void)
 {
-    g_layout = OBL_OMAP_LAYOUT_INLINE;
-    if (T.ct) {
-        stream_test(40, 8, 8, 1.0, 300, 0, NULL);
-        stream_test(24, 32, 32, 1.0, 150, 0, NULL);
-        stream_test(20, 5, 3, 1.0, 100, 1, NULL);
-    } else {
-        stream_test(1, 8, 8, 1.0, 500, 0, NULL);
-        stream_test(3, 4, 1, 1.0, 500, 0, NULL);
-        stream_test(100, 8, 8, 0.5, 4000, 0, NULL);
-        stream_test(1000, 8, 8, 1.0, 20000, 0, NULL);
-        stream_test(1000, 8, 56, 1.0, 10000, 0, NULL);
-        stream_test(300, 32, 32, 1.0, 5000, 0, NULL);
-        stream_test(777, 16, 100, 0.9, 5000, 0, NULL);
-        stream_test(2000, 8, 8, 1.0, 10000, 1, NULL);
-        small_bucket_stream(500, 8, 8, 8000);
-    }
-    g_layout = OBL_OMAP_LAYOUT_AUTO;
+    static const layout_run ct[] = {RUN_STREAM(40, 8, 8, 1.0, 300, 0),
+                                    RUN_STREAM(24, 32, 32, 1.0, 150, 0),
+                                    RUN_STREAM(20, 5, 3, 1.0, 100, 1), {RUN_END}};
+    static const layout_run full[] = {
+        RUN_STREAM(1, 8, 8, 1.0, 500, 0),       RUN_STREAM(3, 4, 1, 1.0, 500, 0),
+        RUN_STREAM(100, 8, 8, 0.5, 4000, 0),    RUN_STREAM(1000, 8, 8, 1.0, 20000, 0),
+        RUN_STREAM(1000, 8, 56, 1.0, 10000, 0), RUN_STREAM(300, 32, 32, 1.0, 5000, 0),
+        RUN_STREAM(777, 16, 100, 0.9, 5000, 0), RUN_STREAM(2000, 8, 8, 1.0, 10000, 1),
+        RUN_SMALL(500, 8, 8, 8000),             {RUN_END}};
+    run_layout(OBL_OMAP_LAYOUT_INLINE, ct, full);
 }
 
 /* Inline layout: bulk builds. */
 static void inline_builds(void)
 {
-    g_layout = OBL_OMAP_LAYOUT_INLINE;
-    if (T.ct) {
-        build_test(40, 8, 8, 40, 100);
-    } else {
-        build_test(1000, 8, 8, 1000, 5000);
-        build_test(4096, 8, 56, 3000, 2000);
-        build_test(200, 32, 32, 200, 2000);
-        build_test(10, 8, 8, 0, 100);
-    }
-    g_layout = OBL_OMAP_LAYOUT_AUTO;
+    static const layout_run ct[] = {RUN_BUILD(40, 8, 8, 40, 100), {RUN_END}};
+    static const layout_run full[] = {
+        RUN_BUILD(1000, 8, 8, 1000, 5000), RUN_BUILD(4096, 8, 56, 3000, 2000),
+        RUN_BUILD(200, 32, 32, 200, 2000), RUN_BUILD(10, 8, 8, 0, 100), {RUN_END}};
+    run_layout(OBL_OMAP_LAYOUT_INLINE, ct, full);
 }
 
 /* The overflow stash's occupancy under churn at capacity (too long under
