@@ -1016,7 +1016,9 @@ static void roram_chisq(void)
 
 /* ------------------------------------------------------------ bad input -- */
 
-static void bad_input(void)
+/* Tree ORAM create: every bad parameter refused, nothing returned; the
+ * NULL arguments of create, access and destroy. */
+static void nroram_bad_create(void)
 {
     obl_nroram *o = (obl_nroram *)&R; /* must be overwritten with NULL */
     obl_nroram_params np;
@@ -1046,11 +1048,9 @@ static void bad_input(void)
     np.value_size = 4096;
     CHECK_EQ_U64(obl_nroram_create(&o, &np), OBL_ERR_TOO_LARGE);
     CHECK(o == NULL);
-    obl_err e = OBL_OK;
-    (void)e;
 #ifndef __SANITIZE_ADDRESS__ /* ASan aborts on an allocation it cannot serve */
     np.capacity = (uint64_t)1 << 26; /* 2^26 buckets x 8 KiB = 512 GiB: no memory for it */
-    e = obl_nroram_create(&o, &np);
+    obl_err e = obl_nroram_create(&o, &np);
     CHECK(e == OBL_ERR_NOMEM);
     CHECK(o == NULL);
 #endif
@@ -1058,10 +1058,17 @@ static void bad_input(void)
     CHECK_EQ_U64(obl_nroram_create(&o, NULL), OBL_ERR_INVALID_ARG);
     CHECK_EQ_U64(obl_nroram_access(NULL, 0, 0, 0, 0, NULL, NULL, NULL), OBL_ERR_INVALID_ARG);
     obl_nroram_destroy(NULL);
+}
 
+/* Tree ORAM calls out of range or with a missing callback or value. */
+static void nroram_bad_calls(void)
+{
+    obl_nroram_params np;
+    memset(&np, 0, sizeof(np));
     np.capacity = 10;
     np.value_size = 8;
-    np.pos_bytes = 0;
+    np.use_seed = 1;
+    obl_nroram *o = NULL;
     CHECK_EQ_U64(obl_nroram_create(&o, &np), OBL_OK);
     uint64_t v = 0;
     CHECK_EQ_U64(obl_nroram_access(o, 1, obl_nroram_num_leaves(o), 0, 0, NULL, &v, NULL),
@@ -1069,7 +1076,12 @@ static void bad_input(void)
     CHECK_EQ_U64(obl_nroram_update(o, 1, 0, 0, NULL, NULL), OBL_ERR_INVALID_ARG);
     CHECK_EQ_U64(obl_nroram_insert(o, 1, &v, NULL), OBL_ERR_INVALID_ARG);
     obl_nroram_destroy(o);
+}
 
+/* Recursive ORAM create: every bad parameter refused, nothing returned;
+ * the NULL arguments of create, create_from, read and destroy. */
+static void roram_bad_create(void)
+{
     obl_roram *r = (obl_roram *)&R;
     obl_roram_params rp;
     memset(&rp, 0, sizeof(rp));
@@ -1087,7 +1099,7 @@ static void bad_input(void)
     CHECK_EQ_U64(obl_roram_create(&r, &rp), OBL_ERR_TOO_LARGE);
 #ifndef __SANITIZE_ADDRESS__
     rp.n = (uint64_t)1 << 33; /* a 180 GiB tree: no memory for that */
-    e = obl_roram_create(&r, &rp);
+    obl_err e = obl_roram_create(&r, &rp);
     CHECK_EQ_U64(e, OBL_ERR_NOMEM);
     CHECK(r == NULL);
 #endif
@@ -1095,10 +1107,20 @@ static void bad_input(void)
     CHECK_EQ_U64(obl_roram_create(&r, NULL), OBL_ERR_INVALID_ARG);
     rp.n = 5;
     CHECK_EQ_U64(obl_roram_create_from(&r, &rp, NULL), OBL_ERR_INVALID_ARG);
+    uint64_t v = 0;
     CHECK_EQ_U64(obl_roram_read(NULL, 0, &v), OBL_ERR_INVALID_ARG);
     obl_roram_destroy(NULL);
+}
 
-    /* out of range: a public error, the array unchanged */
+/* Recursive ORAM out of range: a public error, the array unchanged (trees
+ * forced by scan_max 2, then the scanned array of the default). */
+static void roram_out_of_range(void)
+{
+    obl_roram *r = NULL;
+    obl_roram_params rp;
+    memset(&rp, 0, sizeof(rp));
+    rp.value_size = 8;
+    rp.use_seed = 1;
     for (int scan = 0; scan < 2; scan++) {
         rp.n = 100;
         rp.scan_max = scan ? 0 : 2;
@@ -1115,6 +1137,14 @@ static void bad_input(void)
         CHECK_EQ_U64(got, 1);
         obl_roram_destroy(r);
     }
+}
+
+static void bad_input(void)
+{
+    nroram_bad_create();
+    nroram_bad_calls();
+    roram_bad_create();
+    roram_out_of_range();
 }
 
 /* Allocation failure at every allocation point: a clean error, nothing
