@@ -604,6 +604,75 @@ static void nroram_scan_max_agrees(void)
  * outputs and, at the end, the same bytes in the tree, the stash's
  * metadata and the stash's data. In other builds both are the portable
  * form. */
+/* The same crowded start (every id) and `ops` random reads and writes on
+ * both forms, o[0] and o[1], checking each output and position. */
+static void plan_forms_run(obl_nroram *o[2], uint64_t *pos[2], uint64_t cap, size_t vs, long ops)
+{
+    unsigned char in[64], out[2][64];
+    uint64_t errs[2] = {0, 0};
+    for (long i = 0; i < (long)cap + ops; i++) {
+        uint64_t id = i < (long)cap ? (uint64_t)i : test_rng_next(&R) % cap;
+        uint64_t op = test_rng_next(&R) & 1 ? OBL_ORAM_WRITE : OBL_ORAM_READ;
+        for (size_t b = 0; b < vs; b++)
+            in[b] = (unsigned char)(i * 13 + b);
+        for (int f = 0; f < 2; f++) {
+            uint64_t found = 0;
+            obl_err e;
+            memset(out[f], 0, sizeof(out[f]));
+            if (i < (long)cap) {
+                e = obl_nroram_insert(o[f], id, in, &pos[f][id]);
+            } else {
+                uint64_t np = obl_nroram_random_pos(o[f]);
+                e = obl_nroram_access(o[f], id, pos[f][id], np, op, in, out[f], &found);
+                pos[f][id] = np;
+            }
+            OBL_DECLASSIFY(&pos[f][id], sizeof(uint64_t));
+            errs[f] += e != OBL_OK;
+        }
+        OBL_DECLASSIFY(out[0], sizeof(out[0]));
+        OBL_DECLASSIFY(out[1], sizeof(out[1]));
+        CHECK_MEM(out[0], out[1], vs);
+        CHECK_EQ_U64(pos[0][id], pos[1][id]);
+    }
+    CHECK_EQ_U64(errs[0], errs[1]);
+}
+
+/* The two forms' trees, stash metadata and stash data hold the same bytes. */
+static void plan_forms_same_bytes(obl_nroram *o[2], uint32_t pb)
+{
+    for (int f = 0; f < 2; f++) {
+        OBL_DECLASSIFY(o[f]->tree, o[f]->tree_bytes);
+        OBL_DECLASSIFY(o[f]->bmeta, o[f]->bmeta_bytes);
+        OBL_DECLASSIFY(o[f]->bdata, o[f]->bdata_bytes);
+    }
+    CHECK_MEM(o[0]->tree, o[1]->tree, o[0]->tree_bytes);
+    /* the stash's metadata (P entries of two position words); the path
+     * part of the buffer is scratch, and whole-bucket evictions, which the
+     * scalar form switches off, do not use it */
+    CHECK_MEM(o[0]->bmeta, o[1]->bmeta, (size_t)o[0]->P * 2 * (size_t)pb);
+    CHECK_MEM(o[0]->bdata, o[1]->bdata, o[0]->bdata_bytes);
+}
+
+/* One configuration: two structures of the same parameters, the second in
+ * the portable form, through the same operations. */
+static void plan_forms_pair(const obl_nroram_params *p, long ops)
+{
+    obl_nroram *o[2] = {NULL, NULL};
+    uint64_t *pos[2];
+    for (int f = 0; f < 2; f++) {
+        CHECK_EQ_U64(obl_nroram_create(&o[f], p), OBL_OK);
+        if (o[f])
+            nr_set_plan_scalar(o[f], f);
+        pos[f] = (uint64_t *)calloc((size_t)p->capacity, sizeof(uint64_t));
+    }
+    plan_forms_run(o, pos, p->capacity, p->value_size, ops);
+    plan_forms_same_bytes(o, p->pos_bytes);
+    for (int f = 0; f < 2; f++) {
+        obl_nroram_destroy(o[f]);
+        free(pos[f]);
+    }
+}
+
 static void nroram_plan_forms_agree(int ct)
 {
     static const size_t vss[] = {8, 56, 64};
@@ -632,60 +701,8 @@ static void nroram_plan_forms_agree(int ct)
                     p.stash_size = stashes[si];
                     p.use_seed = 1;
                     p.seed = 77 + cap + vs + (uint64_t)pb * 1000 + si;
-                    obl_nroram *o[2] = {NULL, NULL};
-                    uint64_t *pos[2];
-                    unsigned char in[64], out[2][64];
-                    for (int f = 0; f < 2; f++) {
-                        CHECK_EQ_U64(obl_nroram_create(&o[f], &p), OBL_OK);
-                        if (o[f])
-                            nr_set_plan_scalar(o[f], f);
-                        pos[f] = (uint64_t *)calloc((size_t)cap, sizeof(uint64_t));
-                    }
                     /* a crowded start (every id), then random reads and writes */
-                    long ops = ct ? 40 : (long)cap * 3 / SAN_DIV;
-                    uint64_t errs[2] = {0, 0};
-                    for (long i = 0; i < (long)cap + ops; i++) {
-                        uint64_t id = i < (long)cap ? (uint64_t)i : test_rng_next(&R) % cap;
-                        uint64_t op = test_rng_next(&R) & 1 ? OBL_ORAM_WRITE : OBL_ORAM_READ;
-                        for (size_t b = 0; b < vs; b++)
-                            in[b] = (unsigned char)(i * 13 + b);
-                        for (int f = 0; f < 2; f++) {
-                            uint64_t found = 0;
-                            obl_err e;
-                            memset(out[f], 0, sizeof(out[f]));
-                            if (i < (long)cap) {
-                                e = obl_nroram_insert(o[f], id, in, &pos[f][id]);
-                            } else {
-                                uint64_t np = obl_nroram_random_pos(o[f]);
-                                e = obl_nroram_access(o[f], id, pos[f][id], np, op, in, out[f],
-                                                      &found);
-                                pos[f][id] = np;
-                            }
-                            OBL_DECLASSIFY(&pos[f][id], sizeof(uint64_t));
-                            errs[f] += e != OBL_OK;
-                        }
-                        OBL_DECLASSIFY(out[0], sizeof(out[0]));
-                        OBL_DECLASSIFY(out[1], sizeof(out[1]));
-                        CHECK_MEM(out[0], out[1], vs);
-                        CHECK_EQ_U64(pos[0][id], pos[1][id]);
-                    }
-                    CHECK_EQ_U64(errs[0], errs[1]);
-                    for (int f = 0; f < 2; f++) {
-                        OBL_DECLASSIFY(o[f]->tree, o[f]->tree_bytes);
-                        OBL_DECLASSIFY(o[f]->bmeta, o[f]->bmeta_bytes);
-                        OBL_DECLASSIFY(o[f]->bdata, o[f]->bdata_bytes);
-                    }
-                    CHECK_MEM(o[0]->tree, o[1]->tree, o[0]->tree_bytes);
-                    /* the stash's metadata (P entries of two position
-                     * words); the path part of the buffer is scratch, and
-                     * whole-bucket evictions, which the scalar form
-                     * switches off, do not use it */
-                    CHECK_MEM(o[0]->bmeta, o[1]->bmeta, (size_t)o[0]->P * 2 * (size_t)pb);
-                    CHECK_MEM(o[0]->bdata, o[1]->bdata, o[0]->bdata_bytes);
-                    for (int f = 0; f < 2; f++) {
-                        obl_nroram_destroy(o[f]);
-                        free(pos[f]);
-                    }
+                    plan_forms_pair(&p, ct ? 40 : (long)cap * 3 / SAN_DIV);
                 }
 }
 
