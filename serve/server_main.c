@@ -99,10 +99,15 @@ static int parse_secret(const char *v, opts *o)
     return 0;
 }
 
-/* 0 ok, 1 --help, 2 bad usage (message printed). */
-static int parse(int argc, char **argv, opts *o)
+/* The flags' numbers before they are checked and stored in opts. */
+typedef struct raw_flags {
+    uint64_t port, mb, conns, cap, spin;
+} raw_flags;
+
+/* The defaults of every flag. */
+static void parse_defaults(opts *o, raw_flags *r)
 {
-    uint64_t port = 7070, mb = 0, conns = 1024, cap = 0, spin = 0;
+    *r = (raw_flags){.port = 7070, .mb = 0, .conns = 1024, .cap = 0, .spin = 0};
     o->cfg.host = "127.0.0.1";
     o->cfg.batch_thread = 1;
     o->cfg.spin_us = SPIN_US;
@@ -111,85 +116,84 @@ static int parse(int argc, char **argv, opts *o)
                                 .key_seed = 1, .map_seed = 0};
     o->backend = "omap";
     o->shards = 0;
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
-        uint64_t kb = o->map.key_bytes, vb = o->map.value_bytes;
-        int ok = 1;
-        if (!strcmp(a, "--help") || !strcmp(a, "-h"))
-            return 1;
-        if (!v) {
-            fprintf(stderr, "obl-server: %s needs a value (see --help)\n", a);
-            return 2;
-        }
-        i++;
-        if (!strcmp(a, "--host"))
-            o->cfg.host = v;
-        else if (!strcmp(a, "--port"))
-            ok = bench_parse_u64(v, &port) && port <= 65535;
-        else if (!strcmp(a, "--n"))
-            ok = bench_parse_u64(v, &o->map.n) && o->map.n >= 1 && o->map.n <= (UINT64_C(1) << 32);
-        else if (!strcmp(a, "--key-bytes"))
-            ok = bench_parse_u64(v, &kb) && kb >= 1 && kb <= 1024;
-        else if (!strcmp(a, "--value-bytes"))
-            ok = bench_parse_u64(v, &vb) && vb >= 1 && vb <= 65536;
-        else if (!strcmp(a, "--max-batch"))
-            ok = bench_parse_u64(v, &mb) && mb >= 1 && mb <= SERVE_MAX_BATCH;
-        else if (!strcmp(a, "--pad"))
-            ok = !strcmp(v, "none") || !strcmp(v, "pow2"),
-            o->cfg.pad = !strcmp(v, "pow2") ? SERVE_PAD_POW2 : SERVE_PAD_NONE;
-        else if (!strcmp(a, "--capacity"))
-            ok = bench_parse_u64(v, &cap);
-        else if (!strcmp(a, "--seed"))
-            ok = bench_parse_u64(v, &o->map.key_seed);
-        else if (!strcmp(a, "--map-seed"))
-            ok = bench_parse_u64(v, &o->map.map_seed);
-        else if (!strcmp(a, "--backend"))
-            ok = !strcmp(v, "omap") || !strcmp(v, "shard") || !strcmp(v, "mpi"), o->backend = v;
-        else if (!strcmp(a, "--shards"))
-            ok = bench_parse_u64(v, &o->shards) && o->shards <= 4096, o->shards_set = 1;
-        else if (!strcmp(a, "--batch-thread"))
-            ok = !strcmp(v, "on") || !strcmp(v, "off"), o->cfg.batch_thread = !strcmp(v, "on");
-        else if (!strcmp(a, "--spin-us"))
-            ok = bench_parse_u64(v, &spin) && spin <= 1000000, o->cfg.spin_us = (uint32_t)spin;
-        else if (!strcmp(a, "--cpu-loop"))
-            ok = serve_parse_cpu(v, &o->cfg.cpu_loop);
-        else if (!strcmp(a, "--cpu-batch"))
-            ok = serve_parse_cpu(v, &o->cfg.cpu_batch);
-        else if (!strcmp(a, "--mpi-timeout"))
-            ok = (o->mpi.timeout_s = strtod(v, NULL)) >= 0.1 && o->mpi.timeout_s <= 86400;
-        else if (!strcmp(a, "--secret"))
-            ok = parse_secret(v, o) == 0;
-        else if (!strcmp(a, "--ops"))
-            ok = !strcmp(v, "all") || !strcmp(v, "get"), o->cfg.gets_only = !strcmp(v, "get");
-        else if (!strcmp(a, "--threads"))
-            ok = bench_parse_u64(v, &o->threads) && o->threads <= 1024;
-        else if (!strcmp(a, "--max-conns"))
-            ok = bench_parse_u64(v, &conns) && conns >= 1 && conns <= 65536;
-        else {
-            fprintf(stderr, "obl-server: unknown flag '%s' (see --help)\n", a);
-            return 2;
-        }
-        if (!ok) {
-            fprintf(stderr, "obl-server: bad value '%s' for %s (see --help)\n", v, a);
-            return 2;
-        }
+}
+
+/* Flag a with value v: 1 ok, 0 a bad value, -1 an unknown flag. */
+static int parse_flag(const char *a, const char *v, opts *o, raw_flags *r)
+{
+    uint64_t kb = o->map.key_bytes, vb = o->map.value_bytes;
+    int ok = 1;
+    if (!strcmp(a, "--host"))
+        o->cfg.host = v;
+    else if (!strcmp(a, "--port"))
+        ok = bench_parse_u64(v, &r->port) && r->port <= 65535;
+    else if (!strcmp(a, "--n"))
+        ok = bench_parse_u64(v, &o->map.n) && o->map.n >= 1 && o->map.n <= (UINT64_C(1) << 32);
+    else if (!strcmp(a, "--key-bytes"))
+        ok = bench_parse_u64(v, &kb) && kb >= 1 && kb <= 1024;
+    else if (!strcmp(a, "--value-bytes"))
+        ok = bench_parse_u64(v, &vb) && vb >= 1 && vb <= 65536;
+    else if (!strcmp(a, "--max-batch"))
+        ok = bench_parse_u64(v, &r->mb) && r->mb >= 1 && r->mb <= SERVE_MAX_BATCH;
+    else if (!strcmp(a, "--pad"))
+        ok = !strcmp(v, "none") || !strcmp(v, "pow2"),
+        o->cfg.pad = !strcmp(v, "pow2") ? SERVE_PAD_POW2 : SERVE_PAD_NONE;
+    else if (!strcmp(a, "--capacity"))
+        ok = bench_parse_u64(v, &r->cap);
+    else if (!strcmp(a, "--seed"))
+        ok = bench_parse_u64(v, &o->map.key_seed);
+    else if (!strcmp(a, "--map-seed"))
+        ok = bench_parse_u64(v, &o->map.map_seed);
+    else if (!strcmp(a, "--backend"))
+        ok = !strcmp(v, "omap") || !strcmp(v, "shard") || !strcmp(v, "mpi"), o->backend = v;
+    else if (!strcmp(a, "--shards"))
+        ok = bench_parse_u64(v, &o->shards) && o->shards <= 4096, o->shards_set = 1;
+    else if (!strcmp(a, "--batch-thread"))
+        ok = !strcmp(v, "on") || !strcmp(v, "off"), o->cfg.batch_thread = !strcmp(v, "on");
+    else if (!strcmp(a, "--spin-us"))
+        ok = bench_parse_u64(v, &r->spin) && r->spin <= 1000000,
+        o->cfg.spin_us = (uint32_t)r->spin;
+    else if (!strcmp(a, "--cpu-loop"))
+        ok = serve_parse_cpu(v, &o->cfg.cpu_loop);
+    else if (!strcmp(a, "--cpu-batch"))
+        ok = serve_parse_cpu(v, &o->cfg.cpu_batch);
+    else if (!strcmp(a, "--mpi-timeout"))
+        ok = (o->mpi.timeout_s = strtod(v, NULL)) >= 0.1 && o->mpi.timeout_s <= 86400;
+    else if (!strcmp(a, "--secret"))
+        ok = parse_secret(v, o) == 0;
+    else if (!strcmp(a, "--ops"))
+        ok = !strcmp(v, "all") || !strcmp(v, "get"), o->cfg.gets_only = !strcmp(v, "get");
+    else if (!strcmp(a, "--threads"))
+        ok = bench_parse_u64(v, &o->threads) && o->threads <= 1024;
+    else if (!strcmp(a, "--max-conns"))
+        ok = bench_parse_u64(v, &r->conns) && r->conns >= 1 && r->conns <= 65536;
+    else
+        return -1;
+    if (ok) {
         o->map.key_bytes = kb;
         o->map.value_bytes = vb;
     }
-    o->map.capacity = cap ? cap : o->map.n + o->map.n / 4;
+    return ok;
+}
+
+/* The derived settings and the checks across flags: 0 ok, 2 bad usage. */
+static int parse_finish(opts *o, const raw_flags *r)
+{
+    o->map.capacity = r->cap ? r->cap : o->map.n + o->map.n / 4;
     if (o->map.capacity < o->map.n || o->map.n > serve_key_space(o->map.key_bytes)) {
         fprintf(stderr, "obl-server: need N <= capacity and N keys of K bytes\n");
         return 2;
     }
+    uint64_t mb = r->mb;
     if (mb == 0) /* the shard backend's balancer pays for itself over larger batches */
         mb = strcmp(o->backend, "shard") ? 256 : 1024;
     if (o->shards == 0) {
         long c = sysconf(_SC_NPROCESSORS_ONLN);
         o->shards = c < 1 ? 1 : (uint64_t)c;
     }
-    o->cfg.port = (unsigned)port;
+    o->cfg.port = (unsigned)r->port;
     o->cfg.max_batch = (uint32_t)mb;
-    o->cfg.max_conns = (uint32_t)conns;
+    o->cfg.max_conns = (uint32_t)r->conns;
     o->cfg.n = o->map.n;
     o->cfg.capacity = o->map.capacity;
     o->cfg.key_seed = o->map.key_seed;
@@ -204,6 +208,33 @@ static int parse(int argc, char **argv, opts *o)
     if (!strcmp(o->backend, "mpi"))
         o->cfg.batch_thread = 1; /* the MPI backend's keep-alive runs there */
     return 0;
+}
+
+/* 0 ok, 1 --help, 2 bad usage (message printed). */
+static int parse(int argc, char **argv, opts *o)
+{
+    raw_flags r;
+    parse_defaults(o, &r);
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+        if (!strcmp(a, "--help") || !strcmp(a, "-h"))
+            return 1;
+        if (!v) {
+            fprintf(stderr, "obl-server: %s needs a value (see --help)\n", a);
+            return 2;
+        }
+        i++;
+        int ok = parse_flag(a, v, o, &r);
+        if (ok < 0) {
+            fprintf(stderr, "obl-server: unknown flag '%s' (see --help)\n", a);
+            return 2;
+        }
+        if (!ok) {
+            fprintf(stderr, "obl-server: bad value '%s' for %s (see --help)\n", v, a);
+            return 2;
+        }
+    }
+    return parse_finish(o, &r);
 }
 
 static void print_totals(const serve_totals *t)
