@@ -126,8 +126,7 @@ typedef struct obl_nroram_params {
     uint64_t capacity;        /* public: most blocks stored at once, >= 1 */
     size_t value_size;        /* public: bytes per block, 1 .. OBL_ORAM_MAX_VALUE_SIZE */
     uint32_t stash_size;      /* public: 0 = OBL_ORAM_DEFAULT_STASH (24 when
-                                 capacity > 2 x num_leaves, 36 when
-                                 > 2.5 x); 2 .. 64 */
+                                 capacity > 2 x num_leaves); 2 .. 64 */
     uint32_t pos_bytes;       /* 0 = 4 when capacity < 2^32 - 1, else 8; or 4 or 8 */
     int track_histogram;      /* keep the stash histogram (costs a scan of 65 words) */
     obl_random_fn random;     /* NULL: getrandom(2); seeds the structure's PRG */

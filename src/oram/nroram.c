@@ -8,8 +8,8 @@
  *
  * Parameters and their sources (docs/oram.md has the measurements):
  * - Z = 2 slots per bucket and L leaves, the smallest power of two with
- *   capacity <= 2.52 L (nr_log_leaves): the paper's Z (section 5, "Z = 2
- *   suffices"), 1.59 to 3.2 slots in the tree per block of capacity;
+ *   capacity <= 2.5 L (nr_log_leaves): the paper's Z (section 5, "Z = 2
+ *   suffices"), 1.6 to 3.2 slots in the tree per block of capacity;
  * - two evictions per access on the next two paths in reverse-
  *   lexicographic order, three when the tree keeps more than 2 blocks per
  *   leaf, run when the next access's path is fetched (nr_settle)
@@ -17,9 +17,9 @@
  *   without bound at Z = 2, two at 2.5 blocks per leaf let it reach 50,
  *   and evicting on the accessed path instead is much weaker,
  *   docs/oram.md);
- * - stash 20 blocks by default (24 at more than 2 blocks per leaf, 36 at
- *   more than 2.5, nr_default_stash): the paper's stash bound
- *   (P[stash > R] = e^-Omega(R)) and our measured histograms (docs/oram.md).
+ * - stash 20 blocks by default (24 at more than 2 blocks per leaf): the
+ *   paper's stash bound (P[stash > R] = e^-Omega(R)) and our measured
+ *   histograms (docs/oram.md).
  */
 #include <string.h>
 
@@ -121,9 +121,9 @@ static obl_err nr_shape(obl_nroram *o, const obl_nroram_params *p, int clear, in
     /* over 2 blocks per leaf (up to NR_LEAF_LOAD_NUM / _DEN), two evictions per
      * access let the stash grow; three keep it small, with a longer tail
      * (docs/oram.md, "Stash size and overflow") */
-    const uint32_t ev = nr_evictions(p->capacity, logL);
-    if (!p->stash_size)
-        S = nr_default_stash(p->capacity, logL);
+    const uint32_t ev = p->capacity > ((uint64_t)2 << logL) ? 3 : 2;
+    if (ev == 3 && !p->stash_size)
+        S = NR_STASH_LOADED;
     const uint32_t P = S + 2;
     const size_t vs = p->value_size, msz = pb == 4 ? sizeof(nr_meta32) : sizeof(nr_meta64);
     o->L = (uint64_t)1 << logL;

@@ -190,21 +190,19 @@ static inline uint64_t nr_tag_leaf(const struct obl_nroram *o, uint64_t id, uint
  * empty either way. Internal: no public-argument checks beyond sizes. */
 obl_err nr_create(obl_nroram **out, const obl_nroram_params *p, int clear);
 
-/* The most blocks a tree keeps per leaf, NR_LEAF_LOAD_NUM / _DEN (2.52): L
- * is the smallest power of two with capacity <= 2.52 L, so a capacity just
- * above a power of two, or a shard's 2.5 L plus its routing margin, does
- * not double the tree (docs/oram.md, "Tree and buckets"). Not more: at
- * 2.533 and 2.55 the tail grows again ("Stash size and overflow"). */
-#define NR_LEAF_LOAD_NUM 63
-#define NR_LEAF_LOAD_DEN 25
+/* The most blocks a tree keeps per leaf, NR_LEAF_LOAD_NUM / _DEN (2.5): L
+ * is the smallest power of two with capacity <= 2.5 L, so a capacity just
+ * above a power of two does not double the tree (docs/oram.md, "Tree and
+ * buckets"). Not more: at 2.52 to 2.55 the stash of 24 overflows far more
+ * often ("Stash size and overflow"). */
+#define NR_LEAF_LOAD_NUM 5
+#define NR_LEAF_LOAD_DEN 2
 
 /* The default stash of a tree of more than 2 blocks per leaf (three
  * evictions per access): its measured tail is heavier than at 2 per leaf,
- * and 24 blocks keep overflows at about one per 10^9 accesses up to 2.5
- * blocks per leaf, as 20 do at 2; above 2.5 the tail is heavier again and
- * takes 36 for the same rate (docs/oram.md, "Stash size and overflow"). */
+ * and 24 blocks keep overflows at about one per 10^9 accesses, as 20 do
+ * there (docs/oram.md, "Stash size and overflow"). */
 #define NR_STASH_LOADED 24
-#define NR_STASH_OVERFULL 36
 
 /* log2 of the number of leaves of a tree of `capacity` blocks: the
  * smallest power of two L with capacity * DEN <= NUM * L (no overflow:
@@ -216,21 +214,6 @@ static inline uint32_t nr_log_leaves(uint64_t capacity)
     while (((uint64_t)NR_LEAF_LOAD_NUM << logL) < NR_LEAF_LOAD_DEN * capacity)
         logL++;
     return logL;
-}
-
-/* Evictions per access of a tree of `capacity` blocks in 2^logL leaves
- * (three above 2 blocks per leaf), and its default stash: 20, 24 above 2
- * per leaf, 36 above 2.5. Public. */
-static inline uint32_t nr_evictions(uint64_t capacity, uint32_t logL)
-{
-    return capacity > ((uint64_t)2 << logL) ? 3 : 2;
-}
-
-static inline uint32_t nr_default_stash(uint64_t capacity, uint32_t logL)
-{
-    if (2 * capacity > ((uint64_t)5 << logL))
-        return NR_STASH_OVERFULL;
-    return nr_evictions(capacity, logL) == 3 ? NR_STASH_LOADED : OBL_ORAM_DEFAULT_STASH;
 }
 
 /*
@@ -388,7 +371,7 @@ void nr_build_set_leaf_mask(uint64_t mask);
  * default. Both must leave the same tree and stash. */
 void nr_set_plan_scalar(obl_nroram *o, int on);
 /* Tests only: ev evictions per access (2 or 3) in place of nr_shape's
- * choice, for the stash control at the leaf-load limit. */
+ * choice, for the stash control at 2.5 blocks per leaf. */
 void nr_set_evictions(obl_nroram *o, uint32_t ev);
 
 /* Tests only: out[i] = max(in[0..i]) by the vector prefix maximum of the

@@ -863,11 +863,11 @@ static void widths_test(void)
         {17, 8, 56, OBL_OMAP_LAYOUT_COMPACT, 8, 1},        /* M = 2, 63 bits */
         {(1u << 16) + 1, 8, 56, OBL_OMAP_LAYOUT_COMPACT, 7, 2},
         {(1u << 17) + 1, 8, 56, OBL_OMAP_LAYOUT_COMPACT, 7, 2}, /* L = 2^16 */
-        {(63u << 16) / 25 + 1, 8, 56, OBL_OMAP_LAYOUT_COMPACT, 7, 3}, /* 2^17: > 2.52 L */
+        {(5u << 15) + 1, 8, 56, OBL_OMAP_LAYOUT_COMPACT, 7, 3}, /* 2^17: > 2.5 L */
         {1u << 20, 8, 56, OBL_OMAP_LAYOUT_COMPACT, 6, 3},
         {(1u << 24) + 1, 5, 8, OBL_OMAP_LAYOUT_COMPACT, 6, 3},
         {(1u << 25) + 1, 32, 8, OBL_OMAP_LAYOUT_COMPACT, 6, 3},
-        {(63u << 24) / 25 + 1, 32, 8, OBL_OMAP_LAYOUT_COMPACT, 6, 4},
+        {(5u << 23) + 1, 32, 8, OBL_OMAP_LAYOUT_COMPACT, 6, 4},
         {1u << 30, 8, 8, OBL_OMAP_LAYOUT_COMPACT, 5, 4},
         {1u << 20, 8, 8, OBL_OMAP_LAYOUT_INLINE, 6, 8},
         {1u << 20, 3, 5, OBL_OMAP_LAYOUT_INLINE, 6, 5},
