@@ -129,6 +129,11 @@ typedef struct obl_nroram_params {
                                  capacity > 2 x num_leaves); 2 .. 64 */
     uint32_t pos_bytes;       /* 0 = 4 when capacity < 2^32 - 1, else 8; or 4 or 8 */
     int track_histogram;      /* keep the stash histogram (costs a scan of 65 words) */
+    int dense;                /* public: nonzero = up to 2.52 blocks per leaf
+                                 instead of 2.5 (fewer leaves for a capacity
+                                 just above 2.5 x a power of two; there a
+                                 default stash of 36 and slower accesses:
+                                 docs/oram.md, "Tree and buckets") */
     obl_random_fn random;     /* NULL: getrandom(2); seeds the structure's PRG */
     void *random_opaque;
     uint64_t seed;            /* used instead of random when use_seed != 0 */

@@ -198,6 +198,14 @@ obl_err nr_create(obl_nroram **out, const obl_nroram_params *p, int clear);
 #define NR_LEAF_LOAD_NUM 5
 #define NR_LEAF_LOAD_DEN 2
 
+/* A dense tree (obl_nroram_params.dense) keeps up to NR_DENSE_LOAD_NUM /
+ * _DEN (2.52) blocks per leaf, for capacities such as a shard's 2.5 L plus
+ * its routing margin; above 2.5 its stash tail is heavier ("Stash size and
+ * overflow") and takes a default stash of NR_STASH_OVERFULL. */
+#define NR_DENSE_LOAD_NUM 63
+#define NR_DENSE_LOAD_DEN 25
+#define NR_STASH_OVERFULL 36
+
 /* The default stash of a tree of more than 2 blocks per leaf (three
  * evictions per access): its measured tail is heavier than at 2 per leaf,
  * and 24 blocks keep overflows at about one per 10^9 accesses, as 20 do
@@ -205,15 +213,35 @@ obl_err nr_create(obl_nroram **out, const obl_nroram_params *p, int clear);
 #define NR_STASH_LOADED 24
 
 /* log2 of the number of leaves of a tree of `capacity` blocks: the
- * smallest power of two L with capacity * DEN <= NUM * L (no overflow:
- * capacity <= 2^56, nr_check); powers of two keep capacity / 2 leaves.
- * Public. */
-static inline uint32_t nr_log_leaves(uint64_t capacity)
+ * smallest power of two L with capacity * DEN <= NUM * L, the dense limit
+ * if dense (no overflow: capacity <= 2^56, nr_check); powers of two keep
+ * capacity / 2 leaves. Public. */
+static inline uint32_t nr_log_leaves_at(uint64_t capacity, int dense)
 {
+    const uint64_t num = dense ? NR_DENSE_LOAD_NUM : NR_LEAF_LOAD_NUM;
+    const uint64_t den = dense ? NR_DENSE_LOAD_DEN : NR_LEAF_LOAD_DEN;
     uint32_t logL = 0;
-    while (((uint64_t)NR_LEAF_LOAD_NUM << logL) < NR_LEAF_LOAD_DEN * capacity)
+    while ((num << logL) < den * capacity)
         logL++;
     return logL;
+}
+
+static inline uint32_t nr_log_leaves(uint64_t capacity) { return nr_log_leaves_at(capacity, 0); }
+
+/* Evictions per access of a tree of `capacity` blocks in 2^logL leaves:
+ * three above 2 blocks per leaf. Public. */
+static inline uint32_t nr_evictions(uint64_t capacity, uint32_t logL)
+{
+    return capacity > ((uint64_t)2 << logL) ? 3 : 2;
+}
+
+/* Its default stash: 20, 24 above 2 blocks per leaf, 36 above 2.5 (only
+ * dense trees). Public. */
+static inline uint32_t nr_default_stash(uint64_t capacity, uint32_t logL)
+{
+    if (2 * capacity > ((uint64_t)5 << logL))
+        return NR_STASH_OVERFULL;
+    return nr_evictions(capacity, logL) == 3 ? NR_STASH_LOADED : OBL_ORAM_DEFAULT_STASH;
 }
 
 /*

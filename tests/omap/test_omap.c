@@ -1632,6 +1632,28 @@ static void auto_layout(void)
     build_test(500, 8, 32, 500, 1000);
 }
 
+/* A compact map whose value ORAM is dense (dense_values): at a capacity
+ * just above 2.5 x a power of two it keeps half the leaves, and streams
+ * and the index's leaves agree with the value tree as in the default
+ * shape (compact_sync_check, in stream_test); the default keeps twice the
+ * leaves (the control of the shape check). */
+static void compact_dense(void)
+{
+    const uint64_t cap = T.ct ? 161 : 5121; /* 2.5 x 64 + 1, 2.5 x 2048 + 1 */
+    const uint64_t L = T.ct ? 64 : 2048;
+    for (int dense = 0; dense < 2; dense++) {
+        obl_omap_params p = base_params(cap, 8, 56);
+        p.layout = OBL_OMAP_LAYOUT_COMPACT;
+        p.dense_values = dense;
+        obl_omap *m = NULL;
+        CHECK_EQ_U64(obl_omap_create(&m, &p), OBL_OK);
+        if (m)
+            CHECK_EQ_U64(obl_nroram_num_leaves(m->vo), dense ? L : 2 * L);
+        obl_omap_destroy(m);
+        stream_test(cap, 8, 56, 1.0, T.ct ? 300 : 6000, 0, &p);
+    }
+}
+
 /* The sub-tests, each its own ctest entry (tests/omap/tests.cmake reads
  * the TEST_CASE lines). Each leaves g_layout and the test switches at
  * their defaults. */
@@ -1645,6 +1667,7 @@ static const test_case cases[] = {
     TEST_CASE(full_unchanged),
     TEST_CASE(per_op_check),
     TEST_CASE(compact_test),
+    TEST_CASE(compact_dense),
     TEST_CASE(widths_test),
     TEST_CASE(short_ones_test),
     TEST_CASE(compact_alloc_fail),

@@ -60,7 +60,8 @@ static uint64_t model_id(const obl_nroram *o, uint64_t i)
 }
 
 /* Model: for each id in [0, cap): present flag, value, position. A tagged
- * tree (tagged, nr_create) is given the ids of model_id. */
+ * tree (tagged & 1, nr_create) is given the ids of model_id; tagged & 2
+ * makes the tree dense. */
 static void nroram_model_t(uint64_t cap, size_t vs, long ops, uint32_t stash, uint32_t pos_bytes,
                            int tagged)
 {
@@ -69,7 +70,9 @@ static void nroram_model_t(uint64_t cap, size_t vs, long ops, uint32_t stash, ui
     p.capacity = cap;
     p.value_size = vs;
     p.stash_size = stash;
-    p.pos_bytes = tagged ? NR_POS_TAGGED : pos_bytes;
+    p.pos_bytes = tagged & 1 ? NR_POS_TAGGED : pos_bytes;
+    p.dense = tagged >> 1;
+    tagged &= 1;
     p.use_seed = 1;
     p.seed = test_rng_next(&R);
     obl_nroram *o = NULL;
@@ -1388,12 +1391,22 @@ static void nroram_leaf_loads(void)
         CHECK_EQ_U64(nr_log_leaves(b[i].cap), b[i].logL);
 }
 
-/* A tree of `cap` blocks, every block stored, its default stash (24),
- * `ops` random reads with ev evictions per access: the overflows, and the
- * mean stash occupancy after an access in *mean. */
-static long full_load_stash(uint64_t cap, uint32_t ev, long ops, double *mean)
+/* A tree of `cap` blocks (dense if dense), every block stored, its
+ * default stash (24; 36 dense above 2.5 per leaf), `ops` random reads with
+ * ev evictions per access: the overflows, and the mean stash occupancy
+ * after an access in *mean. */
+static long full_load_stash(uint64_t cap, int dense, uint32_t ev, long ops, double *mean)
 {
-    obl_nroram *o = nr_tree8(cap, 0, 11, 1);
+    obl_nroram_params p;
+    memset(&p, 0, sizeof(p));
+    p.capacity = cap;
+    p.value_size = 8;
+    p.dense = dense;
+    p.track_histogram = 1;
+    p.use_seed = 1;
+    p.seed = 11;
+    obl_nroram *o = NULL;
+    CHECK_EQ_U64(obl_nroram_create(&o, &p), OBL_OK);
     *mean = -1;
     if (!o)
         return -1;
@@ -1445,12 +1458,66 @@ static void nroram_leaf_load_stash(void)
     const uint64_t cap = NR_LEAF_LOAD_NUM * 8192 / NR_LEAF_LOAD_DEN;
     const long ops = 100000 / SAN_DIV;
     double m3, m2;
-    long o3 = full_load_stash(cap, 3, ops, &m3), o2 = full_load_stash(cap, 2, ops, &m2);
+    long o3 = full_load_stash(cap, 0, 3, ops, &m3), o2 = full_load_stash(cap, 0, 2, ops, &m2);
     printf("  %ld accesses: 3 evictions: %ld overflows, mean stash %.4f; control, 2: %ld, "
            "%.4f\n",
            ops, o3, m3, o2, m2);
     CHECK(o3 == 0 && m3 >= 0 && m3 < 0.05);
     CHECK(!(o2 == 0 && m2 >= 0 && m2 < 0.05));
+}
+
+/*
+ * Dense trees (obl_nroram_params.dense: up to 2.52 blocks per leaf, a
+ * stash of 36 above 2.5): shapes around 2.5 L and 2.52 L against the
+ * default shape, each against the model; the sharded map's per-shard omap
+ * capacities at N = 2^20 (S = 2 and 1) keep half the leaves; and the stash
+ * at 2.52 blocks per leaf and full load: no overflow and a mean under 0.1
+ * blocks (0.0004-0.043 over seeds; docs/oram.md, "Stash size and
+ * overflow"), which two evictions per access (the control) must fail.
+ */
+static void nroram_dense(void)
+{
+    const int ct = T.ct;
+    const uint64_t L = ct ? 64 : 2048, top = NR_DENSE_LOAD_NUM * L / NR_DENSE_LOAD_DEN;
+    const struct {
+        uint64_t cap, L, S;
+        int dense;
+    } s[] = {{5 * L / 2, L, NR_STASH_LOADED, 1},         {5 * L / 2 + 1, L, NR_STASH_OVERFULL, 1},
+             {top, L, NR_STASH_OVERFULL, 1},             {top + 1, 2 * L, OBL_ORAM_DEFAULT_STASH, 1},
+             {5 * L / 2 + 1, 2 * L, OBL_ORAM_DEFAULT_STASH, 0}};
+    for (size_t i = 0; i < sizeof(s) / sizeof(s[0]); i++) {
+        CHECK_EQ_U64(nr_log_leaves_at(s[i].cap, s[i].dense), (uint64_t)__builtin_ctzll(s[i].L));
+        obl_nroram_params p;
+        memset(&p, 0, sizeof(p));
+        p.capacity = s[i].cap;
+        p.value_size = 8;
+        p.dense = s[i].dense;
+        obl_nroram *o = NULL;
+        CHECK_EQ_U64(obl_nroram_create(&o, &p), OBL_OK);
+        if (o) {
+            CHECK_EQ_U64(obl_nroram_num_leaves(o), s[i].L);
+            CHECK_EQ_U64(o->S, s[i].S);
+        }
+        obl_nroram_destroy(o);
+        nroram_model_t(s[i].cap, 8, ct ? 60 : 8000 / SAN_DIV, 0, 0, 2 * s[i].dense);
+        nroram_model_t(s[i].cap, 56, ct ? 40 : 4000 / SAN_DIV, 0, 0, 2 * s[i].dense + 1);
+    }
+    CHECK_EQ_U64(nr_log_leaves_at(659449, 1), 18);
+    CHECK_EQ_U64(nr_log_leaves_at(659449, 0), 19);
+    CHECK_EQ_U64(nr_log_leaves_at(1310721, 1), 19);
+    CHECK_EQ_U64(nr_log_leaves_at(660602, 1), 18);
+    CHECK_EQ_U64(nr_log_leaves_at(660603, 1), 19);
+    if (ct)
+        return; /* 10^5 accesses at full load: too slow under memcheck */
+    const uint64_t cap = NR_DENSE_LOAD_NUM * 8192 / NR_DENSE_LOAD_DEN;
+    const long ops = 100000 / SAN_DIV;
+    double m3, m2;
+    long o3 = full_load_stash(cap, 1, 3, ops, &m3), o2 = full_load_stash(cap, 1, 2, ops, &m2);
+    printf("  dense, %ld accesses: 3 evictions: %ld overflows, mean stash %.4f; control, 2: "
+           "%ld, %.4f\n",
+           ops, o3, m3, o2, m2);
+    CHECK(o3 == 0 && m3 >= 0 && m3 < 0.1);
+    CHECK(!(o2 == 0 && m2 >= 0 && m2 < 0.1));
 }
 
 /* NRORAM and RORAM models, block sizes moved in vector registers. */
@@ -1688,6 +1755,7 @@ static const test_case cases[] = {
     TEST_CASE(nroram_update),
     TEST_CASE(nroram_leaf_loads),
     TEST_CASE(nroram_leaf_load_stash),
+    TEST_CASE(nroram_dense),
     TEST_CASE(nroram_trace),
     TEST_CASE(build_traces),
     TEST_CASE(roram_models),
