@@ -122,6 +122,10 @@ typedef struct obl_omap_params {
                                    else 1 .. OBL_OMAP_MAX_OVERFLOW */
     uint32_t oram_scan_max;     /* passed to the RORAM (0 = its default) */
     uint32_t layout;            /* OBL_OMAP_LAYOUT_*; 0 = automatic */
+    int dense_values;           /* public: nonzero = the compact layout's value
+                                   ORAM is a dense tree (obl_nroram_params.dense):
+                                   less memory for a capacity just above 2.5 x
+                                   a power of two, slower accesses there */
     obl_random_fn random;       /* NULL: getrandom(2); seeds the map's PRG */
     void *random_opaque;
     uint64_t seed;              /* used instead of random when use_seed != 0 */

@@ -126,10 +126,14 @@ typedef struct obl_nroram_params {
     uint64_t capacity;        /* public: most blocks stored at once, >= 1 */
     size_t value_size;        /* public: bytes per block, 1 .. OBL_ORAM_MAX_VALUE_SIZE */
     uint32_t stash_size;      /* public: 0 = OBL_ORAM_DEFAULT_STASH (24 when
-                                 capacity > 2 x num_leaves, 36 when
-                                 > 2.5 x); 2 .. 64 */
+                                 capacity > 2 x num_leaves); 2 .. 64 */
     uint32_t pos_bytes;       /* 0 = 4 when capacity < 2^32 - 1, else 8; or 4 or 8 */
     int track_histogram;      /* keep the stash histogram (costs a scan of 65 words) */
+    int dense;                /* public: nonzero = up to 2.52 blocks per leaf
+                                 instead of 2.5 (fewer leaves for a capacity
+                                 just above 2.5 x a power of two; there a
+                                 default stash of 36 and slower accesses:
+                                 docs/oram.md, "Tree and buckets") */
     obl_random_fn random;     /* NULL: getrandom(2); seeds the structure's PRG */
     void *random_opaque;
     uint64_t seed;            /* used instead of random when use_seed != 0 */

@@ -58,6 +58,7 @@ void omap_values_params(obl_omap *m, obl_nroram_params *np, const obl_omap_param
      * tagged tree, whose 4-byte metadata keep 64 of their bits with the
      * leaf (nroram_internal.h; docs/oram.md, "Tagged trees") */
     np->pos_bytes = m->capacity <= OMAP_TAGGED_MAX ? NR_POS_TAGGED : 8;
+    np->dense = p->dense_values;
     np->alloc = p->alloc;
     np->random = p->random;
     np->random_opaque = p->random_opaque;
@@ -155,7 +156,7 @@ static void omap_slots(obl_omap *m, const obl_omap_params *p)
     m->lw = 0;
     if (m->words && compact) {
         /* the value ORAM's leaves are below its L leaves (nr_create) */
-        const uint32_t logL = nr_log_leaves(p->capacity);
+        const uint32_t logL = nr_log_leaves_at(p->capacity, p->dense_values);
         m->lw = 1;
         while (m->lw < 4 && 8 * m->lw < logL)
             m->lw++;

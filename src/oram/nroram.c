@@ -8,8 +8,8 @@
  *
  * Parameters and their sources (docs/oram.md has the measurements):
  * - Z = 2 slots per bucket and L leaves, the smallest power of two with
- *   capacity <= 2.52 L (nr_log_leaves): the paper's Z (section 5, "Z = 2
- *   suffices"), 1.59 to 3.2 slots in the tree per block of capacity;
+ *   capacity <= 2.5 L (nr_log_leaves): the paper's Z (section 5, "Z = 2
+ *   suffices"), 1.6 to 3.2 slots in the tree per block of capacity;
  * - two evictions per access on the next two paths in reverse-
  *   lexicographic order, three when the tree keeps more than 2 blocks per
  *   leaf, run when the next access's path is fetched (nr_settle)
@@ -17,9 +17,11 @@
  *   without bound at Z = 2, two at 2.5 blocks per leaf let it reach 50,
  *   and evicting on the accessed path instead is much weaker,
  *   docs/oram.md);
- * - stash 20 blocks by default (24 at more than 2 blocks per leaf, 36 at
- *   more than 2.5, nr_default_stash): the paper's stash bound
- *   (P[stash > R] = e^-Omega(R)) and our measured histograms (docs/oram.md).
+ * - a dense tree (obl_nroram_params.dense) keeps up to 2.52 blocks per
+ *   leaf, with a default stash of 36 above 2.5;
+ * - stash 20 blocks by default (24 at more than 2 blocks per leaf): the
+ *   paper's stash bound (P[stash > R] = e^-Omega(R)) and our measured
+ *   histograms (docs/oram.md).
  */
 #include <string.h>
 
@@ -78,7 +80,7 @@ static obl_err nr_check(const obl_nroram_params *p, uint32_t *S, uint32_t *pb, i
         return OBL_ERR_TOO_LARGE;
     if (p->capacity > ((uint64_t)1 << 56))
         return OBL_ERR_TOO_LARGE;
-    if (*pb == 4 && nr_log_leaves(p->capacity) > 31)
+    if (*pb == 4 && nr_log_leaves_at(p->capacity, p->dense) > 31)
         return OBL_ERR_TOO_LARGE;
     return OBL_OK;
 }
@@ -117,7 +119,7 @@ static obl_err nr_shape(obl_nroram *o, const obl_nroram_params *p, int clear, in
     obl_err err = nr_check(p, &S, &pb, &tagged);
     if (err != OBL_OK)
         return err;
-    const uint32_t logL = nr_log_leaves(p->capacity), D = logL + 1;
+    const uint32_t logL = nr_log_leaves_at(p->capacity, p->dense), D = logL + 1;
     /* over 2 blocks per leaf (up to NR_LEAF_LOAD_NUM / _DEN), two evictions per
      * access let the stash grow; three keep it small, with a longer tail
      * (docs/oram.md, "Stash size and overflow") */

@@ -190,42 +190,53 @@ static inline uint64_t nr_tag_leaf(const struct obl_nroram *o, uint64_t id, uint
  * empty either way. Internal: no public-argument checks beyond sizes. */
 obl_err nr_create(obl_nroram **out, const obl_nroram_params *p, int clear);
 
-/* The most blocks a tree keeps per leaf, NR_LEAF_LOAD_NUM / _DEN (2.52): L
- * is the smallest power of two with capacity <= 2.52 L, so a capacity just
- * above a power of two, or a shard's 2.5 L plus its routing margin, does
- * not double the tree (docs/oram.md, "Tree and buckets"). Not more: at
- * 2.533 and 2.55 the tail grows again ("Stash size and overflow"). */
-#define NR_LEAF_LOAD_NUM 63
-#define NR_LEAF_LOAD_DEN 25
+/* The most blocks a tree keeps per leaf, NR_LEAF_LOAD_NUM / _DEN (2.5): L
+ * is the smallest power of two with capacity <= 2.5 L, so a capacity just
+ * above a power of two does not double the tree (docs/oram.md, "Tree and
+ * buckets"). Not more: at 2.52 to 2.55 the stash of 24 overflows far more
+ * often ("Stash size and overflow"). */
+#define NR_LEAF_LOAD_NUM 5
+#define NR_LEAF_LOAD_DEN 2
+
+/* A dense tree (obl_nroram_params.dense) keeps up to NR_DENSE_LOAD_NUM /
+ * _DEN (2.52) blocks per leaf, for capacities such as a shard's 2.5 L plus
+ * its routing margin; above 2.5 its stash tail is heavier ("Stash size and
+ * overflow") and takes a default stash of NR_STASH_OVERFULL. */
+#define NR_DENSE_LOAD_NUM 63
+#define NR_DENSE_LOAD_DEN 25
+#define NR_STASH_OVERFULL 36
 
 /* The default stash of a tree of more than 2 blocks per leaf (three
  * evictions per access): its measured tail is heavier than at 2 per leaf,
- * and 24 blocks keep overflows at about one per 10^9 accesses up to 2.5
- * blocks per leaf, as 20 do at 2; above 2.5 the tail is heavier again and
- * takes 36 for the same rate (docs/oram.md, "Stash size and overflow"). */
+ * and 24 blocks keep overflows at about one per 10^9 accesses, as 20 do
+ * there (docs/oram.md, "Stash size and overflow"). */
 #define NR_STASH_LOADED 24
-#define NR_STASH_OVERFULL 36
 
 /* log2 of the number of leaves of a tree of `capacity` blocks: the
- * smallest power of two L with capacity * DEN <= NUM * L (no overflow:
- * capacity <= 2^56, nr_check); powers of two keep capacity / 2 leaves.
- * Public. */
-static inline uint32_t nr_log_leaves(uint64_t capacity)
+ * smallest power of two L with capacity * DEN <= NUM * L, the dense limit
+ * if dense (no overflow: capacity <= 2^56, nr_check); powers of two keep
+ * capacity / 2 leaves. Public. */
+static inline uint32_t nr_log_leaves_at(uint64_t capacity, int dense)
 {
+    const uint64_t num = dense ? NR_DENSE_LOAD_NUM : NR_LEAF_LOAD_NUM;
+    const uint64_t den = dense ? NR_DENSE_LOAD_DEN : NR_LEAF_LOAD_DEN;
     uint32_t logL = 0;
-    while (((uint64_t)NR_LEAF_LOAD_NUM << logL) < NR_LEAF_LOAD_DEN * capacity)
+    while ((num << logL) < den * capacity)
         logL++;
     return logL;
 }
 
-/* Evictions per access of a tree of `capacity` blocks in 2^logL leaves
- * (three above 2 blocks per leaf), and its default stash: 20, 24 above 2
- * per leaf, 36 above 2.5. Public. */
+static inline uint32_t nr_log_leaves(uint64_t capacity) { return nr_log_leaves_at(capacity, 0); }
+
+/* Evictions per access of a tree of `capacity` blocks in 2^logL leaves:
+ * three above 2 blocks per leaf. Public. */
 static inline uint32_t nr_evictions(uint64_t capacity, uint32_t logL)
 {
     return capacity > ((uint64_t)2 << logL) ? 3 : 2;
 }
 
+/* Its default stash: 20, 24 above 2 blocks per leaf, 36 above 2.5 (only
+ * dense trees). Public. */
 static inline uint32_t nr_default_stash(uint64_t capacity, uint32_t logL)
 {
     if (2 * capacity > ((uint64_t)5 << logL))
@@ -388,7 +399,7 @@ void nr_build_set_leaf_mask(uint64_t mask);
  * default. Both must leave the same tree and stash. */
 void nr_set_plan_scalar(obl_nroram *o, int on);
 /* Tests only: ev evictions per access (2 or 3) in place of nr_shape's
- * choice, for the stash control at the leaf-load limit. */
+ * choice, for the stash control at 2.5 blocks per leaf. */
 void nr_set_evictions(obl_nroram *o, uint32_t ev);
 
 /* Tests only: out[i] = max(in[0..i]) by the vector prefix maximum of the

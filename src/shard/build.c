@@ -67,6 +67,7 @@ static obl_err build_omap(bl_job *j, size_t s, const unsigned char *k, const uns
     op.seed = j->seed[s];
     op.alloc = m->p.alloc;
     op.build_threads = j->omap_threads;
+    op.dense_values = shard_dense_omaps(m);
     return obl_omap_build(&m->om[s], &op, k, v, n);
 }
 

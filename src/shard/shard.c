@@ -135,6 +135,13 @@ obl_err shard_alloc(obl_shard **out, const obl_shard_params *p)
 }
 
 /* see shard_map.h */
+int shard_dense_omaps(const obl_shard *m)
+{
+    return m->p.engines == OBL_SHARD_ENGINES_PER_REQUEST ||
+           (m->p.engines == OBL_SHARD_ENGINES_AUTO && m->p.expected_batch);
+}
+
+/* see shard_map.h */
 obl_omap_params shard_omap_params(obl_shard *m, unsigned j)
 {
     obl_omap_params op = {0};
@@ -145,6 +152,7 @@ obl_omap_params shard_omap_params(obl_shard *m, unsigned j)
     op.seed = obl_prg_u64(&m->prg) ^ j;
     op.alloc = m->p.alloc;
     op.build_threads = m->threads; /* a map of T = 1 builds on one thread */
+    op.dense_values = shard_dense_omaps(m);
     return op;
 }
 

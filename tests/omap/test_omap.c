@@ -885,11 +885,11 @@ static void widths_test(void)
         {17, 8, 56, OBL_OMAP_LAYOUT_COMPACT, 8, 1},        /* M = 2, 63 bits */
         {(1u << 16) + 1, 8, 56, OBL_OMAP_LAYOUT_COMPACT, 7, 2},
         {(1u << 17) + 1, 8, 56, OBL_OMAP_LAYOUT_COMPACT, 7, 2}, /* L = 2^16 */
-        {(63u << 16) / 25 + 1, 8, 56, OBL_OMAP_LAYOUT_COMPACT, 7, 3}, /* 2^17: > 2.52 L */
+        {(5u << 15) + 1, 8, 56, OBL_OMAP_LAYOUT_COMPACT, 7, 3}, /* 2^17: > 2.5 L */
         {1u << 20, 8, 56, OBL_OMAP_LAYOUT_COMPACT, 6, 3},
         {(1u << 24) + 1, 5, 8, OBL_OMAP_LAYOUT_COMPACT, 6, 3},
         {(1u << 25) + 1, 32, 8, OBL_OMAP_LAYOUT_COMPACT, 6, 3},
-        {(63u << 24) / 25 + 1, 32, 8, OBL_OMAP_LAYOUT_COMPACT, 6, 4},
+        {(5u << 23) + 1, 32, 8, OBL_OMAP_LAYOUT_COMPACT, 6, 4},
         {1u << 30, 8, 8, OBL_OMAP_LAYOUT_COMPACT, 5, 4},
         {1u << 20, 8, 8, OBL_OMAP_LAYOUT_INLINE, 6, 8},
         {1u << 20, 3, 5, OBL_OMAP_LAYOUT_INLINE, 6, 5},
@@ -1677,6 +1677,28 @@ static void auto_layout(void)
     build_test(500, 8, 32, 500, 1000);
 }
 
+/* A compact map whose value ORAM is dense (dense_values): at a capacity
+ * just above 2.5 x a power of two it keeps half the leaves, and streams
+ * and the index's leaves agree with the value tree as in the default
+ * shape (compact_sync_check, in stream_test); the default keeps twice the
+ * leaves (the control of the shape check). */
+static void compact_dense(void)
+{
+    const uint64_t cap = T.ct ? 161 : 5121; /* 2.5 x 64 + 1, 2.5 x 2048 + 1 */
+    const uint64_t L = T.ct ? 64 : 2048;
+    for (int dense = 0; dense < 2; dense++) {
+        obl_omap_params p = base_params(cap, 8, 56);
+        p.layout = OBL_OMAP_LAYOUT_COMPACT;
+        p.dense_values = dense;
+        obl_omap *m = NULL;
+        CHECK_EQ_U64(obl_omap_create(&m, &p), OBL_OK);
+        if (m)
+            CHECK_EQ_U64(obl_nroram_num_leaves(m->vo), dense ? L : 2 * L);
+        obl_omap_destroy(m);
+        stream_test(cap, 8, 56, 1.0, T.ct ? 300 : 6000, 0, &p);
+    }
+}
+
 /* The sub-tests, each its own ctest entry (tests/omap/tests.cmake reads
  * the TEST_CASE lines). Each leaves g_layout and the test switches at
  * their defaults. */
@@ -1690,6 +1712,7 @@ static const test_case cases[] = {
     TEST_CASE(full_unchanged),
     TEST_CASE(per_op_check),
     TEST_CASE(compact_test),
+    TEST_CASE(compact_dense),
     TEST_CASE(widths_test),
     TEST_CASE(short_ones_test),
     TEST_CASE(compact_alloc_fail),

@@ -60,7 +60,8 @@ static uint64_t model_id(const obl_nroram *o, uint64_t i)
 }
 
 /* Model: for each id in [0, cap): present flag, value, position. A tagged
- * tree (tagged, nr_create) is given the ids of model_id. */
+ * tree (tagged & 1, nr_create) is given the ids of model_id; tagged & 2
+ * makes the tree dense. */
 static void nroram_model_t(uint64_t cap, size_t vs, long ops, uint32_t stash, uint32_t pos_bytes,
                            int tagged)
 {
@@ -69,7 +70,9 @@ static void nroram_model_t(uint64_t cap, size_t vs, long ops, uint32_t stash, ui
     p.capacity = cap;
     p.value_size = vs;
     p.stash_size = stash;
-    p.pos_bytes = tagged ? NR_POS_TAGGED : pos_bytes;
+    p.pos_bytes = tagged & 1 ? NR_POS_TAGGED : pos_bytes;
+    p.dense = tagged >> 1;
+    tagged &= 1;
     p.use_seed = 1;
     p.seed = test_rng_next(&R);
     obl_nroram *o = NULL;
@@ -476,8 +479,9 @@ static void roram_build_crowded(void)
             obl_err e = build_random(&r, &a, n, vs, 2);
             /* the data level has 8 values of 8 bytes per block */
             uint64_t blocks = vs == 8 ? (n + 7) / 8 : n, D = nr_log_leaves(blocks) + 1;
-            /* the default stash: 24 above 2 blocks per leaf, 36 above 2.5 */
-            uint64_t S = nr_default_stash(blocks, (uint32_t)(D - 1));
+            /* the default stash: 24 above 2 blocks per leaf (nr_shape) */
+            uint64_t S =
+                blocks > ((uint64_t)2 << (D - 1)) ? NR_STASH_LOADED : OBL_ORAM_DEFAULT_STASH;
             if (blocks > 2 * D + S) { /* the path and the stash */
                 CHECK_EQ_U64(e, OBL_ERR_STASH_OVERFLOW);
                 CHECK(r == NULL);
@@ -1378,21 +1382,19 @@ static void nroram_models(void)
 
 /*
  * Tree shapes around the leaf-load limit (nr_log_leaves: capacity <=
- * 2.52 L; three evictions per access above 2 blocks per leaf, a stash of
- * 36 above 2.5): capacities just below, at and above 2L, 2.5 L and the
- * limit, their leaves, eviction counts and stashes, and each against the
- * model; the leaves of large capacities.
+ * 2.5 L; three evictions per access above 2 blocks per leaf): capacities
+ * just below, at and above 2L and the limit, their leaves and eviction
+ * counts, and each against the model; the leaves of large capacities.
  */
 static void nroram_leaf_loads(void)
 {
     const int ct = T.ct;
-    const uint64_t L = ct ? 64 : 2048, top = NR_LEAF_LOAD_NUM * L / NR_LEAF_LOAD_DEN;
+    const uint64_t L = ct ? 16 : 2048, top = NR_LEAF_LOAD_NUM * L / NR_LEAF_LOAD_DEN;
     const struct {
         uint64_t cap, L;
         uint32_t ev;
-    } s[] = {{2 * L - 1, L, 2},     {2 * L, L, 2}, {2 * L + 1, L, 3},   {5 * L / 2, L, 3},
-             {5 * L / 2 + 1, L, 3}, {top, L, 3},   {top + 1, 2 * L, 2}, {top / 2, L / 2, 3},
-             {top / 2 + 1, L, 2}};
+    } s[] = {{2 * L - 1, L, 2}, {2 * L, L, 2},       {2 * L + 1, L, 3},   {5 * L / 2, L, 3},
+             {top, L, 3},       {top + 1, 2 * L, 2}, {top / 2, L / 2, 3}, {top / 2 + 1, L, 2}};
     for (size_t i = 0; i < sizeof(s) / sizeof(s[0]); i++) {
         CHECK_EQ_U64(nr_log_leaves(s[i].cap), (uint64_t)__builtin_ctzll(s[i].L));
         obl_nroram_params p;
@@ -1405,9 +1407,7 @@ static void nroram_leaf_loads(void)
             CHECK_EQ_U64(obl_nroram_num_leaves(o), s[i].L);
             CHECK_EQ_U64(o->ev, s[i].ev);
             CHECK_EQ_U64(o->pf_lead, s[i].ev);
-            CHECK_EQ_U64(o->S, s[i].ev == 2            ? OBL_ORAM_DEFAULT_STASH
-                               : 2 * s[i].cap > 5 * s[i].L ? NR_STASH_OVERFULL
-                                                           : NR_STASH_LOADED);
+            CHECK_EQ_U64(o->S, s[i].ev == 3 ? NR_STASH_LOADED : OBL_ORAM_DEFAULT_STASH);
         }
         obl_nroram_destroy(o);
         nroram_model(s[i].cap, 8, ct ? 60 : 8000 / SAN_DIV, 0, 0);
@@ -1415,21 +1415,20 @@ static void nroram_leaf_loads(void)
     }
     /* large shapes (no tree built): at and just over the limit, powers of
      * two; the sharded map's per-shard omaps at N = 2^20, 5/4 N capacity,
-     * S = 2 (659,449 with its routing margin) and S = 1 (1,310,721) keep
-     * the leaves of 5/4 N / S (docs/oram.md, "Stash size and overflow") */
+     * S = 2 (659,449 with its routing margin) and S = 1 (1,310,721) take
+     * twice the leaves of 5/4 N / S (docs/oram.md, "Stash size and
+     * overflow": why the limit stays) */
     const uint64_t big = NR_LEAF_LOAD_NUM * ((uint64_t)1 << 50) / NR_LEAF_LOAD_DEN;
     const struct {
         uint64_t cap;
         uint32_t logL;
-    } b[] = {{659449, 18},
-             {1310721, 19},
+    } b[] = {{659449, 19},
+             {1310721, 20},
              {1310720, 19},
              {1u << 20, 19},
              {(1u << 20) + 1, 19},
              {655360, 18},
-             {655361, 18},
-             {660602, 18},
-             {660603, 19},
+             {655361, 19},
              {5u << 23, 24},
              {(uint64_t)1 << 40, 39},
              {(uint64_t)1 << 56, 55},
@@ -1439,12 +1438,22 @@ static void nroram_leaf_loads(void)
         CHECK_EQ_U64(nr_log_leaves(b[i].cap), b[i].logL);
 }
 
-/* A tree of `cap` blocks, every block stored, its default stash (24; 36 above 2.5 per leaf),
- * `ops` random reads with ev evictions per access: the overflows, and the
- * mean stash occupancy after an access in *mean. */
-static long full_load_stash(uint64_t cap, uint32_t ev, long ops, double *mean)
+/* A tree of `cap` blocks (dense if dense), every block stored, its
+ * default stash (24; 36 dense above 2.5 per leaf), `ops` random reads with
+ * ev evictions per access: the overflows, and the mean stash occupancy
+ * after an access in *mean. */
+static long full_load_stash(uint64_t cap, int dense, uint32_t ev, long ops, double *mean)
 {
-    obl_nroram *o = nr_tree8(cap, 0, 11, 1);
+    obl_nroram_params p;
+    memset(&p, 0, sizeof(p));
+    p.capacity = cap;
+    p.value_size = 8;
+    p.dense = dense;
+    p.track_histogram = 1;
+    p.use_seed = 1;
+    p.seed = 11;
+    obl_nroram *o = NULL;
+    CHECK_EQ_U64(obl_nroram_create(&o, &p), OBL_OK);
     *mean = -1;
     if (!o)
         return -1;
@@ -1480,12 +1489,11 @@ static long full_load_stash(uint64_t cap, uint32_t ev, long ops, double *mean)
 }
 
 /*
- * The stash at the most blocks per leaf (2.52, nr_log_leaves) and full
- * load. Healthy: no overflow of the default stash (36 there) and a mean
- * occupancy under 0.1 blocks (three evictions per access: 0.0004 to 0.043
- * over seeds 1-8; docs/oram.md, "Stash size and overflow"). The control,
- * two evictions per access, must fail it (its mean is 0.55 to 1.6 blocks
- * here and grows with time and N). Not under
+ * The stash at 2.5 blocks per leaf and full load. Healthy: no overflow of
+ * the default stash and a mean occupancy under 0.05 blocks (measured 0.004
+ * with three evictions per access; docs/oram.md, "Stash size and
+ * overflow"). The control, two evictions per access, must fail it (its
+ * mean is about 1 block here and grows with time and N). Not under
  * memcheck (too slow there).
  */
 static void nroram_leaf_load_stash(void)
@@ -1497,9 +1505,63 @@ static void nroram_leaf_load_stash(void)
     const uint64_t cap = NR_LEAF_LOAD_NUM * 8192 / NR_LEAF_LOAD_DEN;
     const long ops = 100000 / SAN_DIV;
     double m3, m2;
-    long o3 = full_load_stash(cap, 3, ops, &m3), o2 = full_load_stash(cap, 2, ops, &m2);
+    long o3 = full_load_stash(cap, 0, 3, ops, &m3), o2 = full_load_stash(cap, 0, 2, ops, &m2);
     printf("  %ld accesses: 3 evictions: %ld overflows, mean stash %.4f; control, 2: %ld, "
            "%.4f\n",
+           ops, o3, m3, o2, m2);
+    CHECK(o3 == 0 && m3 >= 0 && m3 < 0.05);
+    CHECK(!(o2 == 0 && m2 >= 0 && m2 < 0.05));
+}
+
+/*
+ * Dense trees (obl_nroram_params.dense: up to 2.52 blocks per leaf, a
+ * stash of 36 above 2.5): shapes around 2.5 L and 2.52 L against the
+ * default shape, each against the model; the sharded map's per-shard omap
+ * capacities at N = 2^20 (S = 2 and 1) keep half the leaves; and the stash
+ * at 2.52 blocks per leaf and full load: no overflow and a mean under 0.1
+ * blocks (0.0004-0.043 over seeds; docs/oram.md, "Stash size and
+ * overflow"), which two evictions per access (the control) must fail.
+ */
+static void nroram_dense(void)
+{
+    const int ct = T.ct;
+    const uint64_t L = ct ? 64 : 2048, top = NR_DENSE_LOAD_NUM * L / NR_DENSE_LOAD_DEN;
+    const struct {
+        uint64_t cap, L, S;
+        int dense;
+    } s[] = {{5 * L / 2, L, NR_STASH_LOADED, 1},         {5 * L / 2 + 1, L, NR_STASH_OVERFULL, 1},
+             {top, L, NR_STASH_OVERFULL, 1},             {top + 1, 2 * L, OBL_ORAM_DEFAULT_STASH, 1},
+             {5 * L / 2 + 1, 2 * L, OBL_ORAM_DEFAULT_STASH, 0}};
+    for (size_t i = 0; i < sizeof(s) / sizeof(s[0]); i++) {
+        CHECK_EQ_U64(nr_log_leaves_at(s[i].cap, s[i].dense), (uint64_t)__builtin_ctzll(s[i].L));
+        obl_nroram_params p;
+        memset(&p, 0, sizeof(p));
+        p.capacity = s[i].cap;
+        p.value_size = 8;
+        p.dense = s[i].dense;
+        obl_nroram *o = NULL;
+        CHECK_EQ_U64(obl_nroram_create(&o, &p), OBL_OK);
+        if (o) {
+            CHECK_EQ_U64(obl_nroram_num_leaves(o), s[i].L);
+            CHECK_EQ_U64(o->S, s[i].S);
+        }
+        obl_nroram_destroy(o);
+        nroram_model_t(s[i].cap, 8, ct ? 60 : 8000 / SAN_DIV, 0, 0, 2 * s[i].dense);
+        nroram_model_t(s[i].cap, 56, ct ? 40 : 4000 / SAN_DIV, 0, 0, 2 * s[i].dense + 1);
+    }
+    CHECK_EQ_U64(nr_log_leaves_at(659449, 1), 18);
+    CHECK_EQ_U64(nr_log_leaves_at(659449, 0), 19);
+    CHECK_EQ_U64(nr_log_leaves_at(1310721, 1), 19);
+    CHECK_EQ_U64(nr_log_leaves_at(660602, 1), 18);
+    CHECK_EQ_U64(nr_log_leaves_at(660603, 1), 19);
+    if (ct)
+        return; /* 10^5 accesses at full load: too slow under memcheck */
+    const uint64_t cap = NR_DENSE_LOAD_NUM * 8192 / NR_DENSE_LOAD_DEN;
+    const long ops = 100000 / SAN_DIV;
+    double m3, m2;
+    long o3 = full_load_stash(cap, 1, 3, ops, &m3), o2 = full_load_stash(cap, 1, 2, ops, &m2);
+    printf("  dense, %ld accesses: 3 evictions: %ld overflows, mean stash %.4f; control, 2: "
+           "%ld, %.4f\n",
            ops, o3, m3, o2, m2);
     CHECK(o3 == 0 && m3 >= 0 && m3 < 0.1);
     CHECK(!(o2 == 0 && m2 >= 0 && m2 < 0.1));
@@ -1740,6 +1802,7 @@ static const test_case cases[] = {
     TEST_CASE(nroram_update),
     TEST_CASE(nroram_leaf_loads),
     TEST_CASE(nroram_leaf_load_stash),
+    TEST_CASE(nroram_dense),
     TEST_CASE(nroram_trace),
     TEST_CASE(build_traces),
     TEST_CASE(roram_models),

@@ -384,6 +384,43 @@ static void alloc_create(void)
         }
 }
 
+/* A map that keeps the omaps alone (PER_REQUEST, or AUTO with a hint)
+ * makes their value trees dense (shard_dense_omaps): at a shard capacity
+ * just above 2.5 x a power of two they take half the memory of a map that
+ * keeps both stores, and the map answers against the model. */
+static void dense_omaps(void)
+{
+    const uint64_t cap = 10241; /* S = 1: a shard capacity just over 2.5 x 2^12 */
+    size_t bytes[2] = {0, 0};
+    for (int dense = 0; dense < 2; dense++) {
+        obl_shard_params p = params(cap, 1, 2, 0);
+        p.engines = dense ? OBL_SHARD_ENGINES_PER_REQUEST : OBL_SHARD_ENGINES_BOTH;
+        obl_shard *s = NULL;
+        CHECK_EQ_U64(obl_shard_create(&s, &p), OBL_OK);
+        if (!s)
+            continue;
+        CHECK_EQ_U64(shard_dense_omaps(s), (uint64_t)dense);
+        obl_shard_stats st;
+        obl_shard_get_stats(s, &st);
+        CHECK(st.shard_capacity * 2 > (uint64_t)5 << 12 && st.shard_capacity * 25 <= 63u << 12);
+        bytes[dense] = obl_omap_memory_bytes(s->om[0]);
+        model m = model_new(cap, VS);
+        for (int b = 0; b < 3; b++)
+            CHECK(one_batch(s, &m, 200, 4 * cap / 5, 1));
+        CHECK(same_as_model(s, &m, 4 * cap / 5));
+        model_free(&m);
+        obl_shard_destroy(s);
+    }
+    printf("  omap bytes, both stores %zu, omaps alone (dense) %zu\n", bytes[0], bytes[1]);
+    CHECK(bytes[1] > 0 && 10 * bytes[1] < 7 * bytes[0]);
+    obl_shard_params a = params(cap, 1, 2, 1024);
+    obl_shard *s = NULL;
+    CHECK_EQ_U64(obl_shard_create(&s, &a), OBL_OK);
+    if (s)
+        CHECK_EQ_U64(shard_dense_omaps(s), 1);
+    obl_shard_destroy(s);
+}
+
 int main(int argc, char **argv)
 {
     test_init(argc, argv, "test_shard_policy");
@@ -393,6 +430,7 @@ int main(int argc, char **argv)
         TEST_CASE(every_size),
         TEST_CASE(bad_hints),
         TEST_CASE(alloc_create),
+        TEST_CASE(dense_omaps),
     };
     return test_run("test_shard_policy", cases, sizeof(cases) / sizeof(cases[0]), &R);
 }
