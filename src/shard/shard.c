@@ -137,8 +137,7 @@ obl_err shard_alloc(obl_shard **out, const obl_shard_params *p)
 /* see shard_map.h */
 int shard_dense_omaps(const obl_shard *m)
 {
-    return m->p.engines == OBL_SHARD_ENGINES_PER_REQUEST ||
-           (m->p.engines == OBL_SHARD_ENGINES_AUTO && m->p.expected_batch);
+    return m->p.engines == OBL_SHARD_ENGINES_AUTO && m->p.expected_batch;
 }
 
 /* see shard_map.h */

@@ -120,10 +120,10 @@ obl_err shard_pick_stores(obl_shard *m, obl_omap **om0);
 void shard_test_pick_costs(const shard_costs *c);
 #endif
 
-/* Nonzero when the map can only ever keep the omaps alone (PER_REQUEST, or
- * AUTO with a hint, whose omaps are kept only when they win): their value
- * trees are dense, memory before the per-request speed (docs/shard.md,
- * "Store policy"). A map that keeps both stores keeps the faster shape. */
+/* Nonzero for a map made for its expected batch size (AUTO with a hint):
+ * it keeps one store, and omaps kept that way have dense value trees,
+ * memory before per-request speed (docs/shard.md, "Store policy"). Maps
+ * whose caller named the stores (PER_REQUEST, BOTH) keep the faster shape. */
 int shard_dense_omaps(const obl_shard *m);
 
 /* The parameters of shard j's omap (a seed drawn from the map's PRG). */
