@@ -1415,10 +1415,10 @@ typedef struct {
 #define RUN_SMALL(cap, ks, vs, ops) {RUN_SMALL_KIND, cap, 0, ks, vs, 1.0, ops, 0}
 #define RUN_BUILD(cap, ks, vs, n, ops) {RUN_BUILD_KIND, cap, n, ks, vs, 1.0, ops, 0}
 #define RUN_FP(ks, vs, ops) {RUN_FP_KIND, 0, 0, ks, vs, 1.0, ops, 0}
-#define RUN_END RUN_END_KIND
+#define RUN_END {RUN_END_KIND, 0, 0, 0, 0, 0.0, 0, 0}
 
 /* Runs the table `ct` under memcheck, else `full`, in the given layout;
- * leaves g_layout at AUTO. Each table ends with {RUN_END}. */
+ * leaves g_layout at AUTO. Each table ends with RUN_END. */
 static void run_layout(uint32_t layout, const layout_run *ct, const layout_run *full)
 {
     g_layout = layout;
@@ -1440,23 +1440,23 @@ static void compact_streams(void)
 {
     static const layout_run ct[] = {RUN_STREAM(40, 8, 8, 1.0, 300, 0),
                                     RUN_STREAM(24, 8, 32, 1.0, 200, 0),
-                                    RUN_STREAM(20, 5, 3, 1.0, 100, 1), {RUN_END}};
+                                    RUN_STREAM(20, 5, 3, 1.0, 100, 1), RUN_END};
     static const layout_run full[] = {
         RUN_STREAM(1, 8, 8, 1.0, 500, 0),        RUN_STREAM(3, 4, 1, 1.0, 500, 0),
         RUN_STREAM(1000, 8, 56, 1.0, 10000, 0),  RUN_STREAM(1000, 8, 8, 1.0, 10000, 0),
         RUN_STREAM(2000, 8, 8, 1.0, 10000, 1),
         /* 3-byte leaves (the value ORAM has 2^17 leaves) and 7-byte rests */
-        RUN_STREAM((1u << 17) + 1, 8, 8, 0.25, 6000, 0), RUN_SMALL(500, 8, 40, 6000), {RUN_END}};
+        RUN_STREAM((1u << 17) + 1, 8, 8, 0.25, 6000, 0), RUN_SMALL(500, 8, 40, 6000), RUN_END};
     run_layout(OBL_OMAP_LAYOUT_COMPACT, ct, full);
 }
 
 /* Compact layout, keys of at most 8 bytes: bulk builds. */
 static void compact_builds(void)
 {
-    static const layout_run ct[] = {RUN_BUILD(40, 8, 32, 40, 100), {RUN_END}};
+    static const layout_run ct[] = {RUN_BUILD(40, 8, 32, 40, 100), RUN_END};
     static const layout_run full[] = {RUN_BUILD(4096, 8, 56, 4096, 2000),
                                       RUN_BUILD(1000, 3, 100, 700, 2000),
-                                      RUN_BUILD(10, 8, 32, 0, 100), {RUN_END}};
+                                      RUN_BUILD(10, 8, 32, 0, 100), RUN_END};
     run_layout(OBL_OMAP_LAYOUT_COMPACT, ct, full);
 }
 
@@ -1581,21 +1581,21 @@ static void build_threads_test(void)
 static void compact_fingerprint_streams(void)
 {
     static const layout_run ct[] = {RUN_STREAM(24, 32, 32, 1.0, 200, 0),
-                                    RUN_STREAM(20, 9, 3, 1.0, 100, 1), {RUN_END}};
+                                    RUN_STREAM(20, 9, 3, 1.0, 100, 1), RUN_END};
     static const layout_run full[] = {
         RUN_STREAM(1, 32, 32, 1.0, 500, 0),     RUN_STREAM(1000, 32, 32, 1.0, 10000, 0),
         RUN_STREAM(1000, 16, 16, 1.0, 10000, 0), RUN_STREAM(2000, 9, 20, 1.0, 10000, 1),
-        RUN_STREAM(300, 100, 1, 1.0, 3000, 0),  RUN_SMALL(500, 32, 32, 6000), {RUN_END}};
+        RUN_STREAM(300, 100, 1, 1.0, 3000, 0),  RUN_SMALL(500, 32, 32, 6000), RUN_END};
     run_layout(OBL_OMAP_LAYOUT_COMPACT, ct, full);
 }
 
 /* Compact layout, fingerprint mode: bulk builds. */
 static void compact_fingerprint_builds(void)
 {
-    static const layout_run ct[] = {RUN_BUILD(30, 16, 16, 30, 100), {RUN_END}};
+    static const layout_run ct[] = {RUN_BUILD(30, 16, 16, 30, 100), RUN_END};
     static const layout_run full[] = {RUN_BUILD(4096, 32, 32, 4096, 2000),
                                       RUN_BUILD(1000, 20, 100, 700, 2000),
-                                      RUN_BUILD(10, 32, 32, 0, 100), {RUN_END}};
+                                      RUN_BUILD(10, 32, 32, 0, 100), RUN_END};
     run_layout(OBL_OMAP_LAYOUT_COMPACT, ct, full);
 }
 
@@ -1619,8 +1619,8 @@ static void compact_builds_two_words(void)
 /* Compact layout: keys whose fingerprints collide. */
 static void fingerprint_collisions(void)
 {
-    static const layout_run ct[] = {RUN_FP(32, 8, 150), {RUN_END}};
-    static const layout_run full[] = {RUN_FP(32, 32, 3000), RUN_FP(16, 8, 3000), {RUN_END}};
+    static const layout_run ct[] = {RUN_FP(32, 8, 150), RUN_END};
+    static const layout_run full[] = {RUN_FP(32, 32, 3000), RUN_FP(16, 8, 3000), RUN_END};
     run_layout(OBL_OMAP_LAYOUT_COMPACT, ct, full);
 }
 
@@ -1629,23 +1629,23 @@ static void inline_streams(void)
 {
     static const layout_run ct[] = {RUN_STREAM(40, 8, 8, 1.0, 300, 0),
                                     RUN_STREAM(24, 32, 32, 1.0, 150, 0),
-                                    RUN_STREAM(20, 5, 3, 1.0, 100, 1), {RUN_END}};
+                                    RUN_STREAM(20, 5, 3, 1.0, 100, 1), RUN_END};
     static const layout_run full[] = {
         RUN_STREAM(1, 8, 8, 1.0, 500, 0),       RUN_STREAM(3, 4, 1, 1.0, 500, 0),
         RUN_STREAM(100, 8, 8, 0.5, 4000, 0),    RUN_STREAM(1000, 8, 8, 1.0, 20000, 0),
         RUN_STREAM(1000, 8, 56, 1.0, 10000, 0), RUN_STREAM(300, 32, 32, 1.0, 5000, 0),
         RUN_STREAM(777, 16, 100, 0.9, 5000, 0), RUN_STREAM(2000, 8, 8, 1.0, 10000, 1),
-        RUN_SMALL(500, 8, 8, 8000),             {RUN_END}};
+        RUN_SMALL(500, 8, 8, 8000),             RUN_END};
     run_layout(OBL_OMAP_LAYOUT_INLINE, ct, full);
 }
 
 /* Inline layout: bulk builds. */
 static void inline_builds(void)
 {
-    static const layout_run ct[] = {RUN_BUILD(40, 8, 8, 40, 100), {RUN_END}};
+    static const layout_run ct[] = {RUN_BUILD(40, 8, 8, 40, 100), RUN_END};
     static const layout_run full[] = {
         RUN_BUILD(1000, 8, 8, 1000, 5000), RUN_BUILD(4096, 8, 56, 3000, 2000),
-        RUN_BUILD(200, 32, 32, 200, 2000), RUN_BUILD(10, 8, 8, 0, 100), {RUN_END}};
+        RUN_BUILD(200, 32, 32, 200, 2000), RUN_BUILD(10, 8, 8, 0, 100), RUN_END};
     run_layout(OBL_OMAP_LAYOUT_INLINE, ct, full);
 }
 

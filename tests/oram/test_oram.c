@@ -1488,6 +1488,22 @@ static long full_load_stash(uint64_t cap, int dense, uint32_t ev, long ops, doub
     return over;
 }
 
+/* 10^5 reads of a full tree of cap blocks (dense if dense) with three
+ * evictions per access: no overflow and a mean stash under bound; the same
+ * with two (the control) must fail that. */
+static void full_load_check(uint64_t cap, int dense, double bound)
+{
+    const long ops = 100000 / SAN_DIV;
+    double m3, m2;
+    long o3 = full_load_stash(cap, dense, 3, ops, &m3);
+    long o2 = full_load_stash(cap, dense, 2, ops, &m2);
+    printf("  %s%ld accesses: 3 evictions: %ld overflows, mean stash %.4f; control, 2: %ld, "
+           "%.4f\n",
+           dense ? "dense, " : "", ops, o3, m3, o2, m2);
+    CHECK(o3 == 0 && m3 >= 0 && m3 < bound);
+    CHECK(!(o2 == 0 && m2 >= 0 && m2 < bound));
+}
+
 /*
  * The stash at 2.5 blocks per leaf and full load. Healthy: no overflow of
  * the default stash and a mean occupancy under 0.05 blocks (measured 0.004
@@ -1502,15 +1518,7 @@ static void nroram_leaf_load_stash(void)
         test_skip("10^5 accesses at full load: too slow under memcheck");
         return;
     }
-    const uint64_t cap = NR_LEAF_LOAD_NUM * 8192 / NR_LEAF_LOAD_DEN;
-    const long ops = 100000 / SAN_DIV;
-    double m3, m2;
-    long o3 = full_load_stash(cap, 0, 3, ops, &m3), o2 = full_load_stash(cap, 0, 2, ops, &m2);
-    printf("  %ld accesses: 3 evictions: %ld overflows, mean stash %.4f; control, 2: %ld, "
-           "%.4f\n",
-           ops, o3, m3, o2, m2);
-    CHECK(o3 == 0 && m3 >= 0 && m3 < 0.05);
-    CHECK(!(o2 == 0 && m2 >= 0 && m2 < 0.05));
+    full_load_check(NR_LEAF_LOAD_NUM * 8192 / NR_LEAF_LOAD_DEN, 0, 0.05);
 }
 
 /*
@@ -1556,15 +1564,7 @@ static void nroram_dense(void)
     CHECK_EQ_U64(nr_log_leaves_at(660603, 1), 19);
     if (ct)
         return; /* 10^5 accesses at full load: too slow under memcheck */
-    const uint64_t cap = NR_DENSE_LOAD_NUM * 8192 / NR_DENSE_LOAD_DEN;
-    const long ops = 100000 / SAN_DIV;
-    double m3, m2;
-    long o3 = full_load_stash(cap, 1, 3, ops, &m3), o2 = full_load_stash(cap, 1, 2, ops, &m2);
-    printf("  dense, %ld accesses: 3 evictions: %ld overflows, mean stash %.4f; control, 2: "
-           "%ld, %.4f\n",
-           ops, o3, m3, o2, m2);
-    CHECK(o3 == 0 && m3 >= 0 && m3 < 0.1);
-    CHECK(!(o2 == 0 && m2 >= 0 && m2 < 0.1));
+    full_load_check(NR_DENSE_LOAD_NUM * 8192 / NR_DENSE_LOAD_DEN, 1, 0.1);
 }
 
 /* NRORAM and RORAM models, block sizes moved in vector registers. */
