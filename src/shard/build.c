@@ -59,15 +59,8 @@ static obl_err build_omap(bl_job *j, size_t s, const unsigned char *k, const uns
                           size_t n)
 {
     obl_shard *m = j->m;
-    obl_omap_params op = {0};
-    op.capacity = m->cap_s;
-    op.key_size = m->p.key_size;
-    op.value_size = m->p.value_size;
-    op.use_seed = 1; /* drawn from the map's PRG by the caller */
-    op.seed = j->seed[s];
-    op.alloc = m->p.alloc;
-    op.build_threads = j->omap_threads;
-    op.dense_values = shard_dense_omaps(m);
+    /* the seed was drawn from the map's PRG by the caller */
+    obl_omap_params op = shard_omap_params_seeded(m, j->seed[s], j->omap_threads);
     return obl_omap_build(&m->om[s], &op, k, v, n);
 }
 

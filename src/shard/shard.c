@@ -141,18 +141,25 @@ int shard_dense_omaps(const obl_shard *m)
 }
 
 /* see shard_map.h */
-obl_omap_params shard_omap_params(obl_shard *m, unsigned j)
+obl_omap_params shard_omap_params_seeded(const obl_shard *m, uint64_t seed, unsigned threads)
 {
     obl_omap_params op = {0};
     op.capacity = m->cap_s;
     op.key_size = m->p.key_size;
     op.value_size = m->p.value_size;
     op.use_seed = 1; /* seeded from the map's PRG (itself seeded or random) */
-    op.seed = obl_prg_u64(&m->prg) ^ j;
+    op.seed = seed;
     op.alloc = m->p.alloc;
-    op.build_threads = m->threads; /* a map of T = 1 builds on one thread */
+    op.build_threads = threads;
     op.dense_values = shard_dense_omaps(m);
     return op;
+}
+
+/* see shard_map.h */
+obl_omap_params shard_omap_params(obl_shard *m, unsigned j)
+{
+    /* a map of T = 1 builds on one thread */
+    return shard_omap_params_seeded(m, obl_prg_u64(&m->prg) ^ j, m->threads);
 }
 
 /* see obl/shard.h */

@@ -126,6 +126,9 @@ void shard_test_pick_costs(const shard_costs *c);
  * whose caller named the stores (PER_REQUEST, BOTH) keep the faster shape. */
 int shard_dense_omaps(const obl_shard *m);
 
+/* The parameters of a shard's omap with the given seed and build threads. */
+obl_omap_params shard_omap_params_seeded(const obl_shard *m, uint64_t seed, unsigned threads);
+
 /* The parameters of shard j's omap (a seed drawn from the map's PRG). */
 obl_omap_params shard_omap_params(obl_shard *m, unsigned j);
 
